@@ -1,0 +1,22 @@
+// Summary statistics of repeated timings.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <vector>
+
+namespace halox {
+
+struct summary {
+  size_t count = 0;
+  double mean = 0, median = 0, min = 0, max = 0, stddev = 0;
+  double p5 = 0, p25 = 0, p75 = 0, p95 = 0;
+};
+
+// Percentiles by linear interpolation between closest ranks.
+summary summarize(std::vector<double> samples);
+double percentile_of_sorted(const std::vector<double>& sorted, double fraction);
+
+void to_json(nlohmann::json& j, const summary& s);
+
+}  // namespace halox

@@ -1,0 +1,1 @@
+"""halox: sweeps and reports over the results of the halox benchmarks."""
