@@ -1,0 +1,502 @@
+// halox-bench: the 3-D halo-exchange benchmark (seeds 000-002). Every choice
+// is a run-time option; list-valued options run the whole matrix in one job,
+// so that ratios between variants are measured in the same run.
+#include <mpi.h>
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "halox/common/cli.hpp"
+#include "halox/common/error.hpp"
+#include "halox/common/provenance.hpp"
+#include "halox/common/stats.hpp"
+#include "halox/decomposition.hpp"
+#include "halox/decomposition/options.hpp"
+#include "halox/exchange.hpp"
+#include "halox/verify.hpp"
+
+namespace {
+
+using namespace halox;
+constexpr const char* program = "halox-bench";
+
+struct bench_options {
+  std::vector<int> domain{64, 64, 64};
+  std::vector<int> global_domain;
+  std::vector<int> halos{1};
+  std::vector<int> halo_lo, halo_hi;
+  std::vector<int> nfields{1};
+  std::vector<std::string> types{"double"};
+  std::vector<std::string> algorithms{"standard"};
+  std::vector<std::string> field_modes{"compact"};
+  std::vector<std::string> transports{"mpi-p2p"};
+  int nrep = 1000;
+  double time_budget = 0;  // seconds per configuration; overrides nrep when > 0
+  int warmup = 10;
+  int rounds = 1;
+  bool no_check = false;
+  std::string timing = "throughput";
+  std::string json_path;
+  std::string baseline = "mpi-types/staged/sequence";
+  bool quiet = false;
+  bool summary_only = false;
+  decomposition_options decomp;
+};
+
+struct config {
+  transport_kind transport;
+  algorithm alg;
+  field_mode mode;
+  element_type type;
+  halo_widths halo;
+  int halo_label = 0;  // the uniform width, or -1 for per-side widths
+  int nfields = 1;
+
+  std::string variant() const {
+    return fmt::format("{}/{}/{}", to_string(transport), to_string(alg), to_string(mode));
+  }
+  std::string shape() const {
+    std::string h = halo_label >= 0 ? fmt::format("h{}", halo_label) : std::string("h*");
+    return fmt::format("{} {}f{}", to_string(type), h, nfields);
+  }
+};
+
+struct result {
+  config cfg;
+  std::vector<double> samples;  // per exchange, max over ranks (rank 0 only)
+  double loop_seconds = 0;      // wall time of all timed exchanges, max over ranks
+  long long exchanges = 0;
+  double memcpy_seconds = 0;    // median memcpy of the same bytes, max over ranks
+  size_t bytes_sent = 0, bytes_copied = 0, messages = 0;
+  size_t max_bytes_sent = 0;    // over ranks
+  bool verified = false;
+};
+
+ivec3 to_ivec3(const std::vector<int>& v) { return {v[0], v[1], v[2]}; }
+
+void add_options(CLI::App& app, bench_options& o) {
+  app.add_option("--domain", o.domain, "Interior cells per rank X Y Z")->expected(3)->capture_default_str();
+  app.add_option("--global-domain", o.global_domain,
+                 "Global cells X Y Z, split over the rank grid (remainders spread evenly); "
+                 "replaces --domain")
+      ->expected(3);
+  app.add_option("--halo", o.halos, "Halo width(s), e.g. --halo 1,5")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--halo-lo", o.halo_lo, "Per-side halo widths below X Y Z (with --halo-hi)")->expected(3);
+  app.add_option("--halo-hi", o.halo_hi, "Per-side halo widths above X Y Z (with --halo-lo)")->expected(3);
+  app.add_option("--nfields", o.nfields, "Number(s) of fields, e.g. --nfields 1,8")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--type", o.types, "Element type(s): float, double")->delimiter(',')->capture_default_str();
+  app.add_option("--algorithm", o.algorithms, "standard (26 messages), staged (3 steps, 6 messages), "
+                 "faces (6 messages, no edges/corners), or all")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--fields", o.field_modes, "compact (all fields per message), sequence (field by "
+                 "field), or all")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--transport", o.transports,
+                 fmt::format("Transport(s): {}, or all", fmt::join(transport_names(), ", ")))
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--nrep", o.nrep, "Timed exchanges per configuration")->capture_default_str();
+  app.add_option("--time", o.time_budget, "Seconds of timed exchanges per configuration (replaces --nrep)");
+  app.add_option("--warmup", o.warmup, "Untimed exchanges before timing")->capture_default_str();
+  app.add_option("--rounds", o.rounds, "Run the whole matrix this many times, interleaved")
+      ->capture_default_str();
+  app.add_option("--timing", o.timing, "throughput: back-to-back exchanges; latency: a barrier "
+                 "before each")
+      ->capture_default_str();
+  app.add_option("--baseline", o.baseline, "Variant transport/algorithm/fields that ratios refer to")
+      ->capture_default_str();
+  app.add_flag("--no-check", o.no_check, "Skip the cell-exact verification (timing-critical runs)");
+  app.add_option("--json", o.json_path, "Append one JSON object per configuration to FILE");
+  app.add_flag("--quiet", o.quiet, "Print only the summary table");
+  add_decomposition_options(app, o.decomp);
+}
+
+std::vector<std::string> expand_all(std::vector<std::string> values,
+                                    const std::vector<std::string>& every) {
+  values = split_list(values);
+  if (std::find(values.begin(), values.end(), "all") != values.end()) return every;
+  return values;
+}
+
+std::vector<config> build_matrix(bench_options& o) {
+  auto need_positive = [](const std::vector<int>& v, const char* what) {
+    for (int x : v)
+      if (x <= 0) throw usage_error(fmt::format("{} must be positive, got {}", what, x));
+  };
+  need_positive(o.domain, "--domain");
+  if (!o.global_domain.empty()) need_positive(o.global_domain, "--global-domain");
+  need_positive(o.nfields, "--nfields");
+  for (int h : o.halos)
+    if (h < 0) throw usage_error(fmt::format("--halo must not be negative, got {}", h));
+  if (o.halo_lo.empty() != o.halo_hi.empty())
+    throw usage_error("--halo-lo and --halo-hi must be given together");
+  for (const auto* v : {&o.halo_lo, &o.halo_hi})
+    for (int h : *v)
+      if (h < 0) throw usage_error(fmt::format("per-side halo widths must not be negative, got {}", h));
+  if (o.nrep <= 0) throw usage_error(fmt::format("--nrep must be positive, got {}", o.nrep));
+  if (o.time_budget < 0) throw usage_error("--time must not be negative");
+  if (o.warmup < 0) throw usage_error("--warmup must not be negative");
+  if (o.rounds <= 0) throw usage_error("--rounds must be positive");
+  if (o.timing != "throughput" && o.timing != "latency")
+    throw usage_error(fmt::format("unknown timing '{}' (expected throughput or latency)", o.timing));
+  for (int f : o.nfields)
+    if (f > 1000) throw usage_error(fmt::format("--nfields {} is more than the 1000 supported", f));
+
+  std::vector<halo_widths> halos;
+  std::vector<int> labels;
+  if (!o.halo_lo.empty()) {
+    halos.push_back({to_ivec3(o.halo_lo), to_ivec3(o.halo_hi)});
+    labels.push_back(-1);
+  } else {
+    for (int h : o.halos) {
+      halos.push_back(halo_widths::uniform(h));
+      labels.push_back(h);
+    }
+  }
+  std::vector<config> matrix;
+  for (const auto& t : expand_all(o.transports, transport_names()))
+    for (const auto& a : expand_all(o.algorithms, {"standard", "staged", "faces"}))
+      for (const auto& m : expand_all(o.field_modes, {"compact", "sequence"}))
+        for (const auto& ty : split_list(o.types))
+          for (size_t h = 0; h < halos.size(); ++h)
+            for (int nf : o.nfields)
+              matrix.push_back({parse_transport(t), parse_algorithm(a), parse_field_mode(m),
+                                parse_element_type(ty), halos[h], labels[h], nf});
+  return matrix;
+}
+
+// Smallest sub-domain extent per dimension over all ranks: a halo must fit it.
+ivec3 smallest_extent(const bench_options& o, const ivec3& dims) {
+  if (o.global_domain.empty()) return to_ivec3(o.domain);
+  ivec3 out;
+  for (int d = 0; d < 3; ++d) out[d] = o.global_domain[d] / dims[d];
+  return out;
+}
+
+// Aligned storage for the fields of one configuration.
+struct field_storage {
+  std::vector<void*> raw;
+  ~field_storage() {
+    for (void* p : raw) std::free(p);
+  }
+};
+
+template <class T>
+std::vector<T*> allocate_fields(field_storage& storage, const local_grid& grid, int nfields) {
+  std::vector<T*> fields;
+  size_t bytes = (grid.cells() * sizeof(T) + 63) / 64 * 64;
+  for (int f = 0; f < nfields; ++f) {
+    void* p = std::aligned_alloc(64, bytes);
+    if (!p) throw std::bad_alloc();
+    storage.raw.push_back(p);
+    fields.push_back(static_cast<T*>(p));
+  }
+  return fields;
+}
+
+// Collective: throws run_error on every rank when any rank found a mismatch.
+template <class T>
+void verify_or_fail(MPI_Comm comm, const std::vector<T*>& fields, const verify_context& ctx,
+                    int epoch, const config& cfg, const char* when) {
+  size_t total = 0;
+  auto bad = check_fields(fields, ctx, epoch, 3, &total);
+  std::string local;
+  if (total > 0) {
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    local = fmt::format("verification failed after the {} exchange ({}, {}): rank {} has {} wrong "
+                        "cells, first: {}",
+                        when, cfg.variant(), cfg.shape(), rank, total, describe(bad.front()));
+  }
+  if (auto message = agree_on_error(comm, local); !message.empty()) throw run_error(message);
+}
+
+// Median time of a memcpy of `bytes` on every rank at once, max over ranks.
+double memcpy_reference(MPI_Comm comm, size_t bytes) {
+  if (bytes == 0) return 0;
+  std::vector<std::byte> src(bytes, std::byte{1}), dst(bytes);
+  std::vector<double> times;
+  for (int i = 0; i < 30; ++i) {
+    double t0 = MPI_Wtime();
+    std::memcpy(dst.data(), src.data(), bytes);
+    double t1 = MPI_Wtime();
+    // Keep the copy observable so it is not optimised away.
+    src[static_cast<size_t>(i) % bytes] = dst[(static_cast<size_t>(i) * 7) % bytes];
+    if (i >= 5) times.push_back(t1 - t0);
+  }
+  double median = summarize(times).median, slowest = 0;
+  MPI_Allreduce(&median, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return slowest;
+}
+
+template <class T>
+result run_config(const decomposition& decomp, const bench_options& o, const config& cfg) {
+  MPI_Comm comm = decomp.comm();
+  subdomain sub = o.global_domain.empty() ? subdomain_per_rank(decomp, to_ivec3(o.domain))
+                                          : subdomain_of_global(decomp, to_ivec3(o.global_domain));
+  local_grid grid(sub.extent, cfg.halo);
+  field_storage storage;
+  auto fields = allocate_fields<T>(storage, grid, cfg.nfields);
+  verify_context ctx{grid, sub, decomp.periodic(), cfg.alg};
+  fill_fields(fields, ctx, 0);
+
+  result r;
+  r.cfg = cfg;
+  {
+    halo_exchange ex(decomp, grid, std::span<T* const>(fields),
+                     exchange_options{cfg.alg, cfg.mode, cfg.transport});
+    const auto& plan = ex.plan();
+    r.bytes_sent = plan.bytes_sent();
+    r.bytes_copied = plan.bytes_copied();
+    r.messages = plan.message_count();
+    unsigned long long mine = r.bytes_sent, most = 0;
+    MPI_Allreduce(&mine, &most, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
+    r.max_bytes_sent = most;
+
+    ex.exchange();
+    if (!o.no_check) verify_or_fail(comm, fields, ctx, 0, cfg, "first");
+
+    for (int i = 0; i < o.warmup; ++i) ex.exchange();
+    long long nrep = o.nrep;
+    if (o.time_budget > 0) {
+      // Agree on a repetition count from a short calibration.
+      double t0 = MPI_Wtime();
+      int probe = 5;
+      for (int i = 0; i < probe; ++i) ex.exchange();
+      double per = (MPI_Wtime() - t0) / probe, slowest = 0;
+      MPI_Allreduce(&per, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
+      nrep = std::clamp<long long>(static_cast<long long>(o.time_budget / std::max(slowest, 1e-9)),
+                                   10, 10'000'000);
+    }
+    std::vector<double> samples(static_cast<size_t>(nrep));
+    const bool latency = o.timing == "latency";
+    MPI_Barrier(comm);
+    double loop_start = MPI_Wtime();
+    for (long long i = 0; i < nrep; ++i) {
+      if (latency) MPI_Barrier(comm);
+      double t0 = MPI_Wtime();
+      ex.exchange();
+      samples[static_cast<size_t>(i)] = MPI_Wtime() - t0;
+    }
+    double loop = MPI_Wtime() - loop_start;
+    MPI_Allreduce(&loop, &r.loop_seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
+    r.samples.resize(samples.size());
+    MPI_Reduce(samples.data(), r.samples.data(), static_cast<int>(samples.size()), MPI_DOUBLE,
+               MPI_MAX, 0, comm);
+    r.exchanges = nrep;
+
+    if (!o.no_check) {
+      // New values everywhere, so the last exchange must move them all again.
+      fill_fields(fields, ctx, 1);
+      ex.exchange();
+      verify_or_fail(comm, fields, ctx, 1, cfg, "last");
+      r.verified = true;
+    }
+  }
+  r.memcpy_seconds = memcpy_reference(comm, r.bytes_sent + r.bytes_copied);
+  return r;
+}
+
+result run_any(const decomposition& decomp, const bench_options& o, const config& cfg) {
+  return cfg.type == element_type::f32 ? run_config<float>(decomp, o, cfg)
+                                       : run_config<double>(decomp, o, cfg);
+}
+
+void merge(result& into, const result& more) {
+  into.samples.insert(into.samples.end(), more.samples.begin(), more.samples.end());
+  into.loop_seconds += more.loop_seconds;
+  into.exchanges += more.exchanges;
+  into.memcpy_seconds = std::min(into.memcpy_seconds, more.memcpy_seconds);
+  into.verified = into.verified && more.verified;
+}
+
+std::string us(double seconds) { return fmt::format("{:.2f}", seconds * 1e6); }
+
+void print_result(const result& r, const summary& s) {
+  double mean_per = r.loop_seconds / static_cast<double>(r.exchanges);
+  double bytes = static_cast<double>(r.bytes_sent + r.bytes_copied);
+  fmt::print("\n{}  [{}]\n", r.cfg.variant(), r.cfg.shape());
+  fmt::print("  per exchange: {} messages, {} B to other ranks, {} B local copies (rank 0); "
+             "max over ranks {} B\n",
+             r.messages, r.bytes_sent, r.bytes_copied, r.max_bytes_sent);
+  fmt::print("  time per exchange [us], slowest rank, {} exchanges: median {}  mean {}  sd {}\n",
+             r.exchanges, us(s.median), us(s.mean), us(s.stddev));
+  fmt::print("    min {}  p5 {}  p25 {}  p75 {}  p95 {}  max {}\n", us(s.min), us(s.p5), us(s.p25),
+             us(s.p75), us(s.p95), us(s.max));
+  fmt::print("  seconds per 10000 exchanges: {:.4f}   throughput {:.2f} GB/s   memcpy of the same "
+             "bytes {} us -> efficiency {:.1f} %\n",
+             mean_per * 1e4, bytes / s.median / 1e9, us(r.memcpy_seconds),
+             s.median > 0 ? 100.0 * r.memcpy_seconds / s.median : 0.0);
+  fmt::print("  verification: {}\n", r.verified ? "passed (first and last exchange)" : "skipped");
+}
+
+void print_summary(const std::vector<result>& results, const std::vector<summary>& stats,
+                   const std::string& baseline) {
+  std::vector<std::string> variants, shapes;
+  std::map<std::pair<std::string, std::string>, double> median;
+  for (size_t i = 0; i < results.size(); ++i) {
+    auto v = results[i].cfg.variant(), sh = results[i].cfg.shape();
+    if (std::find(variants.begin(), variants.end(), v) == variants.end()) variants.push_back(v);
+    if (std::find(shapes.begin(), shapes.end(), sh) == shapes.end()) shapes.push_back(sh);
+    median[{v, sh}] = stats[i].median;
+  }
+  bool have_baseline = std::find(variants.begin(), variants.end(), baseline) != variants.end();
+  size_t width = 12;
+  for (const auto& sh : shapes) width = std::max(width, sh.size() + 2);
+  fmt::print("\nSummary: median time per exchange [us] of the slowest rank{}\n",
+             have_baseline ? fmt::format("; (xN) = speed-up over {}", baseline) : "");
+  fmt::print("{:<34}", "transport/algorithm/fields");
+  for (const auto& sh : shapes) fmt::print("{:>{}}", sh, width + 9);
+  fmt::print("\n");
+  for (const auto& v : variants) {
+    fmt::print("{:<34}", v);
+    for (const auto& sh : shapes) {
+      auto it = median.find({v, sh});
+      if (it == median.end()) {
+        fmt::print("{:>{}}", "-", width + 9);
+        continue;
+      }
+      std::string cell = us(it->second);
+      if (have_baseline && median.count({baseline, sh}) && it->second > 0)
+        cell += fmt::format(" (x{:.2f})", median[{baseline, sh}] / it->second);
+      else
+        cell += "        ";
+      fmt::print("{:>{}}", cell, width + 9);
+    }
+    fmt::print("\n");
+  }
+}
+
+nlohmann::json to_json_record(const result& r, const summary& s, const bench_options& o,
+                              const decomposition& decomp, const nlohmann::json& provenance,
+                              const std::string& run_id) {
+  nlohmann::json j = provenance;
+  j["tool"] = program;
+  j["run_id"] = run_id;
+  j["config"] = {{"transport", to_string(r.cfg.transport)},
+                 {"algorithm", to_string(r.cfg.alg)},
+                 {"fields", to_string(r.cfg.mode)},
+                 {"type", to_string(r.cfg.type)},
+                 {"halo", r.cfg.halo_label},
+                 {"halo_lo", r.cfg.halo.lo},
+                 {"halo_hi", r.cfg.halo.hi},
+                 {"nfields", r.cfg.nfields},
+                 {"domain", o.global_domain.empty() ? o.domain : std::vector<int>{}},
+                 {"global_domain", o.global_domain},
+                 {"timing", o.timing},
+                 {"warmup", o.warmup},
+                 {"rounds", o.rounds},
+                 {"check", !o.no_check}};
+  j["decomposition"] = {{"kind", decomp.kind()},
+                        {"dims", decomp.dims()},
+                        {"periodic", decomp.periodic()},
+                        {"order", decomp.order().name()}};
+  j["plan"] = {{"messages", r.messages},
+               {"bytes_sent", r.bytes_sent},
+               {"bytes_copied", r.bytes_copied},
+               {"max_bytes_sent", r.max_bytes_sent}};
+  double mean_per = r.loop_seconds / static_cast<double>(r.exchanges);
+  j["exchanges"] = r.exchanges;
+  j["time_per_exchange_s"] = s;
+  j["loop_mean_s"] = mean_per;
+  j["seconds_per_10000"] = mean_per * 1e4;
+  j["memcpy_s"] = r.memcpy_seconds;
+  j["efficiency"] = s.median > 0 ? r.memcpy_seconds / s.median : 0.0;
+  j["throughput_GBps"] = s.median > 0 ? (r.bytes_sent + r.bytes_copied) / s.median / 1e9 : 0.0;
+  j["verification"] = r.verified ? "passed" : "skipped";
+  return j;
+}
+
+int bench_main(MPI_Comm world, int argc, char** argv) {
+  CLI::App app{"halox-bench: 3-D halo-exchange benchmark (standard, staged and faces exchanges, "
+               "many fields, several transports, cell-exact verification)",
+               program};
+  bench_options o;
+  add_options(app, o);
+  if (auto code = parse_command_line(app, argc, argv, world)) return *code;
+
+  auto matrix = build_matrix(o);
+  int world_rank = 0;
+  MPI_Comm_rank(world, &world_rank);
+
+  // Everything that can be wrong is found before the first exchange.
+  const auto& first = matrix.front();
+  exchange_shape shape{o.global_domain.empty() ? to_ivec3(o.domain) : to_ivec3(o.global_domain),
+                       first.halo, first.nfields, element_size(first.type), first.alg};
+  decomposition decomp = build_decomposition(world, o.decomp, shape);
+  ivec3 smallest = smallest_extent(o, decomp.dims());
+  for (const auto& cfg : matrix) {
+    if (!o.global_domain.empty())
+      (void)subdomain_of_global(decomp, to_ivec3(o.global_domain));
+    validate_grid(local_grid(smallest, cfg.halo));
+  }
+  require_appendable(world, o.json_path);
+  auto provenance = collect_provenance(decomp.comm());
+
+  const bool talk = decomp.rank() == 0 && !o.quiet;
+  if (talk) {
+    fmt::print("halox-bench {}  {}\n", git_revision(), mpi_library_version());
+    fmt::print("ranks {}  grid {} ({}, order {}, periodic {})  {} {}  timing {}  {} configurations x {} "
+               "round(s)\n",
+               decomp.size(), fmt::join(decomp.dims(), "x"), decomp.kind(), decomp.order().name(),
+               fmt::join(decomp.periodic(), " "),
+               o.global_domain.empty() ? "domain per rank" : "global domain",
+               fmt::join(o.global_domain.empty() ? o.domain : o.global_domain, "x"), o.timing,
+               matrix.size(), o.rounds);
+    std::fflush(stdout);
+  }
+
+  std::string run_id = fmt::format("{}-{}", provenance["timestamp"].get<std::string>(),
+                                   static_cast<long>(::getpid()));
+  int run_id_length = static_cast<int>(run_id.size());
+  MPI_Bcast(&run_id_length, 1, MPI_INT, 0, decomp.comm());
+  run_id.resize(static_cast<size_t>(run_id_length));
+  MPI_Bcast(run_id.data(), run_id_length, MPI_CHAR, 0, decomp.comm());
+
+  std::vector<result> results;
+  for (int round = 0; round < o.rounds; ++round)
+    for (size_t i = 0; i < matrix.size(); ++i) {
+      result r = run_any(decomp, o, matrix[i]);
+      if (round == 0)
+        results.push_back(std::move(r));
+      else
+        merge(results[i], r);
+    }
+
+  std::vector<summary> stats;
+  for (const auto& r : results) stats.push_back(summarize(r.samples));
+  if (decomp.rank() == 0) {
+    for (size_t i = 0; i < results.size(); ++i) {
+      if (!o.quiet) print_result(results[i], stats[i]);
+      if (!o.json_path.empty())
+        append_json_line(o.json_path,
+                         to_json_record(results[i], stats[i], o, decomp, provenance, run_id));
+    }
+    print_summary(results, stats, o.baseline);
+  }
+  return exit_ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return halox::run_mpi_program(program, argc, argv,
+                                [&](MPI_Comm world) { return bench_main(world, argc, argv); });
+}

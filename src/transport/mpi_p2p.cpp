@@ -1,0 +1,78 @@
+#include "halox/transport/mpi_p2p.hpp"
+
+#include <cstdlib>
+#include <new>
+
+#include "halox/pack.hpp"
+
+namespace halox {
+
+namespace {
+constexpr size_t buffer_alignment = 64;
+size_t round_up(size_t n) { return (n + buffer_alignment - 1) / buffer_alignment * buffer_alignment; }
+}  // namespace
+
+mpi_p2p_transport::mpi_p2p_transport(const exchange_plan& plan, MPI_Comm comm,
+                                     const std::vector<std::byte*>& fields)
+    : plan_(plan), fields_(fields) {
+  size_t total = 0;
+  for (const auto& s : plan.stages) {
+    for (const auto& m : s.recvs) total += round_up(m.bytes);
+    for (const auto& m : s.sends) total += round_up(m.bytes);
+  }
+  buffer_ = static_cast<std::byte*>(std::aligned_alloc(buffer_alignment, round_up(total) + buffer_alignment));
+  if (!buffer_) throw std::bad_alloc();
+  std::byte* cursor = buffer_;
+  for (const auto& s : plan.stages) {
+    stage_requests r;
+    for (const auto& m : s.recvs) {
+      r.recv_buffers.push_back(cursor);
+      r.recvs.emplace_back();
+      MPI_Recv_init(cursor, static_cast<int>(m.bytes), MPI_BYTE, m.peer, m.tag, comm, &r.recvs.back());
+      cursor += round_up(m.bytes);
+    }
+    for (const auto& m : s.sends) {
+      r.send_buffers.push_back(cursor);
+      r.sends.emplace_back();
+      MPI_Send_init(cursor, static_cast<int>(m.bytes), MPI_BYTE, m.peer, m.tag, comm, &r.sends.back());
+      cursor += round_up(m.bytes);
+    }
+    stages_.push_back(std::move(r));
+  }
+}
+
+mpi_p2p_transport::~mpi_p2p_transport() {
+  for (auto& s : stages_) {
+    for (auto& r : s.recvs) MPI_Request_free(&r);
+    for (auto& r : s.sends) MPI_Request_free(&r);
+  }
+  std::free(buffer_);
+}
+
+void mpi_p2p_transport::start(size_t stage_index) {
+  const stage& s = plan_.stages[stage_index];
+  stage_requests& r = stages_[stage_index];
+  if (!r.recvs.empty()) MPI_Startall(static_cast<int>(r.recvs.size()), r.recvs.data());
+  for (size_t i = 0; i < s.sends.size(); ++i) {
+    pack(r.send_buffers[i], s.sends[i].boxes, fields_.data(), plan_.grid, plan_.element_bytes);
+    MPI_Start(&r.sends[i]);
+  }
+  for (const auto& c : s.copies) copy_boxes(c.from, c.to, fields_.data(), plan_.grid, plan_.element_bytes);
+}
+
+void mpi_p2p_transport::wait(size_t stage_index) {
+  const stage& s = plan_.stages[stage_index];
+  stage_requests& r = stages_[stage_index];
+  // Unpack each message as soon as it lands; persistent requests stay
+  // allocated (inactive) after completion.
+  for (size_t done = 0; done < r.recvs.size(); ++done) {
+    int index = MPI_UNDEFINED;
+    MPI_Waitany(static_cast<int>(r.recvs.size()), r.recvs.data(), &index, MPI_STATUS_IGNORE);
+    if (index == MPI_UNDEFINED) break;
+    unpack(r.recv_buffers[static_cast<size_t>(index)], s.recvs[static_cast<size_t>(index)].boxes,
+           fields_.data(), plan_.grid, plan_.element_bytes);
+  }
+  if (!r.sends.empty()) MPI_Waitall(static_cast<int>(r.sends.size()), r.sends.data(), MPI_STATUSES_IGNORE);
+}
+
+}  // namespace halox

@@ -1,0 +1,88 @@
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "halox/plan.hpp"
+
+using namespace halox;
+
+namespace {
+
+TEST(Plan, OneRankPeriodicIsAllLocalCopies) {
+  auto d = make_cart_decomposition(MPI_COMM_SELF, {1, 1, 1}, {true, true, true}, false);
+  local_grid g({4, 4, 4}, halo_widths::uniform(1));
+  auto p = make_plan(d, g, 2, 8, algorithm::standard, field_mode::compact);
+  ASSERT_EQ(p.stages.size(), 1u);
+  EXPECT_TRUE(p.stages[0].sends.empty());
+  EXPECT_TRUE(p.stages[0].recvs.empty());
+  EXPECT_EQ(p.stages[0].copies.size(), 26u);
+  EXPECT_EQ(p.bytes_copied(), (6u * 6u * 6u - 64u) * 2u * 8u);
+}
+
+TEST(Plan, OneRankOpenBoundariesMoveNothing) {
+  auto d = make_cart_decomposition(MPI_COMM_SELF, {1, 1, 1}, {false, false, false}, false);
+  local_grid g({4, 4, 4}, halo_widths::uniform(2));
+  for (auto a : {algorithm::standard, algorithm::staged, algorithm::faces}) {
+    auto p = make_plan(d, g, 1, 4, a, field_mode::sequence);
+    EXPECT_EQ(p.bytes_sent() + p.bytes_copied() + p.bytes_received(), 0u);
+  }
+}
+
+TEST(Plan, SequenceModeHasAStagePerFieldAndStep) {
+  auto d = make_cart_decomposition(MPI_COMM_SELF, {1, 1, 1}, {true, false, true}, false);
+  local_grid g({4, 5, 6}, halo_widths::uniform(1));
+  auto p = make_plan(d, g, 3, 8, algorithm::staged, field_mode::sequence);
+  ASSERT_EQ(p.stages.size(), 9u);
+  for (size_t s = 0; s < p.stages.size(); ++s)
+    for (const auto& c : p.stages[s].copies)
+      for (const auto& fb : c.to) EXPECT_EQ(fb.field, static_cast<int>(s / 3));
+  // y is open: the y step has nothing to do.
+  EXPECT_TRUE(p.stages[1].copies.empty());
+}
+
+TEST(Plan, TagsAreDistinctPerFieldSlotAndDirection) {
+  std::set<int> tags;
+  for (int slot = 0; slot < 4; ++slot)
+    for (int i = 0; i < direction_count; ++i) tags.insert(message_tag(slot, direction_of(i)));
+  EXPECT_EQ(tags.size(), 4u * direction_count);
+}
+
+TEST(Plan, RejectsNoFields) {
+  auto d = make_cart_decomposition(MPI_COMM_SELF, {1, 1, 1}, {true, true, true}, false);
+  EXPECT_THROW(make_plan(d, local_grid({4, 4, 4}, halo_widths::uniform(1)), 0, 8,
+                         algorithm::standard, field_mode::compact),
+               std::exception);
+}
+
+TEST(Decomposition, OrdersNumberRanksAsNamed) {
+  ivec3 dims{2, 3, 4};
+  auto xyz = rank_order::parse("XYZ");
+  EXPECT_EQ(linear_index({1, 0, 0}, dims, xyz), 1);
+  EXPECT_EQ(linear_index({0, 1, 0}, dims, xyz), 2);
+  auto zyx = rank_order::parse("zyx");
+  EXPECT_EQ(zyx, rank_order::mpi_cart());
+  EXPECT_EQ(linear_index({0, 0, 1}, dims, zyx), 1);
+  for (const char* name : {"XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"}) {
+    auto o = rank_order::parse(name);
+    EXPECT_EQ(o.name(), name);
+    for (int r = 0; r < 24; ++r) EXPECT_EQ(linear_index(coords_of(r, dims, o), dims, o), r);
+  }
+  EXPECT_THROW(rank_order::parse("XXY"), std::exception);
+  EXPECT_THROW(rank_order::parse("AB"), std::exception);
+}
+
+TEST(Decomposition, SplitSpreadsTheRemainder) {
+  EXPECT_EQ(split_extent(10, 3, 0), (std::pair<int, int>{0, 4}));
+  EXPECT_EQ(split_extent(10, 3, 1), (std::pair<int, int>{4, 3}));
+  EXPECT_EQ(split_extent(10, 3, 2), (std::pair<int, int>{7, 3}));
+  EXPECT_EQ(split_extent(9, 3, 2), (std::pair<int, int>{6, 3}));
+}
+
+TEST(Decomposition, BadGridsAreRejectedBeforeCommunication) {
+  EXPECT_THROW(make_cart_decomposition(MPI_COMM_SELF, {2, 1, 1}, {true, true, true}, false),
+               std::exception);
+  EXPECT_THROW(make_cart_decomposition(MPI_COMM_SELF, {-1, 1, 1}, {true, true, true}, false),
+               std::exception);
+}
+
+}  // namespace
