@@ -24,6 +24,7 @@
 #include "halox/decomposition.hpp"
 #include "halox/decomposition/options.hpp"
 #include "halox/exchange.hpp"
+#include "halox/field_memory.hpp"
 #include "halox/verify.hpp"
 
 namespace {
@@ -86,16 +87,19 @@ struct result {
 ivec3 to_ivec3(const std::vector<int>& v) { return {v[0], v[1], v[2]}; }
 
 void add_options(CLI::App& app, bench_options& o) {
-  app.add_option("--domain", o.domain, "Interior cells per rank X Y Z")->expected(3)->capture_default_str();
+  add_decomposition_options(app, o.decomp);
+  // A repeated scalar option overrides the earlier one, as in most launch scripts.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--domain", o.domain, "Interior cells per rank X Y Z")->expected(3)->multi_option_policy(CLI::MultiOptionPolicy::Throw)->capture_default_str();
   app.add_option("--global-domain", o.global_domain,
                  "Global cells X Y Z, split over the rank grid (remainders spread evenly); "
                  "replaces --domain")
-      ->expected(3);
+      ->expected(3)->multi_option_policy(CLI::MultiOptionPolicy::Throw);
   app.add_option("--halo", o.halos, "Halo width(s), e.g. --halo 1,5")
       ->delimiter(',')
       ->capture_default_str();
-  app.add_option("--halo-lo", o.halo_lo, "Per-side halo widths below X Y Z (with --halo-hi)")->expected(3);
-  app.add_option("--halo-hi", o.halo_hi, "Per-side halo widths above X Y Z (with --halo-lo)")->expected(3);
+  app.add_option("--halo-lo", o.halo_lo, "Per-side halo widths below X Y Z (with --halo-hi)")->expected(3)->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+  app.add_option("--halo-hi", o.halo_hi, "Per-side halo widths above X Y Z (with --halo-lo)")->expected(3)->multi_option_policy(CLI::MultiOptionPolicy::Throw);
   app.add_option("--nfields", o.nfields, "Number(s) of fields, e.g. --nfields 1,8")
       ->delimiter(',')
       ->capture_default_str();
@@ -125,7 +129,6 @@ void add_options(CLI::App& app, bench_options& o) {
   app.add_flag("--no-check", o.no_check, "Skip the cell-exact verification (timing-critical runs)");
   app.add_option("--json", o.json_path, "Append one JSON object per configuration to FILE");
   app.add_flag("--quiet", o.quiet, "Print only the summary table");
-  add_decomposition_options(app, o.decomp);
 }
 
 std::vector<std::string> expand_all(std::vector<std::string> values,
@@ -140,6 +143,14 @@ std::vector<config> build_matrix(bench_options& o) {
     for (int x : v)
       if (x <= 0) throw usage_error(fmt::format("{} must be positive, got {}", what, x));
   };
+  auto need_three = [](const std::vector<int>& v, const char* what) {
+    if (!v.empty() && v.size() != 3)
+      throw usage_error(fmt::format("{} takes 3 values X Y Z, got {}", what, v.size()));
+  };
+  need_three(o.domain, "--domain");
+  need_three(o.global_domain, "--global-domain");
+  need_three(o.halo_lo, "--halo-lo");
+  need_three(o.halo_hi, "--halo-hi");
   need_positive(o.domain, "--domain");
   if (!o.global_domain.empty()) need_positive(o.global_domain, "--global-domain");
   need_positive(o.nfields, "--nfields");
@@ -190,27 +201,6 @@ ivec3 smallest_extent(const bench_options& o, const ivec3& dims) {
   return out;
 }
 
-// Aligned storage for the fields of one configuration.
-struct field_storage {
-  std::vector<void*> raw;
-  ~field_storage() {
-    for (void* p : raw) std::free(p);
-  }
-};
-
-template <class T>
-std::vector<T*> allocate_fields(field_storage& storage, const local_grid& grid, int nfields) {
-  std::vector<T*> fields;
-  size_t bytes = (grid.cells() * sizeof(T) + 63) / 64 * 64;
-  for (int f = 0; f < nfields; ++f) {
-    void* p = std::aligned_alloc(64, bytes);
-    if (!p) throw std::bad_alloc();
-    storage.raw.push_back(p);
-    fields.push_back(static_cast<T*>(p));
-  }
-  return fields;
-}
-
 // Collective: throws run_error on every rank when any rank found a mismatch.
 template <class T>
 void verify_or_fail(MPI_Comm comm, const std::vector<T*>& fields, const verify_context& ctx,
@@ -252,8 +242,9 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
   subdomain sub = o.global_domain.empty() ? subdomain_per_rank(decomp, to_ivec3(o.domain))
                                           : subdomain_of_global(decomp, to_ivec3(o.global_domain));
   local_grid grid(sub.extent, cfg.halo);
-  field_storage storage;
-  auto fields = allocate_fields<T>(storage, grid, cfg.nfields);
+  // Every transport gets the same node-shared memory (shm requires it).
+  shared_field_memory memory(decomp, grid.cells() * sizeof(T), cfg.nfields);
+  auto fields = memory.fields<T>();
   verify_context ctx{grid, sub, decomp.periodic(), cfg.alg};
   fill_fields(fields, ctx, 0);
 
@@ -456,7 +447,8 @@ int bench_main(MPI_Comm world, int argc, char** argv) {
     fmt::print("ranks {}  grid {} ({}, order {}, periodic {})  {} {}  timing {}  {} configurations x {} "
                "round(s)\n",
                decomp.size(), fmt::join(decomp.dims(), "x"), decomp.kind(), decomp.order().name(),
-               fmt::join(decomp.periodic(), " "),
+               fmt::format("{:d} {:d} {:d}", decomp.periodic()[0], decomp.periodic()[1],
+                           decomp.periodic()[2]),
                o.global_domain.empty() ? "domain per rank" : "global domain",
                fmt::join(o.global_domain.empty() ? o.domain : o.global_domain, "x"), o.timing,
                matrix.size(), o.rounds);

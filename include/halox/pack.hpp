@@ -25,6 +25,12 @@ size_t pack(std::byte* buffer, std::span<const field_box> boxes, std::byte* cons
             const local_grid& grid, size_t element_bytes);
 size_t unpack(const std::byte* buffer, std::span<const field_box> boxes, std::byte* const* fields,
               const local_grid& grid, size_t element_bytes);
+// Copies one box of a field laid out as `from_grid` into a box of the same
+// extents in a field laid out as `to_grid` (e.g. a neighbour's field mapped
+// into this process).
+void copy_box_between(const std::byte* from_field, const local_grid& from_grid, const box& from,
+                      std::byte* to_field, const local_grid& to_grid, const box& to,
+                      size_t element_bytes);
 // Copies from[i] to to[i] (same extents) without a buffer.
 void copy_boxes(std::span<const field_box> from, std::span<const field_box> to,
                 std::byte* const* fields, const local_grid& grid, size_t element_bytes);

@@ -15,6 +15,7 @@ namespace halox {
 enum class transport_kind {
   mpi_p2p,    // pack into per-neighbour buffers, persistent Isend/Irecv
   mpi_types,  // MPI derived datatypes over the field memory, no packing
+  shm,        // on-node: single copy from the neighbour's fields; off-node: mpi-p2p
 };
 transport_kind parse_transport(const std::string& name);  // throws usage_error
 std::string to_string(transport_kind t);

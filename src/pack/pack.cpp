@@ -107,22 +107,69 @@ size_t unpack(const std::byte* buffer, std::span<const field_box> boxes, std::by
   return transfer<false>(const_cast<std::byte*>(buffer), boxes, fields, grid, element_bytes);
 }
 
+namespace {
+
+// Runs of one box in two layouts: merged only where both layouts allow it.
+template <size_t RunBytes>
+void copy_rows_fixed(const std::byte* src, std::byte* dst, int rows, int planes, size_t src_row,
+                     size_t src_plane, size_t dst_row, size_t dst_plane) {
+  for (int k = 0; k < planes; ++k) {
+    const std::byte* s = src + static_cast<size_t>(k) * src_plane;
+    std::byte* d = dst + static_cast<size_t>(k) * dst_plane;
+    for (int j = 0; j < rows; ++j, s += src_row, d += dst_row) std::memcpy(d, s, RunBytes);
+  }
+}
+
+template <size_t... Multiples>
+void copy_rows(const std::byte* src, std::byte* dst, size_t run, int rows, int planes,
+               size_t src_row, size_t src_plane, size_t dst_row, size_t dst_plane,
+               std::index_sequence<Multiples...>) {
+  bool done = ((run == (Multiples + 1) * 4
+                    ? (copy_rows_fixed<(Multiples + 1) * 4>(src, dst, rows, planes, src_row,
+                                                            src_plane, dst_row, dst_plane),
+                       true)
+                    : false) ||
+               ...);
+  if (done) return;
+  for (int k = 0; k < planes; ++k) {
+    const std::byte* s = src + static_cast<size_t>(k) * src_plane;
+    std::byte* d = dst + static_cast<size_t>(k) * dst_plane;
+    for (int j = 0; j < rows; ++j, s += src_row, d += dst_row) std::memcpy(d, s, run);
+  }
+}
+
+}  // namespace
+
+void copy_box_between(const std::byte* from_field, const local_grid& from_grid, const box& from,
+                      std::byte* to_field, const local_grid& to_grid, const box& to,
+                      size_t element_bytes) {
+  if (from.empty()) return;
+  const ivec3 fa = from_grid.allocated(), ta = to_grid.allocated();
+  size_t run = static_cast<size_t>(from.extent(0)) * element_bytes;
+  int rows = from.extent(1), planes = from.extent(2);
+  size_t src_row = static_cast<size_t>(fa[0]) * element_bytes;
+  size_t src_plane = src_row * static_cast<size_t>(fa[1]);
+  size_t dst_row = static_cast<size_t>(ta[0]) * element_bytes;
+  size_t dst_plane = dst_row * static_cast<size_t>(ta[1]);
+  if (from.extent(0) == fa[0] && to.extent(0) == ta[0]) {
+    run *= static_cast<size_t>(rows);
+    rows = 1;
+    if (from.extent(1) == fa[1] && to.extent(1) == ta[1]) {
+      run *= static_cast<size_t>(planes);
+      planes = 1;
+    }
+  }
+  const std::byte* src = from_field + from_grid.index(from.lo[0], from.lo[1], from.lo[2]) * element_bytes;
+  std::byte* dst = to_field + to_grid.index(to.lo[0], to.lo[1], to.lo[2]) * element_bytes;
+  copy_rows(src, dst, run, rows, planes, src_row, src_plane, dst_row, dst_plane,
+            std::make_index_sequence<16>{});
+}
+
 void copy_boxes(std::span<const field_box> from, std::span<const field_box> to,
                 std::byte* const* fields, const local_grid& grid, size_t element_bytes) {
-  for (size_t i = 0; i < from.size() && i < to.size(); ++i) {
-    if (from[i].region.empty()) continue;
-    run_layout src = layout_of(from[i].region, grid, element_bytes);
-    run_layout dst = layout_of(to[i].region, grid, element_bytes);
-    const std::byte* s0 = fields[from[i].field] + src.first;
-    std::byte* d0 = fields[to[i].field] + dst.first;
-    // Same extents; runs merge identically unless one box spans the full
-    // extent and the other does not (impossible for equal extents).
-    for (int k = 0; k < src.planes; ++k)
-      for (int j = 0; j < src.rows; ++j)
-        std::memcpy(d0 + static_cast<size_t>(k) * dst.plane_stride + static_cast<size_t>(j) * dst.row_stride,
-                    s0 + static_cast<size_t>(k) * src.plane_stride + static_cast<size_t>(j) * src.row_stride,
-                    src.run);
-  }
+  for (size_t i = 0; i < from.size() && i < to.size(); ++i)
+    copy_box_between(fields[from[i].field], grid, from[i].region, fields[to[i].field], grid,
+                     to[i].region, element_bytes);
 }
 
 }  // namespace halox

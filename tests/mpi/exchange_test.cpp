@@ -12,6 +12,7 @@
 
 #include "halox/common/error.hpp"
 #include "halox/exchange.hpp"
+#include "halox/field_memory.hpp"
 #include "halox/verify.hpp"
 
 using namespace halox;
@@ -60,9 +61,9 @@ std::string run_case(const decomposition& d, const domain_case& dc, const halo_w
                      int nfields, const exchange_options& options) {
   subdomain sub = dc.global ? subdomain_of_global(d, dc.cells) : subdomain_per_rank(d, dc.cells);
   local_grid grid(sub.extent, halo);
-  std::vector<std::vector<T>> storage(static_cast<size_t>(nfields), std::vector<T>(grid.cells()));
-  std::vector<T*> fields;
-  for (auto& s : storage) fields.push_back(s.data());
+  // Node-shared memory serves every transport (and is what shm requires).
+  shared_field_memory memory(d, grid.cells() * sizeof(T), nfields);
+  std::vector<T*> fields = memory.fields<T>();
   verify_context ctx{grid, sub, d.periodic(), options.alg};
   halo_exchange ex(d, grid, std::span<T* const>(fields), options);
   std::string error;
@@ -130,7 +131,8 @@ std::string param_name(const testing::TestParamInfo<matrix_param>& info) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllTransports, ExchangeMatrix,
-    testing::Combine(testing::Values(transport_kind::mpi_p2p, transport_kind::mpi_types),
+    testing::Combine(testing::Values(transport_kind::mpi_p2p, transport_kind::mpi_types,
+                                     transport_kind::shm),
                      testing::Values(algorithm::standard, algorithm::staged, algorithm::faces),
                      testing::Values(field_mode::compact, field_mode::sequence),
                      testing::Values(element_type::f32, element_type::f64)),
@@ -168,6 +170,16 @@ TEST(Exchange, ExportedCartesianCommunicatorKeepsCoordinates) {
     EXPECT_EQ((ivec3{coords[0], coords[1], coords[2]}), d.coords());
     MPI_Comm_free(&cart);
   }
+}
+
+TEST(Exchange, ShmRejectsFieldsOutsideSharedMemory) {
+  auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
+  local_grid grid({4, 4, 4}, halo_widths::uniform(1));
+  std::vector<double> plain(grid.cells());
+  std::vector<double*> fields{plain.data()};
+  EXPECT_THROW(halo_exchange(d, grid, std::span<double* const>(fields),
+                             {algorithm::standard, field_mode::compact, transport_kind::shm}),
+               usage_error);
 }
 
 TEST(Exchange, NeighboursAreMutual) {

@@ -1,0 +1,117 @@
+// Which ranks share a node: shared-memory nodes, or groups of consecutive ranks
+// (to test and plan multi-node layouts on one machine).
+#include <fmt/core.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+
+#include "halox/common/error.hpp"
+#include "halox/topology.hpp"
+
+namespace halox {
+
+namespace {
+
+constexpr const char* ranks_per_node_variable = "HALOX_RANKS_PER_NODE";
+
+// Strict non-negative integer, or -1.
+int parse_count(const char* text) {
+  if (!text) return -1;
+  char* end = nullptr;
+  errno = 0;
+  long value = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || errno != 0 || value < 0 || value > (1 << 30)) return -1;
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+int resolve_ranks_per_node(MPI_Comm comm, int ranks_per_node) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  // Rank 0 decides, so that ranks with different environments cannot split differently.
+  int decided[2] = {ranks_per_node, 0};  // value, from_environment
+  std::string env_text;
+  if (rank == 0 && ranks_per_node == 0) {
+    if (const char* env = std::getenv(ranks_per_node_variable); env && *env) {
+      env_text = env;
+      decided[0] = parse_count(env);
+      decided[1] = 1;
+    }
+  }
+  MPI_Bcast(decided, 2, MPI_INT, 0, comm);
+  const int value = decided[0];
+  const bool from_env = decided[1] != 0;
+  if (value < 0)
+    throw usage_error(from_env ? fmt::format("{}='{}' is not a non-negative integer",
+                                             ranks_per_node_variable, env_text)
+                               : fmt::format("--ranks-per-node must be positive, got {}", value));
+  int world_size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  if (value > 0 && world_size % value != 0)
+    throw usage_error(fmt::format("{} {} does not divide the {} ranks into whole nodes",
+                                  from_env ? ranks_per_node_variable : "--ranks-per-node", value,
+                                  world_size));
+  return value;
+}
+
+MPI_Comm node_communicator(MPI_Comm comm, int ranks_per_node) {
+  const int group_size = resolve_ranks_per_node(comm, ranks_per_node);
+  int rank = 0, world_rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm shared = MPI_COMM_NULL;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
+  if (group_size == 0) return shared;
+
+  // Groups are cut from MPI_COMM_WORLD ranks, so that the same ranks form a
+  // node whichever (reordered) communicator asks.
+  MPI_Comm group = MPI_COMM_NULL;
+  MPI_Comm_split(comm, world_rank / group_size, rank, &group);
+  // A group must not straddle shared-memory nodes: on-node transports rely on it.
+  int shared_id = world_rank;
+  MPI_Allreduce(MPI_IN_PLACE, &shared_id, 1, MPI_INT, MPI_MIN, shared);
+  int lowest = shared_id, highest = shared_id;
+  MPI_Allreduce(MPI_IN_PLACE, &lowest, 1, MPI_INT, MPI_MIN, group);
+  MPI_Allreduce(MPI_IN_PLACE, &highest, 1, MPI_INT, MPI_MAX, group);
+  MPI_Comm_free(&shared);
+  std::string error;
+  if (lowest != highest) {
+    int first = world_rank / group_size * group_size;
+    error = fmt::format(
+        "ranks-per-node {}: ranks {}-{} lie on more than one shared-memory node; a node group "
+        "must lie within one node (choose a divisor of the ranks per node)",
+        group_size, first, first + group_size - 1);
+  }
+  try {
+    require_all(comm, error);
+  } catch (...) {
+    MPI_Comm_free(&group);
+    throw;
+  }
+  return group;
+}
+
+node_info describe_node(MPI_Comm comm, MPI_Comm node_comm) {
+  node_info info;
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_rank(node_comm, &info.local_rank);
+  MPI_Comm_size(node_comm, &info.local_size);
+  // Node leaders (local rank 0, the lowest rank of the node) number the nodes.
+  MPI_Comm leaders = MPI_COMM_NULL;
+  MPI_Comm_split(comm, info.local_rank == 0 ? 0 : MPI_UNDEFINED, rank, &leaders);
+  int index_count[2] = {0, 1};
+  if (leaders != MPI_COMM_NULL) {
+    MPI_Comm_rank(leaders, &index_count[0]);
+    MPI_Comm_size(leaders, &index_count[1]);
+    MPI_Comm_free(&leaders);
+  }
+  MPI_Bcast(index_count, 2, MPI_INT, 0, node_comm);
+  info.index = index_count[0];
+  info.count = index_count[1];
+  return info;
+}
+
+}  // namespace halox

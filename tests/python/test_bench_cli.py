@@ -1,0 +1,98 @@
+"""halox-bench as a user meets it: good runs, JSON records, and every class of bad input."""
+import json
+
+import pytest
+
+BENCH = "halox-bench"
+SMALL = ["--nrep", "5", "--warmup", "1", "--domain", "8", "8", "8"]
+SMALL_NO_DOMAIN = SMALL[:4]
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--domain", "0", "8", "8"], "--domain must be positive"),
+        (["--domain", "-4", "8", "8"], "--domain must be positive"),
+        (["--domain", "8", "8"], "--domain"),
+        (["--mpicart", "2", "1"], "--mpicart"),
+        (["--halo", "9", "--domain", "8", "8", "8"], "wider than the sub-domain"),
+        (["--halo", "-1"], "must not be negative"),
+        (["--halo", "abc"], "--halo"),
+        (["--nfields", "0"], "--nfields must be positive"),
+        (["--nfields", "2.5"], "--nfields"),
+        (["--mpicart", "3", "1", "1"], "does not fit 2 ranks"),
+        (["--mpicart", "2", "2", "1"], "does not fit 2 ranks"),
+        (["--transport", "carrier-pigeon"], "unknown transport 'carrier-pigeon'"),
+        (["--algorithm", "diagonal"], "unknown algorithm 'diagonal'"),
+        (["--fields", "mixed"], "unknown field mode 'mixed'"),
+        (["--type", "int"], "unknown type 'int'"),
+        (["--timing", "sometimes"], "unknown timing 'sometimes'"),
+        (["--periodic", "2", "1", "1"], "--periodic"),
+        (["--nrep", "0"], "--nrep must be positive"),
+        (["--global-domain", "1", "8", "8", "--mpicart", "2", "1", "1"], "cannot be split over 2 ranks"),
+        (["--global-domain", "9", "8", "8", "--halo", "5", "--mpicart", "2", "1", "1"], "wider than the sub-domain"),
+        (["--halo-lo", "1", "1", "1"], "--halo-lo and --halo-hi must be given together"),
+        (["--json", "/nonexistent-dir/results.jsonl"], "cannot open result file"),
+        (["--no-such-option"], "no-such-option"),
+    ],
+)
+def test_bad_input_is_one_error_line_and_nonzero_exit(run_mpi, args, fragment):
+    base = SMALL_NO_DOMAIN if "--domain" in args else SMALL
+    run = run_mpi(2, BENCH, *base, *args, timeout=60)
+    lines = run.error_lines(BENCH)
+    assert run.returncode != 0
+    assert len(lines) == 1, run.stdout + run.stderr
+    assert fragment in lines[0]
+    # Rank 0 alone speaks; no MPI abort trace.
+    assert "MPI_ABORT" not in run.stderr and "fatal error" not in run.stderr
+
+
+def test_bad_input_with_three_ranks_exits_on_every_rank(run_mpi):
+    run = run_mpi(3, BENCH, *SMALL, "--mpicart", "2", "2", "1", timeout=60)
+    assert run.returncode != 0
+    assert run.error_lines(BENCH) == [f"{BENCH}: error: rank grid 2x2x1 does not fit 3 ranks"]
+
+
+def test_help_exits_zero_and_documents_every_option(run_mpi):
+    run = run_mpi(1, BENCH, "--help")
+    assert run.returncode == 0
+    for option in ["--domain", "--global-domain", "--halo", "--halo-lo", "--nfields", "--type",
+                   "--nrep", "--time", "--warmup", "--algorithm", "--fields", "--transport",
+                   "--mpicart", "--periodic", "--no-check", "--timing", "--json", "--quiet"]:
+        assert option in run.stdout
+
+
+def test_matrix_run_writes_one_complete_json_record_per_configuration(run_mpi, tmp_path):
+    out = tmp_path / "results.jsonl"
+    run = run_mpi(2, BENCH, *SMALL, "--transport", "all", "--algorithm", "standard,staged",
+                  "--fields", "compact", "--halo", "1,2", "--json", str(out))
+    assert run.returncode == 0, run.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == 2 * 2 * 2
+    assert len({r["run_id"] for r in records}) == 1
+    for r in records:
+        assert r["schema_version"] == 1
+        assert r["verification"] == "passed"
+        assert r["ranks"] == 2 and len(r["rank_map"]) == 2
+        assert r["mpi_library"]
+        assert r["time_per_exchange_s"]["median"] > 0
+        assert r["plan"]["bytes_sent"] > 0
+        assert 0 < r["efficiency"]
+    assert "Summary" in run.stdout
+    assert "(x1.00)" not in run.stdout  # the default baseline is not in this matrix
+
+
+def test_summary_reports_ratios_against_the_baseline(run_mpi):
+    run = run_mpi(2, BENCH, *SMALL, "--transport", "mpi-p2p,mpi-types", "--algorithm", "staged",
+                  "--fields", "sequence,compact", "--quiet")
+    assert run.returncode == 0, run.stderr
+    baseline_row = [l for l in run.stdout.splitlines() if l.startswith("mpi-types/staged/sequence")]
+    assert baseline_row and "(x1.00)" in baseline_row[0]
+
+
+def test_latency_timing_time_budget_and_per_side_halos(run_mpi):
+    run = run_mpi(3, BENCH, "--global-domain", "10", "7", "9", "--halo-lo", "1", "0", "2",
+                  "--halo-hi", "2", "1", "0", "--timing", "latency", "--time", "0.05",
+                  "--type", "float", "--nfields", "3", "--algorithm", "all", "--periodic", "1", "0", "1")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("verification: passed") == 3
