@@ -24,4 +24,9 @@ function(halox_add_mpi_test)
             ${T_COMMAND})
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} PROCESSORS 1
     LABELS "mpi;ranks${T_RANKS}")
+  # MPICH busy-polls without yielding: oversubscribed runs take reduced matrices.
+  cmake_host_system_information(RESULT _cores QUERY NUMBER_OF_LOGICAL_CORES)
+  if(HALOX_MPI_FLAVOR STREQUAL "mpich" AND T_RANKS GREATER _cores)
+    set_property(TEST ${T_NAME} APPEND PROPERTY ENVIRONMENT HALOX_TEST_MATRIX=reduced)
+  endif()
 endfunction()

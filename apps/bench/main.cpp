@@ -432,6 +432,11 @@ int bench_main(MPI_Comm world, int argc, char** argv) {
   exchange_shape shape{o.global_domain.empty() ? to_ivec3(o.domain) : to_ivec3(o.global_domain),
                        first.halo, first.nfields, element_size(first.type), first.alg};
   decomposition decomp = build_decomposition(world, o.decomp, shape);
+  if (o.decomp.print) {
+    auto layout = describe_layout(world, o.decomp, shape, decomp);
+    if (world_rank == 0) fmt::print("{}", layout);
+    return exit_ok;
+  }
   ivec3 smallest = smallest_extent(o, decomp.dims());
   for (const auto& cfg : matrix) {
     if (!o.global_domain.empty())

@@ -2,21 +2,21 @@
 // An owner's buffer is cut into IOV_count blocks of IOV_size bytes; peers copy
 // the blocks with each mechanism in turn. One table row per block size, one
 // column per mechanism, all measured in the same run.
-#include <mpi.h>
-#include <unistd.h>
-
 #include <fmt/core.h>
 #include <fmt/ranges.h>
+#include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <limits>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -84,9 +84,10 @@ void add_options(CLI::App& app, ipc_options& o) {
   app.add_option("--stride-factor", o.stride_factor,
                  "Strided layout: block stride = factor x IOV_size (2..64)")
       ->capture_default_str();
-  app.add_option("--mechanisms", o.mechanisms,
-                 "Columns: SHMEM_NP, SHMEM_P, CMA, MAP_NC, MAP_C, MPI_DT, XPMEM_NC, XPMEM_C, or all "
-                 "(default: all, unavailable ones shown as n/a)")
+  app.add_option(
+         "--mechanisms", o.mechanisms,
+         "Columns: SHMEM_NP, SHMEM_P, CMA, MAP_NC, MAP_C, MPI_DT, XPMEM_NC, XPMEM_C, or all "
+         "(default: all, unavailable ones shown as n/a)")
       ->delimiter(',')
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_flag("--pairs", o.pairs,
@@ -107,15 +108,15 @@ void add_options(CLI::App& app, ipc_options& o) {
       ->type_name("FILE");
 }
 
-bool is_power_of_two(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
+bool is_power_of_two(uint64_t x) {
+  return x != 0 && (x & (x - 1)) == 0;
+}
 
-// Everything here depends on the arguments and the number of ranks only, so
-// every rank throws the same usage_error before any communication.
 // "4194304", "64KiB", "4M", "1g": bytes with an optional binary unit.
 uint64_t parse_size(const char* option, const std::string& text) {
   auto bad = [&] {
-    return usage_error(fmt::format("{}: '{}' is not a size in bytes (e.g. 4194304, 64KiB, 4MiB)",
-                                   option, text));
+    return usage_error(
+        fmt::format("{}: '{}' is not a size in bytes (e.g. 4194304, 64KiB, 4MiB)", option, text));
   };
   uint64_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -125,9 +126,8 @@ uint64_t parse_size(const char* option, const std::string& text) {
   std::string unit(end, text.data() + text.size());
   for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   static const std::map<std::string, int> shifts{
-      {"", 0},   {"b", 0},   {"k", 10},  {"ki", 10}, {"kib", 10}, {"kb", 10},
-      {"m", 20}, {"mi", 20}, {"mib", 20}, {"mb", 20}, {"g", 30},  {"gi", 30},
-      {"gib", 30}, {"gb", 30}};
+      {"", 0},    {"b", 0},    {"k", 10},  {"ki", 10}, {"kib", 10}, {"kb", 10},  {"m", 20},
+      {"mi", 20}, {"mib", 20}, {"mb", 20}, {"g", 30},  {"gi", 30},  {"gib", 30}, {"gb", 30}};
   auto shift = shifts.find(unit);
   if (shift == shifts.end()) throw bad();
   if (value > (std::numeric_limits<uint64_t>::max() >> shift->second))
@@ -135,6 +135,8 @@ uint64_t parse_size(const char* option, const std::string& text) {
   return value << shift->second;
 }
 
+// Everything here depends on the arguments and the number of ranks only, so
+// every rank throws the same usage_error before any communication.
 run_plan check_options(const ipc_options& o, int ranks) {
   if (ranks < 2)
     throw usage_error(fmt::format("needs at least 2 ranks (an owner and a peer), got {}", ranks));
@@ -145,11 +147,12 @@ run_plan check_options(const ipc_options& o, int ranks) {
   const uint64_t min_block = parse_size("--min-block", o.min_block);
   plan.chunk = parse_size("--chunk", o.chunk);
   if (plan.bufsize < 4 || plan.bufsize > largest_buffer)
-    throw usage_error(fmt::format("--bufsize must be between 4 and {} bytes, got {}", largest_buffer,
-                                  plan.bufsize));
+    throw usage_error(fmt::format("--bufsize must be between 4 and {} bytes, got {}",
+                                  largest_buffer, plan.bufsize));
   if (plan.bufsize % 4 != 0)
-    throw usage_error(fmt::format(
-        "--bufsize must be a multiple of 4 (blocks hold whole 4-byte words), got {}", plan.bufsize));
+    throw usage_error(
+        fmt::format("--bufsize must be a multiple of 4 (blocks hold whole 4-byte words), got {}",
+                    plan.bufsize));
   // Default: the largest power of two dividing the buffer (the buffer itself
   // when it is a power of two).
   const uint64_t max_block = o.max_block.empty() ? plan.bufsize & (~plan.bufsize + 1)
@@ -162,48 +165,48 @@ run_plan check_options(const ipc_options& o, int ranks) {
           fmt::format("{} {} is larger than the buffer size {}", name, value, plan.bufsize));
   }
   if (min_block > max_block)
-    throw usage_error(fmt::format("--min-block {} is larger than --max-block {}", min_block,
-                                  max_block));
+    throw usage_error(
+        fmt::format("--min-block {} is larger than --max-block {}", min_block, max_block));
   // Powers of two: the largest block dividing the buffer implies all smaller do.
   if (plan.bufsize % max_block != 0)
-    throw usage_error(fmt::format("block size {} does not divide the buffer size {}", max_block,
-                                  plan.bufsize));
+    throw usage_error(
+        fmt::format("block size {} does not divide the buffer size {}", max_block, plan.bufsize));
   plan.layout = parse_layout(o.layout);
   if (plan.layout == layout_kind::strided && (o.stride_factor < 2 || o.stride_factor > 64))
-    throw usage_error(fmt::format("--stride-factor must be between 2 and 64, got {}",
-                                  o.stride_factor));
+    throw usage_error(
+        fmt::format("--stride-factor must be between 2 and 64, got {}", o.stride_factor));
   if (plan.chunk < 64 || plan.chunk > largest_buffer || !is_power_of_two(plan.chunk))
     throw usage_error(fmt::format("--chunk must be a power of two between 64 and {}, got {}",
                                   largest_buffer, plan.chunk));
   if (o.nrep < 1) throw usage_error(fmt::format("--nrep must be positive, got {}", o.nrep));
-  if (o.warmup < 0) throw usage_error(fmt::format("--warmup must not be negative, got {}", o.warmup));
+  if (o.warmup < 0)
+    throw usage_error(fmt::format("--warmup must not be negative, got {}", o.warmup));
   if (!(o.cell_time >= 0))
     throw usage_error(fmt::format("--cell-time must not be negative, got {}", o.cell_time));
 
   for (uint64_t b = min_block; b <= max_block; b *= 2) plan.blocks.push_back(b);
-  plan.stride_factor = plan.layout == layout_kind::strided ? static_cast<size_t>(o.stride_factor) : 1;
+  plan.stride_factor =
+      plan.layout == layout_kind::strided ? static_cast<size_t>(o.stride_factor) : 1;
   plan.max_extent =
       block_layout::make(plan.layout, plan.bufsize, min_block, plan.stride_factor).extent();
 
   auto names = split_list(o.mechanisms);
   if (names.empty()) throw usage_error("--mechanisms needs at least one mechanism");
-  std::vector<bool> wanted(all_mechanisms().size(), false);
+  auto is_all = [](std::string name) {
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return name == "all";
+  };
+  // "all" shows unavailable mechanisms as n/a; naming one makes it required.
+  plan.explicit_mechanisms = std::none_of(names.begin(), names.end(), is_all);
+  std::vector<bool> wanted(all_mechanisms().size(), !plan.explicit_mechanisms);
   for (const auto& name : names) {
-    if (name == "all" || name == "ALL") {
-      std::fill(wanted.begin(), wanted.end(), true);
-      continue;
-    }
+    if (is_all(name)) continue;
     auto kind = parse_mechanism(name);
-    plan.explicit_mechanisms = true;
-    // Unavailable and asked for by name: an error, not an n/a column.
     if (auto a = local_availability(kind); !a.available)
-      throw usage_error(fmt::format("mechanism {} is not available here: {}", to_string(kind),
-                                    a.reason));
+      throw usage_error(
+          fmt::format("mechanism {} is not available here: {}", to_string(kind), a.reason));
     wanted[static_cast<size_t>(kind)] = true;
   }
-  if (std::find(names.begin(), names.end(), "all") != names.end() ||
-      std::find(names.begin(), names.end(), "ALL") != names.end())
-    plan.explicit_mechanisms = false;
   for (auto kind : all_mechanisms())
     if (wanted[static_cast<size_t>(kind)]) plan.mechanisms.push_back(kind);
   return plan;
@@ -286,10 +289,11 @@ void print_table(const std::string& title, const std::vector<std::string>& heade
 }
 
 int ipc_main(MPI_Comm world, int argc, char** argv) {
-  CLI::App app{"halox-ipc: intra-node copy mechanisms for a buffer cut into blocks (seed 004): "
-               "copy-in/copy-out through shared memory, CMA, mapping the owner's memory, MPI "
-               "datatypes, XPMEM where present",
-               program};
+  CLI::App app{
+      "halox-ipc: intra-node copy mechanisms for a buffer cut into blocks (seed 004): "
+      "copy-in/copy-out through shared memory, CMA, mapping the owner's memory, MPI "
+      "datatypes, XPMEM where present",
+      program};
   ipc_options o;
   add_options(app, o);
   if (auto code = parse_command_line(app, argc, argv, world)) return *code;
@@ -320,16 +324,16 @@ int ipc_main(MPI_Comm world, int argc, char** argv) {
     mo.chunk_bytes = plan.chunk;
     mo.populate = !o.no_populate;
     for (auto kind : all_mechanisms()) {
-      bool selected = std::find(plan.mechanisms.begin(), plan.mechanisms.end(), kind) !=
-                      plan.mechanisms.end();
+      bool selected =
+          std::find(plan.mechanisms.begin(), plan.mechanisms.end(), kind) != plan.mechanisms.end();
       if (!selected) continue;
       column c{kind, probe_availability(kind, *context), nullptr};
       // Pairs decide alone; the run needs one answer.
       auto failed = agree_on_error(world, c.status.available ? "" : c.status.reason);
       if (!failed.empty()) c.status = {false, failed};
       if (!c.status.available && plan.explicit_mechanisms)
-        throw usage_error(
-            fmt::format("mechanism {} is not available here: {}", to_string(kind), c.status.reason));
+        throw usage_error(fmt::format("mechanism {} is not available here: {}", to_string(kind),
+                                      c.status.reason));
       if (c.status.available) c.mechanism = make_mechanism(kind, *context, mo);
       columns.push_back(std::move(c));
     }
@@ -372,15 +376,16 @@ int ipc_main(MPI_Comm world, int argc, char** argv) {
                plan.layout == layout_kind::strided
                    ? fmt::format(" (stride = {} x IOV_size)", o.stride_factor)
                    : std::string(" (blocks back to back)"));
-    fmt::print("  {} ranks, {}; owner's buffer shared by {}\n", world_size,
-               o.pairs ? fmt::format("{} pair{} copying at once (0-1, 2-3, ...)", peers,
-                                     peers == 1 ? "" : "s")
-                       : fmt::format("one-to-many: rank 0 owns, {} peer{}", peers,
-                                     peers == 1 ? "" : "s"),
-               to_string(context->how_shared()));
-    fmt::print("  copy time [us]: median over repetitions, max over peers; control messages "
-               "excluded; verification {}\n",
-               o.no_check ? "OFF" : "on");
+    fmt::print(
+        "  {} ranks, {}; owner's buffer shared by {}\n", world_size,
+        o.pairs
+            ? fmt::format("{} pair{} copying at once (0-1, 2-3, ...)", peers, peers == 1 ? "" : "s")
+            : fmt::format("one-to-many: rank 0 owns, {} peer{}", peers, peers == 1 ? "" : "s"),
+        to_string(context->how_shared()));
+    fmt::print(
+        "  copy time [us]: median over repetitions, max over peers; control messages "
+        "excluded; verification {}\n",
+        o.no_check ? "OFF" : "on");
     std::fflush(stdout);
   }
 
@@ -392,16 +397,17 @@ int ipc_main(MPI_Comm world, int argc, char** argv) {
     row_result row;
     row.block = layout.block;
     row.count = layout.count;
-    row.memcpy_us = measure_memcpy_us(world, !owner, memcpy_from.get(), memcpy_to.get(), plan.bufsize);
+    row.memcpy_us =
+        measure_memcpy_us(world, !owner, memcpy_from.get(), memcpy_to.get(), plan.bufsize);
     for (auto& c : columns) {
       if (!c.mechanism) continue;
-      auto samples = measure_cell(*c.mechanism, layout, source, destination.get(), world,
-                                  generation, mo);
-      std::string problem =
-          samples.problem.empty()
-              ? std::string()
-              : fmt::format("{} failed at IOV_size {} ({} layout) on rank {}: {}", c.mechanism->name(),
-                            block, to_string(plan.layout), world_rank, samples.problem);
+      auto samples =
+          measure_cell(*c.mechanism, layout, source, destination.get(), world, generation, mo);
+      std::string problem = samples.problem.empty()
+                                ? std::string()
+                                : fmt::format("{} failed at IOV_size {} ({} layout) on rank {}: {}",
+                                              c.mechanism->name(), block, to_string(plan.layout),
+                                              world_rank, samples.problem);
       if (auto error = agree_on_error(world, problem); !error.empty()) throw run_error(error);
       row.cells[c.kind] = reduce_cell(samples, world, owner_of);
       fewest_repetitions = std::min(fewest_repetitions, row.cells[c.kind].repetitions);
@@ -427,7 +433,9 @@ int ipc_main(MPI_Comm world, int argc, char** argv) {
     }
   }
 
-  auto gbps = [&](double us) { return us > 0 ? static_cast<double>(plan.bufsize) / us / 1e3 : 0.0; };
+  auto gbps = [&](double us) {
+    return us > 0 ? static_cast<double>(plan.bufsize) / us / 1e3 : 0.0;
+  };
   if (talk) {
     auto per_cell = [&](auto value) {
       return [&, value](const row_result& r) {
@@ -441,28 +449,28 @@ int ipc_main(MPI_Comm world, int argc, char** argv) {
     };
     auto with_memcpy = headers;
     with_memcpy.push_back("memcpy");
-    print_table("bandwidth [GB/s] (buffer size / copy time)", with_memcpy, rows,
-                [&](const row_result& r) {
-                  auto v = per_cell([&](const row_result&, const cell_result& c) {
-                    return gbps(c.time_us);
-                  })(r);
-                  v.push_back(gbps(r.memcpy_us));
-                  return v;
-                },
-                2);
+    print_table(
+        "bandwidth [GB/s] (buffer size / copy time)", with_memcpy, rows,
+        [&](const row_result& r) {
+          auto v =
+              per_cell([&](const row_result&, const cell_result& c) { return gbps(c.time_us); })(r);
+          v.push_back(gbps(r.memcpy_us));
+          return v;
+        },
+        2);
     print_table("efficiency (memcpy time / copy time; 1 = as fast as memcpy in one process)",
-                headers, rows,
-                per_cell([](const row_result& r, const cell_result& c) {
+                headers, rows, per_cell([](const row_result& r, const cell_result& c) {
                   return c.time_us > 0 ? r.memcpy_us / c.time_us : 0.0;
                 }),
                 3);
     print_table("first copy after prepare [us] (cold: mapping, cache fill, registration)", headers,
                 rows, per_cell([](const row_result&, const cell_result& c) { return c.first_us; }),
                 2);
-    print_table("control messages [us] (data-ready + copy-done synchronisation per copy, median, "
-                "max over peers; not in the copy time)",
-                headers, rows,
-                per_cell([](const row_result&, const cell_result& c) { return c.control_us; }), 2);
+    print_table(
+        "control messages [us] (data-ready + copy-done synchronisation per copy, median, "
+        "max over peers; not in the copy time)",
+        headers, rows,
+        per_cell([](const row_result&, const cell_result& c) { return c.control_us; }), 2);
     fmt::print("\n  repetitions per cell: {}..{} (--nrep {}, --cell-time {} s)\n",
                fewest_repetitions, most_repetitions, o.nrep, o.cell_time);
     for (const auto& c : columns)
@@ -501,14 +509,15 @@ int ipc_main(MPI_Comm world, int argc, char** argv) {
           continue;
         }
         const auto& cell = it->second;
-        cells[to_string(c.kind)] = {{"time_us", cell.time_us},
-                                    {"bandwidth_GBps", gbps(cell.time_us)},
-                                    {"efficiency", cell.time_us > 0 ? r.memcpy_us / cell.time_us : 0.0},
-                                    {"first_us", cell.first_us},
-                                    {"control_us", cell.control_us},
-                                    {"repetitions", cell.repetitions},
-                                    {"verified", !o.no_check},
-                                    {"peers", cell.peers}};
+        cells[to_string(c.kind)] = {
+            {"time_us", cell.time_us},
+            {"bandwidth_GBps", gbps(cell.time_us)},
+            {"efficiency", cell.time_us > 0 ? r.memcpy_us / cell.time_us : 0.0},
+            {"first_us", cell.first_us},
+            {"control_us", cell.control_us},
+            {"repetitions", cell.repetitions},
+            {"verified", !o.no_check},
+            {"peers", cell.peers}};
       }
       json_rows.push_back({{"iov_size", r.block},
                            {"iov_count", r.count},

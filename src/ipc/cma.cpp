@@ -1,9 +1,8 @@
 #include "halox/ipc/cma.hpp"
 
+#include <fmt/core.h>
 #include <sys/uio.h>
 #include <unistd.h>
-
-#include <fmt/core.h>
 
 #include <algorithm>
 #include <cerrno>

@@ -54,13 +54,20 @@ void copy_blocks(std::byte* destination, size_t destination_stride, const std::b
   auto* d = destination;
   const auto* s = source;
   switch (block) {
-    case 4: return copy_fixed<4>(d, destination_stride, s, source_stride, count);
-    case 8: return copy_fixed<8>(d, destination_stride, s, source_stride, count);
-    case 16: return copy_fixed<16>(d, destination_stride, s, source_stride, count);
-    case 32: return copy_fixed<32>(d, destination_stride, s, source_stride, count);
-    case 64: return copy_fixed<64>(d, destination_stride, s, source_stride, count);
-    case 128: return copy_fixed<128>(d, destination_stride, s, source_stride, count);
-    case 256: return copy_fixed<256>(d, destination_stride, s, source_stride, count);
+    case 4:
+      return copy_fixed<4>(d, destination_stride, s, source_stride, count);
+    case 8:
+      return copy_fixed<8>(d, destination_stride, s, source_stride, count);
+    case 16:
+      return copy_fixed<16>(d, destination_stride, s, source_stride, count);
+    case 32:
+      return copy_fixed<32>(d, destination_stride, s, source_stride, count);
+    case 64:
+      return copy_fixed<64>(d, destination_stride, s, source_stride, count);
+    case 128:
+      return copy_fixed<128>(d, destination_stride, s, source_stride, count);
+    case 256:
+      return copy_fixed<256>(d, destination_stride, s, source_stride, count);
     default:
       for (size_t i = 0; i < count; ++i, d += destination_stride, s += source_stride)
         std::memcpy(d, s, block);

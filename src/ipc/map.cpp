@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <exception>
+#include <memory>
 
 namespace halox::ipc {
 

@@ -1,8 +1,7 @@
 #include "halox/ipc/mapping_cache.hpp"
 
-#include <sys/mman.h>
-
 #include <fmt/core.h>
+#include <sys/mman.h>
 
 #include <cerrno>
 #include <cstring>
@@ -13,17 +12,21 @@ namespace halox::ipc {
 std::byte* memfd_mapper::map(size_t offset, size_t length) {
   int flags = MAP_SHARED | (populate_ ? MAP_POPULATE : 0);
   void* address = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, flags, arena_.fd(),
-                          static_cast<off_t>(arena_.data_offset() + offset));
+                         static_cast<off_t>(arena_.data_offset() + offset));
   if (address == MAP_FAILED)
     throw std::runtime_error(fmt::format("mmap of {} B of the owner's arena at {}: {}", length,
                                          offset, std::strerror(errno)));
   return static_cast<std::byte*>(address);
 }
 
-void memfd_mapper::unmap(std::byte* address, size_t length) { ::munmap(address, length); }
+void memfd_mapper::unmap(std::byte* address, size_t length) {
+  ::munmap(address, length);
+}
 
 namespace {
-size_t page_floor(size_t bytes) { return bytes / page_size() * page_size(); }
+size_t page_floor(size_t bytes) {
+  return bytes / page_size() * page_size();
+}
 }  // namespace
 
 scoped_mapping::scoped_mapping(region_mapper& mapper, size_t offset, size_t length)
@@ -32,14 +35,18 @@ scoped_mapping::scoped_mapping(region_mapper& mapper, size_t offset, size_t leng
   base_ = mapper_.map(start_, length_);
 }
 
-scoped_mapping::~scoped_mapping() { mapper_.unmap(base_, length_); }
+scoped_mapping::~scoped_mapping() {
+  mapper_.unmap(base_, length_);
+}
 
 mapping_cache::mapping_cache(region_mapper& mapper, const std::atomic<uint64_t>* epoch)
     : mapper_(mapper), epoch_(epoch) {
   if (epoch_) seen_epoch_ = epoch_->load(std::memory_order_acquire);
 }
 
-mapping_cache::~mapping_cache() { clear(); }
+mapping_cache::~mapping_cache() {
+  clear();
+}
 
 void mapping_cache::clear() {
   for (auto& [start, e] : entries_) mapper_.unmap(e.address, e.length);

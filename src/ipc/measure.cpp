@@ -46,17 +46,17 @@ double max_over(MPI_Comm comm, double value) {
 
 }  // namespace
 
-cell_samples measure_cell(copy_mechanism& mechanism, const block_layout& layout,
-                          std::byte* source, std::byte* destination, MPI_Comm control,
-                          uint64_t& generation, const measure_options& options) {
+cell_samples measure_cell(copy_mechanism& mechanism, const block_layout& layout, std::byte* source,
+                          std::byte* destination, MPI_Comm control, uint64_t& generation,
+                          const measure_options& options) {
   cell_samples out;
   mechanism.prepare(layout, source, destination);
   if (source) initialise_extent(source, layout, generation, source_gap_fill);
   if (destination)
     std::memset(destination, static_cast<int>(destination_gap_fill), layout.extent());
 
-  auto first = one_copy(mechanism, layout, source, destination, control, generation,
-                        options.check, out.problem);
+  auto first = one_copy(mechanism, layout, source, destination, control, generation, options.check,
+                        out.problem);
   out.first = first.span;
   out.first_control = first.control;
 

@@ -1,11 +1,11 @@
 #include "halox/ipc/mechanism.hpp"
 
-#include <unistd.h>
-
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <stdexcept>
 
 #include "halox/common/error.hpp"
 #include "halox/ipc/cma.hpp"
@@ -18,29 +18,38 @@ namespace halox::ipc {
 
 std::string to_string(mechanism_kind kind) {
   switch (kind) {
-    case mechanism_kind::shmem_np: return "SHMEM_NP";
-    case mechanism_kind::shmem_p: return "SHMEM_P";
-    case mechanism_kind::cma: return "CMA";
-    case mechanism_kind::map_nc: return "MAP_NC";
-    case mechanism_kind::map_c: return "MAP_C";
-    case mechanism_kind::mpi_dt: return "MPI_DT";
-    case mechanism_kind::xpmem_nc: return "XPMEM_NC";
-    case mechanism_kind::xpmem_c: return "XPMEM_C";
+    case mechanism_kind::shmem_np:
+      return "SHMEM_NP";
+    case mechanism_kind::shmem_p:
+      return "SHMEM_P";
+    case mechanism_kind::cma:
+      return "CMA";
+    case mechanism_kind::map_nc:
+      return "MAP_NC";
+    case mechanism_kind::map_c:
+      return "MAP_C";
+    case mechanism_kind::mpi_dt:
+      return "MPI_DT";
+    case mechanism_kind::xpmem_nc:
+      return "XPMEM_NC";
+    case mechanism_kind::xpmem_c:
+      return "XPMEM_C";
   }
   return "?";
 }
 
 const std::vector<mechanism_kind>& all_mechanisms() {
-  static const std::vector<mechanism_kind> all{
-      mechanism_kind::shmem_np, mechanism_kind::shmem_p,  mechanism_kind::cma,
-      mechanism_kind::map_nc,   mechanism_kind::map_c,    mechanism_kind::mpi_dt,
-      mechanism_kind::xpmem_nc, mechanism_kind::xpmem_c};
+  static const std::vector<mechanism_kind> all{mechanism_kind::shmem_np, mechanism_kind::shmem_p,
+                                               mechanism_kind::cma,      mechanism_kind::map_nc,
+                                               mechanism_kind::map_c,    mechanism_kind::mpi_dt,
+                                               mechanism_kind::xpmem_nc, mechanism_kind::xpmem_c};
   return all;
 }
 
 mechanism_kind parse_mechanism(const std::string& name) {
   std::string key = name;
-  for (char& c : key) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (char& c : key)
+    c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   for (auto kind : all_mechanisms())
     if (to_string(kind) == key) return kind;
   std::string known;
@@ -146,12 +155,18 @@ std::unique_ptr<copy_mechanism> make_mechanism(mechanism_kind kind, ipc_context&
     case mechanism_kind::shmem_p:
       return std::make_unique<shmem_copy>(context, options.max_payload,
                                           std::max<size_t>(options.chunk_bytes, 1));
-    case mechanism_kind::cma: return std::make_unique<cma_copy>(context);
-    case mechanism_kind::map_nc: return std::make_unique<map_copy>(context, false, options.populate);
-    case mechanism_kind::map_c: return std::make_unique<map_copy>(context, true, options.populate);
-    case mechanism_kind::mpi_dt: return std::make_unique<mpi_datatype_copy>(context);
-    case mechanism_kind::xpmem_nc: return std::make_unique<xpmem_copy>(context, false);
-    case mechanism_kind::xpmem_c: return std::make_unique<xpmem_copy>(context, true);
+    case mechanism_kind::cma:
+      return std::make_unique<cma_copy>(context);
+    case mechanism_kind::map_nc:
+      return std::make_unique<map_copy>(context, false, options.populate);
+    case mechanism_kind::map_c:
+      return std::make_unique<map_copy>(context, true, options.populate);
+    case mechanism_kind::mpi_dt:
+      return std::make_unique<mpi_datatype_copy>(context);
+    case mechanism_kind::xpmem_nc:
+      return std::make_unique<xpmem_copy>(context, false);
+    case mechanism_kind::xpmem_c:
+      return std::make_unique<xpmem_copy>(context, true);
   }
   throw std::logic_error("unknown mechanism");
 }

@@ -1,13 +1,12 @@
 #include "halox/ipc/shared_arena.hpp"
 
+#include <fmt/core.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
-
-#include <fmt/core.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -25,7 +24,9 @@ namespace {
 
 constexpr uint64_t arena_magic = 0x68616c6f782d6172ull;  // "halox-ar"
 
-std::string errno_text(const char* what) { return fmt::format("{}: {}", what, std::strerror(errno)); }
+std::string errno_text(const char* what) {
+  return fmt::format("{}: {}", what, std::strerror(errno));
+}
 
 }  // namespace
 
@@ -55,8 +56,8 @@ shared_arena shared_arena::create(const std::string& name, size_t data_bytes,
   if (base == MAP_FAILED) throw std::runtime_error(errno_text("mmap of memfd"));
   arena.base_ = static_cast<std::byte*>(base);
   arena.mapped_bytes_ = total;
-  arena.header_ = new (base) arena_header{arena_magic, header, control_bytes, header + control,
-                                          data_bytes, {0}};
+  arena.header_ = new (base)
+      arena_header{arena_magic, header, control_bytes, header + control, data_bytes, {0}};
   arena.control_ = arena.base_ + header;
   arena.data_ = arena.base_ + header + control;
   return arena;
@@ -90,7 +91,9 @@ shared_arena shared_arena::import(int fd, bool map_data) {
   return arena;
 }
 
-shared_arena::shared_arena(shared_arena&& other) noexcept { *this = std::move(other); }
+shared_arena::shared_arena(shared_arena&& other) noexcept {
+  *this = std::move(other);
+}
 
 shared_arena& shared_arena::operator=(shared_arena&& other) noexcept {
   if (this != &other) {
@@ -106,7 +109,9 @@ shared_arena& shared_arena::operator=(shared_arena&& other) noexcept {
   return *this;
 }
 
-shared_arena::~shared_arena() { release(); }
+shared_arena::~shared_arena() {
+  release();
+}
 
 void shared_arena::release() noexcept {
   if (base_) ::munmap(base_, mapped_bytes_);
@@ -137,7 +142,8 @@ sockaddr_un abstract_address(const std::string& name, socklen_t& length) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   // Abstract namespace (leading NUL): nothing left behind in the file system.
-  std::memcpy(address.sun_path + 1, name.data(), std::min(name.size(), sizeof(address.sun_path) - 2));
+  std::memcpy(address.sun_path + 1, name.data(),
+              std::min(name.size(), sizeof(address.sun_path) - 2));
   length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
   return address;
 }

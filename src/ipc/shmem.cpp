@@ -17,7 +17,8 @@ constexpr size_t flag_stride = 64;
 
 shmem_copy::shmem_copy(ipc_context& context, size_t max_payload, size_t chunk_bytes)
     : copy_mechanism(context), max_payload_(max_payload), chunk_bytes_(chunk_bytes) {
-  if (pipelined()) max_chunks_ = std::max<size_t>(1, (max_payload_ + chunk_bytes_ - 1) / chunk_bytes_);
+  if (pipelined())
+    max_chunks_ = std::max<size_t>(1, (max_payload_ + chunk_bytes_ - 1) / chunk_bytes_);
   size_t control = (max_chunks_ + static_cast<size_t>(context.peer_count())) * flag_stride;
 
   std::string problem;

@@ -4,13 +4,14 @@
 #include "halox/ipc/xpmem.hpp"
 
 #include <dlfcn.h>
+#include <fmt/core.h>
 #include <sys/types.h>
 #include <unistd.h>
 
-#include <fmt/core.h>
-
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
+#include <type_traits>
 
 #include "halox/common/error.hpp"
 
@@ -46,7 +47,8 @@ struct xpmem_library {
       return;
     }
     auto bind = [&](auto& function, const char* symbol) {
-      function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(::dlsym(handle, symbol));
+      function =
+          reinterpret_cast<std::remove_reference_t<decltype(function)>>(::dlsym(handle, symbol));
       if (!function && problem.empty()) problem = fmt::format("libxpmem lacks {}", symbol);
     };
     bind(make, "xpmem_make");
@@ -75,7 +77,8 @@ class xpmem_copy::attach_mapper : public region_mapper {
  public:
   explicit attach_mapper(xpmem_apid_t apid) : apid_(apid) {}
   std::byte* map(size_t offset, size_t length) override {
-    void* address = library().attach(xpmem_addr{apid_, static_cast<off_t>(offset)}, length, nullptr);
+    void* address =
+        library().attach(xpmem_addr{apid_, static_cast<off_t>(offset)}, length, nullptr);
     if (address == reinterpret_cast<void*>(-1))
       throw std::runtime_error(fmt::format("xpmem_attach: {}", std::strerror(errno)));
     return static_cast<std::byte*>(address);

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <fmt/core.h>
 
 #include "halox/common/error.hpp"
@@ -72,7 +73,9 @@ shm_transport::shm_transport(const exchange_plan& plan, MPI_Comm comm,
   }
   require_all(comm, problem);
 
-  MPI_Comm_dup(memory->node_comm(), &node_comm_);
+  // Collectives on the memory's node communicator are ordered like any other
+  // use of it, so no duplicate is needed (setup stays cheap when oversubscribed).
+  node_comm_ = memory->node_comm();
   int node_size = 1;
   MPI_Comm_rank(node_comm_, &node_rank_);
   MPI_Comm_size(node_comm_, &node_size);
@@ -87,13 +90,21 @@ shm_transport::shm_transport(const exchange_plan& plan, MPI_Comm comm,
     mine.halo_lo[d] = plan.grid.halo.lo[d];
     mine.halo_hi[d] = plan.grid.halo.hi[d];
   }
-  std::vector<rank_layout> layouts(static_cast<size_t>(node_size));
-  MPI_Allgather(&mine, sizeof(rank_layout), MPI_BYTE, layouts.data(), sizeof(rank_layout), MPI_BYTE,
-                node_comm_);
+  // One gather: [layout][offset of each field] per rank.
   const size_t nfields = fields.size();
+  const size_t record = sizeof(rank_layout) + nfields * sizeof(uint64_t);
+  std::vector<std::byte> my_record(record), records(record * static_cast<size_t>(node_size));
+  std::memcpy(my_record.data(), &mine, sizeof(rank_layout));
+  std::memcpy(my_record.data() + sizeof(rank_layout), offsets.data(), nfields * sizeof(uint64_t));
+  MPI_Allgather(my_record.data(), static_cast<int>(record), MPI_BYTE, records.data(),
+                static_cast<int>(record), MPI_BYTE, node_comm_);
+  std::vector<rank_layout> layouts(static_cast<size_t>(node_size));
   std::vector<uint64_t> all_offsets(nfields * static_cast<size_t>(node_size));
-  MPI_Allgather(offsets.data(), static_cast<int>(nfields), MPI_UINT64_T, all_offsets.data(),
-                static_cast<int>(nfields), MPI_UINT64_T, node_comm_);
+  for (size_t r = 0; r < static_cast<size_t>(node_size); ++r) {
+    std::memcpy(&layouts[r], records.data() + r * record, sizeof(rank_layout));
+    std::memcpy(all_offsets.data() + r * nfields, records.data() + r * record + sizeof(rank_layout),
+                nfields * sizeof(uint64_t));
+  }
   std::vector<int> node_rank_of_comm_rank;  // -1: off node
   int comm_size = 1;
   MPI_Comm_size(comm, &comm_size);
@@ -232,7 +243,6 @@ shm_transport::~shm_transport() {
   remote_.reset();
   if (!finalized) {
     MPI_Win_free(&control_window_);
-    MPI_Comm_free(&node_comm_);
   }
 }
 

@@ -21,9 +21,9 @@ mesh2d world_mesh(bool periodic) {
 
 measure_settings quick(fault_kind fault = fault_kind::none) {
   measure_settings s;
-  s.repetitions = 3;
+  s.repetitions = 2;
   s.warmup = 1;
-  s.trials = 2;
+  s.trials = 1;
   s.fault = fault;
   return s;
 }
@@ -48,7 +48,7 @@ TEST(Halo2dMpi, NeighboursAreThoseOfMpiCartShift) {
 
 TEST(Halo2dMpi, EveryTestExchangesVerifiedData) {
   auto mesh = world_mesh(true);
-  const std::vector<size_t> sizes{0, 1, 7, 4096, 65536 + 3};
+  const std::vector<size_t> sizes{0, 65536 + 3};  // empty, and not a whole number of words
   benchmark bench(MPI_COMM_WORLD, mesh, false, sizes.back());
   for (auto test : all_tests)
     for (int k : {2, 4, 8})
@@ -56,7 +56,7 @@ TEST(Halo2dMpi, EveryTestExchangesVerifiedData) {
         measurement m;
         ASSERT_NO_THROW(m = bench.measure(test, k, bytes, quick()))
             << name_of(test) << " k=" << k << " " << bytes << " B";
-        EXPECT_EQ(m.trial_seconds.size(), 2u);
+        EXPECT_EQ(m.trial_seconds.size(), 1u);
         EXPECT_GT(m.seconds_per_exchange, 0.0);
         // The reported time is the same number on every rank.
         double mine = m.seconds_per_exchange, lowest = 0;

@@ -20,7 +20,8 @@ using namespace halox::ipc;
 
 std::vector<std::byte> random_bytes(size_t n, unsigned seed) {
   std::vector<std::byte> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>((i * 131 + seed * 7 + (i >> 7)) & 0xff);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = static_cast<std::byte>((i * 131 + seed * 7 + (i >> 7)) & 0xff);
   return v;
 }
 
@@ -77,7 +78,8 @@ TEST(ipc_kernels, pack_and_unpack_ranges_cut_blocks_anywhere) {
     for (size_t begin = 0; begin < layout.payload(); begin += chunk)
       unpack_range(back.data(), packed.data() + begin, layout, begin, begin + chunk);
     for (size_t i = 0; i < layout.count; ++i) {
-      ASSERT_EQ(0, std::memcmp(back.data() + layout.offset(i), source.data() + layout.offset(i), block));
+      ASSERT_EQ(
+          0, std::memcmp(back.data() + layout.offset(i), source.data() + layout.offset(i), block));
       if (i + 1 < layout.count) {
         ASSERT_EQ(back[layout.offset(i) + block], std::byte{0x11}) << "gap written";
       }

@@ -117,8 +117,7 @@ std::string mechanism_name(const testing::TestParamInfo<mechanism_kind>& info) {
   return to_string(info.param);
 }
 
-INSTANTIATE_TEST_SUITE_P(ipc, every_mechanism, testing::ValuesIn(all_mechanisms()),
-                         mechanism_name);
+INSTANTIATE_TEST_SUITE_P(ipc, every_mechanism, testing::ValuesIn(all_mechanisms()), mechanism_name);
 
 // A copy that skips the last block: measure_cell must report it, proving that
 // a mechanism cannot pass by leaving old or no data behind.
@@ -130,7 +129,8 @@ class lazy_copy : public copy_mechanism {
  protected:
   void on_prepare() override {
     // Peers read through a mapping of the owner's arena, like MAP_C.
-    if (!context_.is_owner()) mapper_ = std::make_unique<memfd_mapper>(context_.source_arena(), true);
+    if (!context_.is_owner())
+      mapper_ = std::make_unique<memfd_mapper>(context_.source_arena(), true);
   }
   void on_copy() override {
     if (context_.is_owner()) return;

@@ -68,7 +68,7 @@ def test_matrix_run_writes_one_complete_json_record_per_configuration(run_mpi, t
                   "--fields", "compact", "--halo", "1,2", "--json", str(out))
     assert run.returncode == 0, run.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]
-    assert len(records) == 2 * 2 * 2
+    assert len(records) == 3 * 2 * 2  # transports x algorithms x halos
     assert len({r["run_id"] for r in records}) == 1
     for r in records:
         assert r["schema_version"] == 1

@@ -51,7 +51,7 @@ def test_bad_input_gives_one_error_line(run_mpi, ranks, args, expected):
 
 @pytest.mark.parametrize("fault,expected", [("corrupt", "expected 0x"), ("stale", "stale message")])
 def test_verification_catches_injected_faults(run_mpi, fault, expected):
-    run = run_mpi(4, PROG, "--inject-fault", fault, "--max-size", "1KiB", *QUICK, timeout=60)
+    run = run_mpi(4, PROG, "--inject-fault", fault, "--max-size", "64", *QUICK, timeout=120)
     lines = run.error_lines(PROG)
     assert run.returncode == 1, run.stdout + run.stderr
     assert len(lines) == 1, run.stdout + run.stderr
@@ -80,11 +80,11 @@ def parse_table(stdout: str, title: str) -> dict[int, list[str]]:
 
 def test_run_prints_both_tables_and_appends_json(run_mpi, tmp_path):
     out = tmp_path / "halo2d.jsonl"
-    args = ["--max-size", "1KiB", "--json", str(out), *QUICK]
+    args = ["--max-size", "64", "--json", str(out), *QUICK]
     first = run_mpi(4, PROG, *args, timeout=120)
     assert first.returncode == 0, first.stdout + first.stderr
     times = parse_table(first.stdout, "seconds per message")
-    assert sorted(times) == [0] + [2**i for i in range(11)]
+    assert sorted(times) == [0] + [2**i for i in range(7)]
     assert all(len(row) == 6 * 3 for row in times.values())  # 6 tests x 3 neighbour counts
     assert all(len(value.split(".")[1]) == 6 for row in times.values() for value in row)
     bandwidth = parse_table(first.stdout, "MB/s")
@@ -98,13 +98,13 @@ def test_run_prints_both_tables_and_appends_json(run_mpi, tmp_path):
     full, phased = records
     assert full["program"] == PROG and full["ranks"] == 4
     assert full["mesh"]["dims"] == [2, 2] and full["mesh"]["phases"] == {"2": 2, "4": 2, "8": 4}
-    assert len(full["results"]) == 6 * 3 * 12
+    assert len(full["results"]) == 6 * 3 * 8
     assert {r["test"] for r in full["results"]} == {
         "single", "all", "phased", "persistent", "irecv-first", "sendrecv"}
     for r in full["results"]:
         assert r["seconds_per_message"] == pytest.approx(r["seconds_per_exchange"] / r["neighbors"])
         assert r["seconds_per_exchange"] == min(r["trial_seconds_per_exchange"])
-    assert len(phased["results"]) == 12 and phased["mesh"]["phases"] == {"8": 4}
+    assert len(phased["results"]) == 8 and phased["mesh"]["phases"] == {"8": 4}
     assert "mpi_library" in full and "rank_map" in full
 
 
@@ -116,11 +116,11 @@ def test_run_prints_both_tables_and_appends_json(run_mpi, tmp_path):
     (4, ["--mesh", "1", "4", "--reorder"], "1x4"),
 ])
 def test_degenerate_and_explicit_meshes_run(run_mpi, ranks, extra, mesh):
-    run = run_mpi(ranks, PROG, "--sizes", "0,1,100,4KiB", *extra, *QUICK, timeout=120)
+    run = run_mpi(ranks, PROG, "--sizes", "0,1,4KiB", *extra, *QUICK, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert f"mesh {mesh}" in run.stdout
     assert "verification on" in run.stdout
-    assert sorted(parse_table(run.stdout, "seconds per message")) == [0, 1, 100, 4096]
+    assert sorted(parse_table(run.stdout, "seconds per message")) == [0, 1, 4096]
 
 
 def test_help_lists_options_but_not_the_fault_injector(run_mpi):

@@ -16,10 +16,9 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "halox/common/stats.hpp"
 #include "halox/ipc/mechanism.hpp"
@@ -31,31 +30,31 @@ struct measure_options {
   int repetitions = 50;     // timed copies, at most
   double cell_seconds = 0;  // > 0: fewer repetitions when a copy is slow
   int min_repetitions = 3;
-  bool check = true;        // verify every copy (the first error is kept)
+  bool check = true;  // verify every copy (the first error is kept)
 };
 
 // This rank's record of one cell.
 struct cell_samples {
-  copy_span first;                    // the cold copy right after prepare()
+  copy_span first;  // the cold copy right after prepare()
   double first_control = 0;
-  std::vector<copy_span> spans;       // timed copies
-  std::vector<double> control;        // seconds in the two barriers, per timed copy
+  std::vector<copy_span> spans;  // timed copies
+  std::vector<double> control;   // seconds in the two barriers, per timed copy
   int warmup_done = 0;
-  std::string problem;                // first verification or copy error, else empty
+  std::string problem;  // first verification or copy error, else empty
 };
 
 // Collective over control (which holds every rank of every group). `owner`
 // and the source are used on owners, destination on peers; generation is
 // advanced on every rank alike.
-cell_samples measure_cell(copy_mechanism& mechanism, const block_layout& layout,
-                          std::byte* source, std::byte* destination, MPI_Comm control,
-                          uint64_t& generation, const measure_options& options);
+cell_samples measure_cell(copy_mechanism& mechanism, const block_layout& layout, std::byte* source,
+                          std::byte* destination, MPI_Comm control, uint64_t& generation,
+                          const measure_options& options);
 
 // The result of one cell on rank 0 of control.
 struct peer_result {
-  int rank = 0;        // in control
-  int owner = 0;       // its owner's rank in control
-  summary copy_us;     // over timed copies
+  int rank = 0;     // in control
+  int owner = 0;    // its owner's rank in control
+  summary copy_us;  // over timed copies
   double first_us = 0;
   double control_us = 0;  // median
 };

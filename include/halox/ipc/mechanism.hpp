@@ -74,8 +74,7 @@ class ipc_context {
 // Steady-clock seconds: CLOCK_MONOTONIC, one clock for all processes of a
 // node, so spans of different ranks can be compared.
 inline double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // One rank's part of a copy; empty (start = +inf) when the rank did nothing.
@@ -132,9 +131,9 @@ class copy_mechanism {
 };
 
 struct mechanism_options {
-  size_t max_payload = 0;       // largest layout.payload() (staging size)
-  size_t chunk_bytes = 65536;   // SHMEM_P pipeline chunk
-  bool populate = true;         // MAP_*: pre-fault mappings (MAP_POPULATE)
+  size_t max_payload = 0;      // largest layout.payload() (staging size)
+  size_t chunk_bytes = 65536;  // SHMEM_P pipeline chunk
+  bool populate = true;        // MAP_*: pre-fault mappings (MAP_POPULATE)
 };
 
 struct availability {

@@ -1,0 +1,332 @@
+"""Loading, validating and grouping the JSON Lines records that `halox-bench --json` writes.
+
+One record is one configuration (transport x algorithm x fields x type x halo x nfields) of one
+run; all records of one `halox-bench` invocation share a `run_id`.  The schema is written by
+`to_json_record` in apps/bench/main.cpp (schema_version 1).
+"""
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+SUPPORTED_SCHEMA_VERSIONS = {1}
+BENCH_TOOL = "halox-bench"
+
+# Metrics a report can show: where the value lives in a record, its unit and how to scale it.
+METRICS: dict[str, tuple[str, str, float]] = {
+    # name: (description, unit, factor applied to the stored seconds)
+    "median": ("median time per exchange of the slowest rank", "µs", 1e6),
+    "mean": ("mean time per exchange of the slowest rank", "µs", 1e6),
+    "min": ("minimum time per exchange of the slowest rank", "µs", 1e6),
+    "p5": ("5th percentile of the time per exchange of the slowest rank", "µs", 1e6),
+    "p95": ("95th percentile of the time per exchange of the slowest rank", "µs", 1e6),
+    "seconds_per_10000": ("execution time of 10000 exchange calls (timed loop, slowest rank)",
+                          "s", 1.0),
+}
+
+ALGORITHM_ORDER = ["standard", "staged", "faces"]
+FIELDS_ORDER = ["compact", "sequence"]
+DECOMPOSITION_NAMES = {"cart": "mpicart", "hw": "hwcart"}
+DECOMPOSITION_ORDER = ["cart", "hw", "auto"]
+
+
+class RecordError(Exception):
+    """A file or record that cannot be used; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Record:
+    source: str              # "file:line"
+    run_id: str
+    mpi_library: str
+    ranks: int
+    transport: str
+    algorithm: str
+    fields: str
+    type: str
+    halo: int                # uniform width, or -1 for per-side widths
+    halo_lo: tuple[int, ...]
+    halo_hi: tuple[int, ...]
+    nfields: int
+    domain: tuple[int, ...]
+    global_domain: tuple[int, ...]
+    timing: str
+    decomposition_kind: str
+    dims: tuple[int, ...]
+    periodic: tuple[bool, ...]
+    order: str
+    times: dict[str, float]  # time_per_exchange_s
+    seconds_per_10000: float
+    efficiency: float
+    verification: str
+    raw: dict = field(repr=False, compare=False, hash=False)
+
+    @property
+    def variant(self) -> str:
+        return f"{self.transport}/{self.algorithm}/{self.fields}"
+
+    @property
+    def halo_label(self) -> str:
+        if self.halo >= 0:
+            return str(self.halo)
+        lo = ",".join(map(str, self.halo_lo))
+        hi = ",".join(map(str, self.halo_hi))
+        return f"lo{lo}/hi{hi}"
+
+    @property
+    def shape_label(self) -> str:
+        """The seeds' hXfY label."""
+        return f"h{self.halo_label}f{self.nfields}"
+
+    def metric(self, name: str) -> float:
+        """The value of a metric in its report unit (µs per exchange, or seconds per 10000)."""
+        _, _, factor = METRICS[name]
+        if name == "seconds_per_10000":
+            return self.seconds_per_10000 * factor
+        return self.times[name] * factor
+
+
+def _need(obj: dict, key: str, kind: type | tuple, where: str) -> Any:
+    if key not in obj:
+        raise RecordError(f"{where}: record has no '{key}'")
+    value = obj[key]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds:
+        raise RecordError(f"{where}: '{key}' must be {kinds[0].__name__}, got {value!r}")
+    if not isinstance(value, kinds):
+        raise RecordError(f"{where}: '{key}' must be {kinds[0].__name__}, got {value!r}")
+    return value
+
+
+def parse_record(obj: Any, where: str) -> Record:
+    """Validates one decoded JSON object and returns it as a Record."""
+    if not isinstance(obj, dict):
+        raise RecordError(f"{where}: a record must be a JSON object")
+    version = _need(obj, "schema_version", int, where)
+    if version not in SUPPORTED_SCHEMA_VERSIONS:
+        raise RecordError(f"{where}: schema_version {version} is not supported (this halox reads "
+                          f"{', '.join(map(str, sorted(SUPPORTED_SCHEMA_VERSIONS)))})")
+    config = _need(obj, "config", dict, where)
+    decomp = _need(obj, "decomposition", dict, where)
+    times = _need(obj, "time_per_exchange_s", dict, where)
+    for key in ("median", "mean"):
+        _need(times, key, (int, float), f"{where}: time_per_exchange_s")
+    halo = _need(config, "halo", int, f"{where}: config")
+    return Record(
+        source=where,
+        run_id=_need(obj, "run_id", str, where),
+        mpi_library=_need(obj, "mpi_library", str, where).strip(),
+        ranks=_need(obj, "ranks", int, where),
+        transport=_need(config, "transport", str, f"{where}: config"),
+        algorithm=_need(config, "algorithm", str, f"{where}: config"),
+        fields=_need(config, "fields", str, f"{where}: config"),
+        type=_need(config, "type", str, f"{where}: config"),
+        halo=halo,
+        halo_lo=tuple(config.get("halo_lo") or ()),
+        halo_hi=tuple(config.get("halo_hi") or ()),
+        nfields=_need(config, "nfields", int, f"{where}: config"),
+        domain=tuple(config.get("domain") or ()),
+        global_domain=tuple(config.get("global_domain") or ()),
+        timing=str(config.get("timing", "throughput")),
+        decomposition_kind=_need(decomp, "kind", str, f"{where}: decomposition"),
+        dims=tuple(_need(decomp, "dims", list, f"{where}: decomposition")),
+        periodic=tuple(bool(p) for p in decomp.get("periodic", ())),
+        order=str(decomp.get("order", "")),
+        times={k: float(v) for k, v in times.items() if isinstance(v, (int, float))},
+        seconds_per_10000=float(_need(obj, "seconds_per_10000", (int, float), where)),
+        efficiency=float(obj.get("efficiency", math.nan)),
+        verification=str(obj.get("verification", "")),
+        raw=obj,
+    )
+
+
+@dataclass
+class LoadResult:
+    records: list[Record]
+    skipped_tools: dict[str, int]  # records of other halox programs, by tool
+
+
+def load(paths: Sequence[str | pathlib.Path]) -> LoadResult:
+    """Reads JSON Lines files; any unreadable file or malformed line is an error."""
+    records: list[Record] = []
+    skipped: dict[str, int] = {}
+    for path in paths:
+        path = pathlib.Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise RecordError(f"{path}: no such file") from None
+        except OSError as e:
+            raise RecordError(f"{path}: cannot read: {e.strerror}") from None
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise RecordError(f"{where}: not a JSON record ({e.msg} at column {e.colno})") \
+                    from None
+            tool = obj.get("tool") if isinstance(obj, dict) else None
+            if tool != BENCH_TOOL:
+                skipped[str(tool)] = skipped.get(str(tool), 0) + 1
+                continue
+            records.append(parse_record(obj, where))
+    return LoadResult(records, skipped)
+
+
+# ---------------------------------------------------------------------------------------------
+# Names and orderings
+
+
+def toolchain_short(library: str) -> str:
+    """A short toolchain name from the MPI library string ("ompi", "mpich", "impi", ...)."""
+    low = library.lower()
+    if "open mpi" in low or low.startswith("openmpi"):
+        return "ompi"
+    if "intel" in low:
+        return "impi"
+    if "mvapich" in low:
+        return "mvapich"
+    if "cray" in low:
+        return "cray-mpich"
+    if "mpich" in low:
+        return "mpich"
+    word = re.split(r"[\s,:]+", library.strip())[0] if library.strip() else "mpi"
+    return word.lower() or "mpi"
+
+
+def _library_version(library: str) -> str:
+    match = re.search(r"\d+\.\d+(?:\.\d+)?", library)
+    return match.group(0) if match else library
+
+
+# Environment settings that change the MPI library's data path (halox-bench records them):
+# records that differ in them are different toolchains for a report.
+_SETTING_PREFIXES = ("OMPI_MCA_btl", "OMPI_MCA_pml", "OMPI_MCA_mtl", "OMPI_MCA_osc",
+                     "OMPI_MCA_coll", "OMPI_MCA_mpi_yield", "UCX_", "FI_", "MPIR_CVAR_")
+
+
+def settings(r: Record) -> str:
+    """The recorded data-path settings, e.g. "btl_vader_single_copy_mechanism=none"."""
+    env = r.raw.get("environment") or {}
+    items = []
+    for key in sorted(env):
+        if key.startswith(_SETTING_PREFIXES) and "HOSTNAME" not in key:
+            items.append(f"{key.removeprefix('OMPI_MCA_')}={env[key]}")
+    return " ".join(items)
+
+
+def toolchain_id(r: Record) -> tuple[str, str]:
+    return (r.mpi_library, settings(r))
+
+
+def toolchain_labels(records: Iterable[Record]) -> dict[tuple[str, str], str]:
+    """Maps every toolchain (MPI library string, settings) to a unique short label: "ompi";
+    "ompi-4.1.4" when two versions of a library are present; "ompi[settings]" when one
+    library ran with different settings."""
+    ids = list(dict.fromkeys(toolchain_id(r) for r in records))
+    libraries = list(dict.fromkeys(lib for lib, _ in ids))
+    by_short: dict[str, list[str]] = {}
+    for lib in libraries:
+        by_short.setdefault(toolchain_short(lib), []).append(lib)
+    library_label: dict[str, str] = {}
+    for short, libs in by_short.items():
+        for lib in libs:
+            library_label[lib] = short if len(libs) == 1 else f"{short}-{_library_version(lib)}"
+    labels: dict[tuple[str, str], str] = {}
+    for lib, sets in ids:
+        several = sum(1 for other, _ in ids if other == lib) > 1
+        labels[(lib, sets)] = library_label[lib] + (f"[{sets or 'default'}]" if several else "")
+    # Still equal (two library strings with the same version): number them.
+    seen: dict[str, int] = {}
+    for key in ids:
+        label = labels[key]
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:
+            labels[key] = f"{label}#{seen[label]}"
+    return labels
+
+
+def order_rank(value: str, order: list[str]) -> tuple[int, str]:
+    return (order.index(value), "") if value in order else (len(order), value)
+
+
+def sort_variants(variants: Iterable[str]) -> list[str]:
+    def key(v: str):
+        t, a, f = (v.split("/") + ["", "", ""])[:3]
+        return (t, order_rank(a, ALGORITHM_ORDER), order_rank(f, FIELDS_ORDER))
+    return sorted(set(variants), key=key)
+
+
+def shape_key(r: Record) -> tuple:
+    """Columns in the seeds' order: h1f1 h5f1 h1f8 h5f8 (fields, then halo)."""
+    return (r.type, r.nfields, r.halo, r.halo_lo, r.halo_hi)
+
+
+def halo_key(r: Record) -> tuple:
+    return (r.halo, r.halo_lo, r.halo_hi)
+
+
+def decomposition_key(r: Record) -> tuple:
+    return (order_rank(r.decomposition_kind, DECOMPOSITION_ORDER), r.dims, r.order)
+
+
+def domain_text(r: Record) -> str:
+    if r.global_domain:
+        return "global domain " + "x".join(map(str, r.global_domain))
+    return "x".join(map(str, r.domain)) + " cells per rank"
+
+
+def decomposition_text(r: Record) -> str:
+    name = DECOMPOSITION_NAMES.get(r.decomposition_kind, r.decomposition_kind)
+    periodic = "".join("1" if p else "0" for p in r.periodic)
+    text = f"{name} {'x'.join(map(str, r.dims))}"
+    if periodic and periodic != "111":
+        text += f" periodic {periodic}"
+    return text
+
+
+def group(records: Iterable[Record], key: Callable[[Record], Any]) -> dict[Any, list[Record]]:
+    """Groups records by key, groups in sorted key order, records in input order."""
+    out: dict[Any, list[Record]] = {}
+    for r in records:
+        out.setdefault(key(r), []).append(r)
+    return dict(sorted(out.items(), key=lambda kv: kv[0]))
+
+
+def cell_value(records: Sequence[Record], metric: str) -> float:
+    """The value of one table cell: its record's metric, or the median over several records
+    (the same configuration from several runs)."""
+    if not records:
+        return math.nan
+    values = [r.metric(metric) for r in records]
+    return values[0] if len(values) == 1 else float(np.median(values))
+
+
+def parse_list(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+def select(records: Iterable[Record], *, run_id: list[str] | None = None,
+           halo: list[str] | None = None, nfields: list[str] | None = None,
+           transport: list[str] | None = None, algorithm: list[str] | None = None,
+           fields: list[str] | None = None, type: list[str] | None = None) -> list[Record]:
+    """Keeps the records that match every given list (None = no filter)."""
+    def keep(r: Record) -> bool:
+        return ((run_id is None or r.run_id in run_id)
+                and (halo is None or r.halo_label in halo)
+                and (nfields is None or str(r.nfields) in nfields)
+                and (transport is None or r.transport in transport)
+                and (algorithm is None or r.algorithm in algorithm)
+                and (fields is None or r.fields in fields)
+                and (type is None or r.type in type))
+    return [r for r in records if keep(r)]

@@ -1,0 +1,370 @@
+"""Tables in the layouts of the seeds (000: chosen and full results, 001: two toolchains,
+002: decomposition kinds x toolchains), as fixed-width text or GitHub markdown."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+from . import records as rec
+from .records import Record
+
+LAYOUTS = ("chosen", "full", "decomposition")
+DEFAULT_BASELINE = "mpi-types/staged/sequence"
+
+@dataclass
+class Table:
+    title: str                        # line above the table ("ompi", "mpi-p2p/compact", ...)
+    row_header: str                   # what the rows are (markdown header of the first column)
+    columns: list[str]
+    kinds: list[str]                  # per column: "value" or "ratio"
+    rows: list[tuple[str, list[float]]]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Section:
+    heading: str
+    details: list[str]
+    tables: list[Table]
+
+
+@dataclass
+class Report:
+    preamble: list[str]
+    sections: list[Section]
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+
+def context_key(r: Record, *, decomposition: bool = True) -> tuple:
+    """What must be equal for records to share a table (besides toolchain and variant)."""
+    key = (r.ranks, r.domain, r.global_domain, r.timing)
+    if decomposition:
+        key = (rec.decomposition_key(r), r.periodic) + key
+    return key
+
+
+def context_details(r: Record, *, decomposition: bool = True) -> str:
+    parts = [f"{r.ranks} ranks"]
+    if decomposition:
+        parts.append(rec.decomposition_text(r))
+    parts.append(rec.domain_text(r))
+    parts.append(f"{r.timing} timing")
+    return ", ".join(parts)
+
+
+def ordered_groups(records: Iterable[Record], key: Callable[[Record], object]) -> dict:
+    """Groups in order of first appearance."""
+    out: dict = {}
+    for r in records:
+        out.setdefault(key(r), []).append(r)
+    return out
+
+
+def library_legend(labels: dict[tuple[str, str], str]) -> str:
+    parts = []
+    for (library, settings), label in labels.items():
+        text = " ".join(library.split(",")[0].split())
+        parts.append(f"{label} = {text}" + (f" ({settings})" if settings else ""))
+    return "; ".join(parts)
+
+
+def _shape_labels(records: Sequence[Record]) -> tuple[list[tuple], dict[tuple, str]]:
+    shapes: dict[tuple, Record] = {}
+    for r in records:
+        shapes.setdefault(rec.shape_key(r), r)
+    keys = sorted(shapes)
+    several_types = len({k[0] for k in keys}) > 1
+    labels = {k: (f"{shapes[k].type} " if several_types else "") + shapes[k].shape_label
+              for k in keys}
+    return keys, labels
+
+
+def _combined_note(cells: dict) -> list[str]:
+    if any(len(v) > 1 for v in cells.values()):
+        return ["cells with records from several runs show the median of their values"]
+    return []
+
+
+# ---------------------------------------------------------------------------------------------
+# Layouts
+
+
+def chosen(records: Sequence[Record], metric: str = "median",
+           baseline: str = DEFAULT_BASELINE) -> Report:
+    """Per numbering order / decomposition: a table per toolchain, a row per variant, a column
+    per (halo, nfields); "(xN)" columns = baseline / variant when the table is one run."""
+    labels = rec.toolchain_labels(records)
+    sections = []
+    for _, srecs in rec.group(records, context_key).items():
+        first = srecs[0]
+        tables = []
+        for toolchain, trecs in ordered_groups(srecs, rec.toolchain_id).items():
+            shape_keys, shape_labels = _shape_labels(trecs)
+            variants = rec.sort_variants(r.variant for r in trecs)
+            cells: dict[tuple, list[Record]] = {}
+            for r in trecs:
+                cells.setdefault((r.variant, rec.shape_key(r)), []).append(r)
+            run_ids = list(dict.fromkeys(r.run_id for r in trecs))
+            notes = []
+            with_ratios = False
+            if len(run_ids) > 1:
+                notes.append(f"no (xN) ratios: the records come from {len(run_ids)} runs and "
+                             "ratios are only taken within one run (select one with --run-id)")
+            elif baseline not in variants:
+                notes.append(f"no (xN) ratios: the baseline {baseline} is not in these records")
+            else:
+                with_ratios = True
+                notes.append(f"(xN) = {baseline} / variant, measured in one run ({run_ids[0]})")
+            notes += _combined_note(cells)
+            columns = [shape_labels[k] for k in shape_keys]
+            kinds = ["value"] * len(columns)
+            if with_ratios:
+                columns += [f"{shape_labels[k]} (xN)" for k in shape_keys]
+                kinds += ["ratio"] * len(shape_keys)
+            rows = []
+            for v in variants:
+                values = [rec.cell_value(cells.get((v, k), []), metric) for k in shape_keys]
+                if with_ratios:
+                    base = [rec.cell_value(cells.get((baseline, k), []), metric)
+                            for k in shape_keys]
+                    values += [b / x if x > 0 else math.nan for b, x in zip(base, values)]
+                rows.append((v, values))
+            tables.append(Table(labels[toolchain], "transport/algorithm/fields", columns, kinds,
+                                rows, notes))
+        sections.append(Section(_order_heading(first), [context_details(first)], tables))
+    return Report(_preamble(records, metric, labels), sections)
+
+
+def full(records: Sequence[Record], metric: str = "median") -> Report:
+    """Per variant: rows = halo width, columns = number of fields; extra column groups for a
+    second toolchain ("1 (mpich)") and/or the other algorithms ("1 (staged)")."""
+    labels = rec.toolchain_labels(records)
+    toolchains = list(labels)
+    split_tc = len(toolchains) > 1
+    split_alg = len({r.algorithm for r in records}) > 1
+
+    def section_key(r: Record):
+        return context_key(r) + (() if split_tc else (toolchains.index(rec.toolchain_id(r)),))
+
+    def group_of(r: Record) -> tuple:
+        return ((rec.order_rank(r.algorithm, rec.ALGORITHM_ORDER),) if split_alg else ()) + \
+               ((toolchains.index(rec.toolchain_id(r)),) if split_tc else ())
+
+    def suffix(r: Record) -> str:
+        parts = [r.algorithm] if split_alg else []
+        if split_tc:
+            parts.append(labels[rec.toolchain_id(r)])
+        return ", ".join(parts)
+
+    sections = []
+    for _, srecs in rec.group(records, section_key).items():
+        first = srecs[0]
+        group_recs = rec.group(srecs, group_of)
+        groups = list(group_recs)
+        suffixes = {g: suffix(rs[0]) for g, rs in group_recs.items()}
+        nfields = sorted({r.nfields for r in srecs})
+        halos = {rec.halo_key(r): r.halo_label for r in srecs}
+        halo_keys = sorted(halos)
+        several_types = len({r.type for r in srecs}) > 1
+
+        def table_key(r: Record) -> tuple:
+            return (r.transport, rec.order_rank(r.fields, rec.FIELDS_ORDER),
+                    rec.order_rank(r.algorithm, rec.ALGORITHM_ORDER) if not split_alg else (0, ""),
+                    r.type)
+
+        tables = []
+        for _, trecs in rec.group(srecs, table_key).items():
+            t = trecs[0]
+            title = f"{t.transport}/{t.fields}" if split_alg else t.variant
+            if several_types:
+                title += f" ({t.type})"
+            cells: dict[tuple, list[Record]] = {}
+            for r in trecs:
+                cells.setdefault((rec.halo_key(r), group_of(r), r.nfields), []).append(r)
+            columns = []
+            for i, g in enumerate(groups):
+                for nf in nfields:
+                    columns.append(str(nf) if i == 0 else f"{nf} ({suffixes[g]})")
+            rows = []
+            for hk in halo_keys:
+                values = [rec.cell_value(cells.get((hk, g, nf), []), metric)
+                          for g in groups for nf in nfields]
+                rows.append((halos[hk], values))
+            tables.append(Table(title, "halo \\ fields", columns, ["value"] * len(columns), rows,
+                                _combined_note(cells)))
+        details = [context_details(first)]
+        if len(groups) > 1:
+            details.append(f"columns without a suffix: {suffixes[groups[0]]}")
+        if not split_tc:
+            details.append(f"toolchain: {labels[rec.toolchain_id(first)]}")
+        sections.append(Section(_order_heading(first), details, tables))
+    return Report(_preamble(records, metric, labels), sections)
+
+
+def decomposition(records: Sequence[Record], metric: str = "median") -> Report:
+    """Per (halo, nfields): rows = variants, columns = decomposition x toolchain
+    ("mpicart ompi", "hwcart ompi", ...)."""
+    labels = rec.toolchain_labels(records)
+    toolchains = list(labels)
+    dims_per_kind: dict[str, set] = {}
+    orders_per_kind: dict[str, set] = {}
+    periodic_per_kind: dict[str, set] = {}
+    for r in records:
+        dims_per_kind.setdefault(r.decomposition_kind, set()).add(r.dims)
+        orders_per_kind.setdefault(r.decomposition_kind, set()).add(r.order)
+        periodic_per_kind.setdefault(r.decomposition_kind, set()).add(r.periodic)
+
+    def decomp_label(r: Record) -> str:
+        parts = [rec.DECOMPOSITION_NAMES.get(r.decomposition_kind, r.decomposition_kind)]
+        if len(dims_per_kind[r.decomposition_kind]) > 1:
+            parts.append("x".join(map(str, r.dims)))
+        if len(orders_per_kind[r.decomposition_kind]) > 1:
+            parts.append(r.order)
+        if len(periodic_per_kind[r.decomposition_kind]) > 1:
+            parts.append("p" + "".join("1" if p else "0" for p in r.periodic))
+        return " ".join(parts)
+
+    def column_of(r: Record) -> tuple:
+        return (rec.decomposition_key(r), r.periodic, toolchains.index(rec.toolchain_id(r)))
+
+    def section_key(r: Record) -> tuple:
+        return (rec.shape_key(r),) + context_key(r, decomposition=False)
+
+    several_types = len({r.type for r in records}) > 1
+    sections = []
+    for _, srecs in rec.group(records, section_key).items():
+        first = srecs[0]
+        column_recs = rec.group(srecs, column_of)
+        columns = [f"{decomp_label(rs[0])} {labels[rec.toolchain_id(rs[0])]}"
+                   for rs in column_recs.values()]
+        column_keys = list(column_recs)
+        cells: dict[tuple, list[Record]] = {}
+        for r in srecs:
+            cells.setdefault((r.variant, column_of(r)), []).append(r)
+        rows = []
+        for v in rec.sort_variants(r.variant for r in srecs):
+            rows.append((v, [rec.cell_value(cells.get((v, c), []), metric) for c in column_keys]))
+        heading = f"halo width: {first.halo_label}, number of fields: {first.nfields}"
+        if several_types:
+            heading += f", type: {first.type}"
+        details = [context_details(first, decomposition=False)]
+        described = {}
+        for rs in column_recs.values():
+            described.setdefault(decomp_label(rs[0]), rec.decomposition_text(rs[0]) +
+                                 f" order {rs[0].order}")
+        details.append("; ".join(f"{k} = {v}" for k, v in described.items()))
+        sections.append(Section(heading, details, [Table("", "transport/algorithm/fields", columns,
+                                                         ["value"] * len(columns), rows,
+                                                         _combined_note(cells))]))
+    return Report(_preamble(records, metric, labels), sections)
+
+
+def _order_heading(r: Record) -> str:
+    return f"Cartesian communicator numbering order: {r.order} ({rec.decomposition_text(r)})"
+
+
+def build(records: Sequence[Record], layout: str = "chosen", metric: str = "median",
+          baseline: str = DEFAULT_BASELINE) -> Report:
+    if layout == "chosen":
+        return chosen(records, metric, baseline)
+    if layout == "full":
+        return full(records, metric)
+    if layout == "decomposition":
+        return decomposition(records, metric)
+    raise ValueError(f"unknown layout {layout!r}")
+
+
+def _preamble(records: Sequence[Record], metric: str, labels: dict[str, str]) -> list[str]:
+    description, unit, _ = rec.METRICS[metric]
+    runs = list(dict.fromkeys(r.run_id for r in records))
+    what = f"{description} [{unit}]"
+    lines = [f"Tables present the {what}.",
+             f"{len(records)} records from {len(runs)} run{'s' if len(runs) != 1 else ''}"
+             + (f" ({runs[0]})" if len(runs) == 1 else "") + f"; {library_legend(labels)}."]
+    skipped = sum(1 for r in records if r.verification != "passed")
+    if skipped:
+        lines.append(f"{skipped} records were not verified (--no-check).")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering
+
+
+def format_value(value: float, kind: str = "value") -> str:
+    if value is None or math.isnan(value):
+        return "NaN"
+    if kind == "ratio":
+        return f"{value:.2f}"
+    if abs(value) >= 1e5:
+        return f"{value:.0f}"
+    return f"{value:.5g}"
+
+
+def render_table_text(table: Table) -> list[str]:
+    cells = [[format_value(v, k) for v, k in zip(values, table.kinds)] for _, values in table.rows]
+    label_width = max([len(label) for label, _ in table.rows] + [0]) + 4
+    widths = []
+    for i, name in enumerate(table.columns):
+        widest = max([len(name), 6] + [len(row[i]) for row in cells])
+        widths.append(widest + 4)
+    lines = []
+    if table.title:
+        lines.append(table.title)
+    indent = " " * (4 + label_width)
+    lines.append((indent + "".join(n.rjust(w) for n, w in zip(table.columns, widths))).rstrip())
+    lines.append((indent + "".join(("_" * max(len(n), 6)).rjust(w)
+                                   for n, w in zip(table.columns, widths))).rstrip())
+    lines.append("")
+    for (label, _), row in zip(table.rows, cells):
+        lines.append(("    " + label.ljust(label_width) +
+                      "".join(c.rjust(w) for c, w in zip(row, widths))).rstrip())
+    for note in table.notes:
+        lines.append(f"  note: {note}")
+    return lines
+
+
+def render_text(report: Report) -> str:
+    lines = list(report.preamble)
+    for section in report.sections:
+        lines += ["", section.heading]
+        lines += [f"  {d}" for d in section.details]
+        for table in section.tables:
+            lines.append("")
+            lines += render_table_text(table)
+    return "\n".join(lines) + "\n"
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_table_markdown(table: Table) -> list[str]:
+    lines = []
+    if table.title:
+        lines += [f"**{_md_escape(table.title)}**", ""]
+    header = [table.row_header] + table.columns
+    lines.append("| " + " | ".join(_md_escape(h) for h in header) + " |")
+    lines.append("|" + "|".join([":---"] + ["---:"] * len(table.columns)) + "|")
+    for label, values in table.rows:
+        cells = [format_value(v, k) for v, k in zip(values, table.kinds)]
+        lines.append("| " + " | ".join([_md_escape(label)] + cells) + " |")
+    for note in table.notes:
+        lines += ["", f"_{_md_escape(note)}_"]
+    return lines
+
+
+def render_markdown(report: Report) -> str:
+    lines = [" ".join(report.preamble)]
+    for section in report.sections:
+        lines += ["", f"### {section.heading}", ""]
+        lines += [f"{d}  " for d in section.details]
+        for table in section.tables:
+            lines.append("")
+            lines += render_table_markdown(table)
+    return "\n".join(lines) + "\n"
+

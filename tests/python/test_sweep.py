@@ -1,0 +1,273 @@
+"""`halox sweep`: the exact command lines of a dry run, a real small sweep that appends
+records, and bad specs that fail with one clear line before anything is launched."""
+import json
+import re
+import shlex
+import subprocess
+import sys
+import textwrap
+import tomllib
+
+import pytest
+
+from conftest import ROOT, build_dir, mpi_flavor
+
+EXAMPLES = ROOT / "examples" / "sweeps"
+
+
+def halox(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "halox.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def write_spec(tmp_path, text, name="spec.toml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+SPEC = f"""
+    [sweep]
+    ranks = 2
+    repeat = 2
+    mpi = "{mpi_flavor()}"
+
+    [[sweep.run]]
+    name = "mpicart"
+    args = ["--mpicart", "2", "1", "1"]
+
+    [[sweep.run]]
+    name = "slots"
+    args = ["--slot", "2", "1", "1", "--order", "ZYX"]
+
+    [matrix]
+    halo = [1, 2]
+    nfields = [1, 2]
+    transport = ["all"]
+    algorithm = ["standard", "staged"]
+    fields = ["compact", "sequence"]
+
+    [bench]
+    domain = [8, 8, 8]
+    nrep = 5
+    warmup = 1
+    no_check = false
+"""
+
+
+def expected_line(out, run_args):
+    argv = [str(ROOT / "scripts" / "mpirun.sh"), "2", str(build_dir() / "halox-bench"),
+            "--halo", "1,2", "--nfields", "1,2", "--transport", "all",
+            "--algorithm", "standard,staged", "--fields", "compact,sequence",
+            "--domain", "8", "8", "8", "--nrep", "5", "--warmup", "1", *run_args,
+            "--json", str(out)]
+    return f"HALOX_MPI={mpi_flavor()} " + shlex.join(argv)
+
+
+def test_dry_run_prints_the_exact_command_lines(tmp_path):
+    spec = write_spec(tmp_path, SPEC)
+    out = tmp_path / "results" / "sweep.jsonl"
+    done = halox("sweep", spec, "--dry-run", "--output", out, "--build-dir", build_dir())
+    assert done.returncode == 0, done.stderr
+    commands = [l for l in done.stdout.splitlines() if not l.startswith("#")]
+    mpicart = expected_line(out, ["--mpicart", "2", "1", "1"])
+    slots = expected_line(out, ["--slot", "2", "1", "1", "--order", "ZYX"])
+    # repeat = 2, interleaved: every entry once, then again.
+    assert commands == [mpicart, slots, mpicart, slots]
+    assert "4 invocation(s) x 48 configurations" in done.stdout
+    assert not out.exists() and not out.parent.exists()  # nothing launched, nothing created
+
+
+def test_dry_run_uses_the_spec_defaults_for_build_and_output(tmp_path):
+    spec = write_spec(tmp_path, """
+        [sweep]
+        ranks = 3
+        mpi = "mpich"
+        output = "results/fixed-name.jsonl"
+        [bench]
+        nrep = 7
+    """)
+    done = halox("sweep", spec, "--dry-run")
+    assert done.returncode == 0, done.stderr
+    commands = [l for l in done.stdout.splitlines() if not l.startswith("#")]
+    assert commands == [
+        "HALOX_MPI=mpich " + shlex.join([str(ROOT / "scripts" / "mpirun.sh"), "3",
+                                         str(ROOT / "build" / "mpich" / "halox-bench"),
+                                         "--nrep", "7", "--json",
+                                         str(ROOT / "results" / "fixed-name.jsonl")])]
+
+
+def test_example_specs_are_valid(tmp_path):
+    for name in ("default.toml", "seeds-halfcores.toml"):
+        done = halox("sweep", EXAMPLES / name, "--dry-run", "--output", tmp_path / "x.jsonl")
+        assert done.returncode == 0, done.stderr
+    default = halox("sweep", EXAMPLES / "default.toml", "--dry-run", "--output",
+                    tmp_path / "x.jsonl")
+    [line] = [l for l in default.stdout.splitlines() if not l.startswith("#")]
+    # The same options as scripts/bench.sh (make bench).
+    for fragment in ("--domain 64 64 64", "--halo 1,5", "--nfields 1,8", "--type double",
+                     "--transport all", "--algorithm all", "--fields all", "--time 0.2",
+                     "--rounds 3", "--warmup 5", "--quiet"):
+        assert fragment in line
+        assert fragment in (ROOT / "scripts" / "bench.sh").read_text().replace(
+            '"${HALOX_BENCH_TIME:-0.2}"', "0.2").replace('"${HALOX_BENCH_ROUNDS:-3}"', "3")
+    seeds = tomllib.loads((EXAMPLES / "seeds-halfcores.toml").read_text())
+    assert seeds["matrix"]["halo"] == [1, 2, 4, 5]
+    assert seeds["matrix"]["nfields"] == [1, 2, 4, 8]
+    assert seeds["matrix"]["algorithm"] == ["standard", "staged"]
+
+
+def test_real_sweep_appends_records(tmp_path):
+    spec = write_spec(tmp_path, f"""
+        [sweep]
+        ranks = 2
+        mpi = "{mpi_flavor()}"
+        [[sweep.run]]
+        name = "mpicart"
+        args = ["--mpicart", "2", "1", "1"]
+        [[sweep.run]]
+        name = "slots"
+        args = ["--slot", "2", "1", "1"]
+        [matrix]
+        halo = [1]
+        nfields = [1, 2]
+        transport = ["all"]
+        algorithm = ["standard", "staged"]
+        fields = ["compact"]
+        [bench]
+        domain = [8, 8, 8]
+        nrep = 5
+        warmup = 1
+        quiet = true
+    """)
+    out = tmp_path / "deep" / "sweep.jsonl"
+    done = halox("sweep", spec, "--output", out, "--build-dir", build_dir())
+    assert done.returncode == 0, done.stdout + done.stderr
+    per_run = 3 * 2 * 2  # transports x nfields x algorithms
+    first = out.read_text().splitlines()
+    assert len(first) == 2 * per_run
+    assert f"{2 * per_run} records appended to {out}" in done.stdout
+    records = [json.loads(l) for l in first]
+    runs = {}
+    for r in records:
+        runs.setdefault(r["run_id"], []).append(r)
+    assert len(runs) == 2 and all(len(v) == per_run for v in runs.values())
+    assert sorted(r["decomposition"]["kind"] for r in records[::per_run]) == ["cart", "hw"]
+    assert all(r["verification"] == "passed" and r["ranks"] == 2 for r in records)
+    # A second sweep appends: the first records stay as they were.
+    done = halox("sweep", spec, "--output", out, "--build-dir", build_dir())
+    assert done.returncode == 0, done.stderr
+    lines = out.read_text().splitlines()
+    assert len(lines) == 4 * per_run and lines[:len(first)] == first
+    assert len({json.loads(l)["run_id"] for l in lines}) == 4
+    # And the report reads them.
+    report = halox("report", out, "--run-id", records[0]["run_id"])
+    assert report.returncode == 0, report.stderr
+    assert "h1f1 (xN)" not in report.stdout  # baseline (sequence) not measured
+    assert "mpi-p2p/staged/compact" in report.stdout
+
+
+def test_failing_benchmark_is_one_line_and_stops_the_sweep(tmp_path):
+    spec = write_spec(tmp_path, f"""
+        [sweep]
+        ranks = 2
+        mpi = "{mpi_flavor()}"
+        [[sweep.run]]
+        name = "too-big"
+        args = ["--mpicart", "3", "1", "1"]
+        [[sweep.run]]
+        name = "never"
+        [bench]
+        domain = [8, 8, 8]
+        nrep = 5
+    """)
+    out = tmp_path / "out.jsonl"
+    done = halox("sweep", spec, "--output", out, "--build-dir", build_dir())
+    assert done.returncode == 1
+    errors = [l for l in done.stderr.splitlines() if l.startswith("halox sweep: error:")]
+    assert len(errors) == 1, done.stderr
+    assert re.fullmatch(r"halox sweep: error: run 'too-big' \(1/2\) failed with exit code [1-9]\d*: "
+                        r"halox-bench: error: rank grid 3x1x1 does not fit 2 ranks", errors[0])
+    assert out.read_text() == ""
+
+
+BAD_SPECS = [
+    ("[sweep]\nranks = 2\n[sweeps]\nx = 1\n", "unknown table 'sweeps'"),
+    ("[sweep]\nranks = 2\nrepeats = 2\n", "unknown key 'sweep.repeats'"),
+    ("[sweep]\nranks = 2\n[matrix]\nhalos = [1]\n", "unknown key 'matrix.halos'"),
+    ("[sweep]\nranks = 2\n[bench]\ndomian = [8, 8, 8]\n", "unknown key 'bench.domian'"),
+    ("[sweep]\nranks = 2\n[[sweep.run]]\nname = 'a'\nargv = []\n", "unknown key 'sweep.run[1].argv'"),
+    ("[sweep]\nranks = '2'\n", "sweep.ranks must be an integer, not a string ('2')"),
+    ("[sweep]\nranks = true\n", "sweep.ranks must be an integer, not a boolean"),
+    ("[sweep]\nranks = 0\n", "sweep.ranks must be positive, got 0"),
+    ("[sweep]\nrepeat = 2\n", "sweep.ranks is missing"),
+    ("[matrix]\nhalo = [1]\n", "missing table [sweep]"),
+    ("[sweep]\nranks = 2\nmpi = 'intel'\n", "sweep.mpi must be one of openmpi, mpich, got 'intel'"),
+    ("[sweep]\nranks = 2\n[matrix]\nhalo = ['1']\n", "matrix.halo must be an integer, not a string"),
+    ("[sweep]\nranks = 2\n[matrix]\nhalo = [-1]\n", "matrix.halo must not be negative, got -1"),
+    ("[sweep]\nranks = 2\n[matrix]\nnfields = [0]\n", "matrix.nfields must be positive, got 0"),
+    ("[sweep]\nranks = 2\n[matrix]\nalgorithm = ['diagonal']\n",
+     "matrix.algorithm: unknown value 'diagonal'"),
+    ("[sweep]\nranks = 2\n[matrix]\ntransport = ['carrier-pigeon']\n",
+     "matrix.transport: unknown transport 'carrier-pigeon'"),
+    ("[sweep]\nranks = 2\n[matrix]\nfields = ['compact,sequence']\n",
+     "matrix.fields: write lists as TOML lists"),
+    ("[sweep]\nranks = 2\n[matrix]\ntime = [0.1]\n", "matrix.time is not a list option"),
+    ("[sweep]\nranks = 2\n[bench]\ndomain = [8, 8]\n", "bench.domain must be a list of 3 integers"),
+    ("[sweep]\nranks = 2\n[bench]\ntime = 'fast'\n", "bench.time must be a number, not a string"),
+    ("[sweep]\nranks = 2\n[bench]\nno_check = 1\n", "bench.no_check must be true or false"),
+    ("[sweep]\nranks = 2\n[bench]\ntiming = 'sometimes'\n", "bench.timing must be one of"),
+    ("[sweep]\nranks = 2\n[bench]\njson = 'x.jsonl'\n", "bench.json cannot be set"),
+    ("[sweep]\nranks = 2\n[bench]\nhalo = [1]\n", "bench.halo is a list option; put it in [matrix]"),
+    ("[sweep]\nranks = 2\n[[sweep.run]]\nargs = []\n", "sweep.run[1].name is missing"),
+    ("[sweep]\nranks = 2\n[[sweep.run]]\nname = 'a'\n[[sweep.run]]\nname = 'a'\n",
+     "sweep.run[2].name 'a' is used twice"),
+    ("[sweep]\nranks = 2\n[[sweep.run]]\nname = 'a'\nargs = '--mpicart 2 1 1'\n",
+     "sweep.run[1].args must be a list of strings"),
+    ("[sweep]\nranks = 2\n[[sweep.run]]\nname = 'a'\nargs = ['--json', 'x']\n",
+     "sweep.run[1].args cannot contain --json"),
+    ("[sweep]\nranks = 2\nenv = { 'A B' = '1' }\n", "'A B' is not an environment variable name"),
+    ("[sweep\nranks = 2\n", "not valid TOML"),
+]
+
+
+@pytest.mark.parametrize("text, fragment", BAD_SPECS)
+def test_bad_spec_is_one_line_before_anything_runs(tmp_path, text, fragment):
+    spec = tmp_path / "bad.toml"
+    spec.write_text(text)
+    out = tmp_path / "never.jsonl"
+    done = halox("sweep", spec, "--output", out, "--build-dir", build_dir(), timeout=60)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"halox sweep: error: {spec}: ")
+    assert fragment in lines[0]
+    assert not out.exists()
+
+
+def test_missing_build_fails_before_launching(tmp_path):
+    spec = write_spec(tmp_path, SPEC)
+    out = tmp_path / "never.jsonl"
+    done = halox("sweep", spec, "--output", out, "--build-dir", tmp_path / "no-build")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"halox sweep: error: {spec}: {tmp_path / 'no-build' / 'halox-bench'} is not built "
+        f"(run `make build MPI={mpi_flavor()}`)"]
+    assert not out.exists()
+
+
+def test_missing_spec_file(tmp_path):
+    done = halox("sweep", tmp_path / "nope.toml")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [f"halox sweep: error: {tmp_path / 'nope.toml'}: no such file"]
+
+
+def test_unwritable_output_fails_before_launching(tmp_path):
+    spec = write_spec(tmp_path, SPEC)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    done = halox("sweep", spec, "--output", blocker / "out.jsonl", "--build-dir", build_dir())
+    assert done.returncode == 2
+    [line] = done.stderr.splitlines()
+    assert line.startswith("halox sweep: error:") and "cannot append to" in line
