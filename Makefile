@@ -52,6 +52,11 @@ test: build venv
 bench: build venv
 	@HALOX_BUILD_DIR=$(abspath $(BUILD_DIR)) HALOX_MPI=$(MPI) ./scripts/bench.sh
 
+# make sweep SPEC=examples/sweeps/default.toml
+SPEC ?= examples/sweeps/default.toml
+sweep: build venv
+	@HALOX_BUILD_DIR=$(abspath $(BUILD_DIR)) HALOX_MPI=$(MPI) $(VENV)/bin/halox sweep $(SPEC) --mpi $(MPI)
+
 clean:
 	rm -rf build
 

@@ -22,7 +22,8 @@ function(halox_add_mpi_test)
   add_test(NAME ${T_NAME}
     COMMAND ${MPIEXEC_EXECUTABLE} ${HALOX_MPIEXEC_TEST_FLAGS} ${MPIEXEC_NUMPROC_FLAG} ${T_RANKS}
             ${T_COMMAND})
-  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} PROCESSORS 1
+  # ctest -j counts a test's ranks, so oversubscribed runs do not pile up.
+  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} PROCESSORS ${T_RANKS}
     LABELS "mpi;ranks${T_RANKS}")
   # MPICH busy-polls without yielding: oversubscribed runs take reduced matrices.
   cmake_host_system_information(RESULT _cores QUERY NUMBER_OF_LOGICAL_CORES)

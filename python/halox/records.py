@@ -75,14 +75,15 @@ class Record:
     def halo_label(self) -> str:
         if self.halo >= 0:
             return str(self.halo)
-        lo = ",".join(map(str, self.halo_lo))
-        hi = ",".join(map(str, self.halo_hi))
-        return f"lo{lo}/hi{hi}"
+        lo = ":".join(map(str, self.halo_lo))
+        hi = ":".join(map(str, self.halo_hi))
+        return f"lo{lo}/hi{hi}"  # per-side widths, e.g. lo1:0:1/hi2:1:0
 
     @property
     def shape_label(self) -> str:
-        """The seeds' hXfY label."""
-        return f"h{self.halo_label}f{self.nfields}"
+        """The seeds' hXfY label (h(lo1:0:1/hi2:1:0)fY for per-side widths)."""
+        halo = self.halo_label if self.halo >= 0 else f"({self.halo_label})"
+        return f"h{halo}f{self.nfields}"
 
     def metric(self, name: str) -> float:
         """The value of a metric in its report unit (µs per exchange, or seconds per 10000)."""

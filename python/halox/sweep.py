@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import difflib
 import os
 import pathlib
 import re
@@ -160,8 +161,10 @@ def _normalise_keys(table: dict, where: str) -> dict:
 
 
 def _unknown(where: str, key: str, known: set | dict) -> SpecError:
-    return SpecError(f"unknown key '{where}.{key}' (known: {', '.join(sorted(known))})"
-                     if where else f"unknown table '{key}' (known: {', '.join(sorted(known))})")
+    what = f"key '{where}.{key}'" if where else f"table '{key}'"
+    close = difflib.get_close_matches(key, list(known), n=1)
+    hint = f"did you mean '{close[0]}'?" if close else f"known: {', '.join(sorted(known))}"
+    return SpecError(f"unknown {what} ({hint})")
 
 
 def _need_table(where: str, value: Any) -> dict:

@@ -28,26 +28,19 @@ int message_tag(int field_slot, const ivec3& direction) {
   return field_slot * direction_count + direction_index(direction);
 }
 
-size_t exchange_plan::bytes_sent() const {
+namespace {
+template <class List>
+size_t total_bytes(const std::vector<stage>& stages, List stage::*list) {
   size_t total = 0;
   for (const auto& s : stages)
-    for (const auto& m : s.sends) total += m.bytes;
+    for (const auto& item : s.*list) total += item.bytes;
   return total;
 }
+}  // namespace
 
-size_t exchange_plan::bytes_received() const {
-  size_t total = 0;
-  for (const auto& s : stages)
-    for (const auto& m : s.recvs) total += m.bytes;
-  return total;
-}
-
-size_t exchange_plan::bytes_copied() const {
-  size_t total = 0;
-  for (const auto& s : stages)
-    for (const auto& c : s.copies) total += c.bytes;
-  return total;
-}
+size_t exchange_plan::bytes_sent() const { return total_bytes(stages, &stage::sends); }
+size_t exchange_plan::bytes_received() const { return total_bytes(stages, &stage::recvs); }
+size_t exchange_plan::bytes_copied() const { return total_bytes(stages, &stage::copies); }
 
 size_t exchange_plan::message_count() const {
   size_t total = 0;

@@ -186,7 +186,8 @@ def test_failing_benchmark_is_one_line_and_stops_the_sweep(tmp_path):
     assert done.returncode == 1
     errors = [l for l in done.stderr.splitlines() if l.startswith("halox sweep: error:")]
     assert len(errors) == 1, done.stderr
-    assert re.fullmatch(r"halox sweep: error: run 'too-big' \(1/2\) failed with exit code [1-9]\d*: "
+    assert re.fullmatch(r"halox sweep: error: run 'too-big' \(1/2\) failed with exit code "
+                        r"[1-9]\d*: "
                         r"halox-bench: error: rank grid 3x1x1 does not fit 2 ranks", errors[0])
     assert out.read_text() == ""
 
@@ -196,14 +197,16 @@ BAD_SPECS = [
     ("[sweep]\nranks = 2\nrepeats = 2\n", "unknown key 'sweep.repeats'"),
     ("[sweep]\nranks = 2\n[matrix]\nhalos = [1]\n", "unknown key 'matrix.halos'"),
     ("[sweep]\nranks = 2\n[bench]\ndomian = [8, 8, 8]\n", "unknown key 'bench.domian'"),
-    ("[sweep]\nranks = 2\n[[sweep.run]]\nname = 'a'\nargv = []\n", "unknown key 'sweep.run[1].argv'"),
+    ("[sweep]\nranks = 2\n[[sweep.run]]\nname = 'a'\nargv = []\n",
+     "unknown key 'sweep.run[1].argv'"),
     ("[sweep]\nranks = '2'\n", "sweep.ranks must be an integer, not a string ('2')"),
     ("[sweep]\nranks = true\n", "sweep.ranks must be an integer, not a boolean"),
     ("[sweep]\nranks = 0\n", "sweep.ranks must be positive, got 0"),
     ("[sweep]\nrepeat = 2\n", "sweep.ranks is missing"),
     ("[matrix]\nhalo = [1]\n", "missing table [sweep]"),
     ("[sweep]\nranks = 2\nmpi = 'intel'\n", "sweep.mpi must be one of openmpi, mpich, got 'intel'"),
-    ("[sweep]\nranks = 2\n[matrix]\nhalo = ['1']\n", "matrix.halo must be an integer, not a string"),
+    ("[sweep]\nranks = 2\n[matrix]\nhalo = ['1']\n",
+     "matrix.halo must be an integer, not a string"),
     ("[sweep]\nranks = 2\n[matrix]\nhalo = [-1]\n", "matrix.halo must not be negative, got -1"),
     ("[sweep]\nranks = 2\n[matrix]\nnfields = [0]\n", "matrix.nfields must be positive, got 0"),
     ("[sweep]\nranks = 2\n[matrix]\nalgorithm = ['diagonal']\n",
@@ -218,7 +221,8 @@ BAD_SPECS = [
     ("[sweep]\nranks = 2\n[bench]\nno_check = 1\n", "bench.no_check must be true or false"),
     ("[sweep]\nranks = 2\n[bench]\ntiming = 'sometimes'\n", "bench.timing must be one of"),
     ("[sweep]\nranks = 2\n[bench]\njson = 'x.jsonl'\n", "bench.json cannot be set"),
-    ("[sweep]\nranks = 2\n[bench]\nhalo = [1]\n", "bench.halo is a list option; put it in [matrix]"),
+    ("[sweep]\nranks = 2\n[bench]\nhalo = [1]\n",
+     "bench.halo is a list option; put it in [matrix]"),
     ("[sweep]\nranks = 2\n[[sweep.run]]\nargs = []\n", "sweep.run[1].name is missing"),
     ("[sweep]\nranks = 2\n[[sweep.run]]\nname = 'a'\n[[sweep.run]]\nname = 'a'\n",
      "sweep.run[2].name 'a' is used twice"),
@@ -260,7 +264,8 @@ def test_missing_build_fails_before_launching(tmp_path):
 def test_missing_spec_file(tmp_path):
     done = halox("sweep", tmp_path / "nope.toml")
     assert done.returncode == 2
-    assert done.stderr.splitlines() == [f"halox sweep: error: {tmp_path / 'nope.toml'}: no such file"]
+    assert done.stderr.splitlines() == [
+        f"halox sweep: error: {tmp_path / 'nope.toml'}: no such file"]
 
 
 def test_unwritable_output_fails_before_launching(tmp_path):
