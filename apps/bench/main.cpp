@@ -51,7 +51,7 @@ struct bench_options {
   std::string json_path;
   std::string baseline = "mpi-types/staged/sequence";
   bool quiet = false;
-  bool summary_only = false;
+  std::string memory = "auto";
   decomposition_options decomp;
 };
 
@@ -129,6 +129,10 @@ void add_options(CLI::App& app, bench_options& o) {
   app.add_flag("--no-check", o.no_check, "Skip the cell-exact verification (timing-critical runs)");
   app.add_option("--json", o.json_path, "Append one JSON object per configuration to FILE");
   app.add_flag("--quiet", o.quiet, "Print only the summary table");
+  app.add_option("--memory", o.memory, "Field memory: private (aligned heap), shared (node-shared "
+                 "window), or auto (shared for shm, which needs it; private otherwise)")
+      ->check(CLI::IsMember({"auto", "private", "shared"}))
+      ->capture_default_str();
 }
 
 std::vector<std::string> expand_all(std::vector<std::string> values,
@@ -242,9 +246,22 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
   subdomain sub = o.global_domain.empty() ? subdomain_per_rank(decomp, to_ivec3(o.domain))
                                           : subdomain_of_global(decomp, to_ivec3(o.global_domain));
   local_grid grid(sub.extent, cfg.halo);
-  // Every transport gets the same node-shared memory (shm requires it).
-  shared_field_memory memory(decomp, grid.cells() * sizeof(T), cfg.nfields);
-  auto fields = memory.fields<T>();
+  const size_t field_bytes = (grid.cells() * sizeof(T) + 63) / 64 * 64;
+  const bool shared = o.memory == "shared" || (o.memory == "auto" && cfg.transport == transport_kind::shm);
+  std::optional<shared_field_memory> shared_memory;
+  std::vector<std::unique_ptr<std::byte, decltype(&std::free)>> private_memory;
+  std::vector<T*> fields;
+  if (shared) {
+    shared_memory.emplace(decomp, field_bytes, cfg.nfields);
+    fields = shared_memory->fields<T>();
+  } else {
+    for (int f = 0; f < cfg.nfields; ++f) {
+      auto* p = static_cast<std::byte*>(std::aligned_alloc(64, field_bytes));
+      if (!p) throw std::bad_alloc();
+      private_memory.emplace_back(p, &std::free);
+      fields.push_back(reinterpret_cast<T*>(p));
+    }
+  }
   verify_context ctx{grid, sub, decomp.periodic(), cfg.alg};
   fill_fields(fields, ctx, 0);
 
@@ -394,7 +411,8 @@ nlohmann::json to_json_record(const result& r, const summary& s, const bench_opt
                  {"timing", o.timing},
                  {"warmup", o.warmup},
                  {"rounds", o.rounds},
-                 {"check", !o.no_check}};
+                 {"check", !o.no_check},
+                 {"memory", o.memory == "auto" ? (r.cfg.transport == transport_kind::shm ? "shared" : "private") : o.memory}};
   j["decomposition"] = {{"kind", decomp.kind()},
                         {"dims", decomp.dims()},
                         {"periodic", decomp.periodic()},
