@@ -103,12 +103,15 @@ def test_example_specs_are_valid(tmp_path):
         assert done.returncode == 0, done.stderr
     default = halox("sweep", EXAMPLES / "default.toml", "--dry-run", "--output",
                     tmp_path / "x.jsonl")
-    [line] = [l for l in default.stdout.splitlines() if not l.startswith("#")]
+    lines = [l for l in default.stdout.splitlines() if not l.startswith("#")]
+    assert len(lines) == 2
+    assert "--mpicart 0 0 0" in lines[0] and "--mpicart 1 1 2" in lines[1]
+    assert "--mpicart $grid" in (ROOT / "scripts" / "bench.sh").read_text()
     # The same options as scripts/bench.sh (make bench).
     for fragment in ("--domain 64 64 64", "--halo 1,5", "--nfields 1,8", "--type double",
                      "--transport all", "--algorithm all", "--fields all", "--time 0.2",
                      "--rounds 3", "--warmup 5", "--quiet"):
-        assert fragment in line
+        assert all(fragment in line for line in lines)
         assert fragment in (ROOT / "scripts" / "bench.sh").read_text().replace(
             '"${HALOX_BENCH_TIME:-0.2}"', "0.2").replace('"${HALOX_BENCH_ROUNDS:-3}"', "3")
     seeds = tomllib.loads((EXAMPLES / "seeds-halfcores.toml").read_text())
