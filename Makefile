@@ -49,7 +49,9 @@ test: build venv
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 	@HALOX_BUILD_DIR=$(abspath $(BUILD_DIR)) HALOX_MPI=$(MPI) $(PYTHON) -m pytest -q tests/python
 
-bench: build venv
+# The benchmark needs only halox-bench; the test suite is built by `make test`.
+bench: configure venv
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target halox-bench
 	@HALOX_BUILD_DIR=$(abspath $(BUILD_DIR)) HALOX_MPI=$(MPI) ./scripts/bench.sh
 
 # make sweep SPEC=examples/sweeps/default.toml
