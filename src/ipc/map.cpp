@@ -17,20 +17,24 @@ void map_copy::on_prepare() {
   if (cache_) cache_->clear();  // the first copy after prepare() is the cold one
 }
 
-void map_copy::on_copy() {
-  if (context_.is_owner()) return;
+void copy_mechanism::copy_through_mapping(region_mapper& mapper, mapping_cache* cache) {
   try {
-    if (cached_) {
-      const std::byte* view = cache_->lookup(owner_source_offset_, layout_.extent());
+    if (cache) {
+      const std::byte* view = cache->lookup(owner_source_offset_, layout_.extent());
       copy_blocks(destination_, layout_.stride, view, layout_.stride, layout_.block, layout_.count);
     } else {
-      scoped_mapping view(mapper_, owner_source_offset_, layout_.extent());
+      scoped_mapping view(mapper, owner_source_offset_, layout_.extent());
       copy_blocks(destination_, layout_.stride, view.data(), layout_.stride, layout_.block,
                   layout_.count);
     }
   } catch (const std::exception& e) {
     fail(e.what());
   }
+}
+
+void map_copy::on_copy() {
+  if (context_.is_owner()) return;
+  copy_through_mapping(mapper_, cache_.get());
 }
 
 }  // namespace halox::ipc

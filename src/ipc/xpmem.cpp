@@ -129,18 +129,7 @@ void xpmem_copy::on_prepare() {
 
 void xpmem_copy::on_copy() {
   if (context_.is_owner()) return;
-  try {
-    if (cached_) {
-      const std::byte* view = cache_->lookup(owner_source_offset_, layout_.extent());
-      copy_blocks(destination_, layout_.stride, view, layout_.stride, layout_.block, layout_.count);
-    } else {
-      scoped_mapping view(*mapper_, owner_source_offset_, layout_.extent());
-      copy_blocks(destination_, layout_.stride, view.data(), layout_.stride, layout_.block,
-                  layout_.count);
-    }
-  } catch (const std::exception& e) {
-    fail(e.what());
-  }
+  copy_through_mapping(*mapper_, cache_.get());
 }
 
 }  // namespace halox::ipc

@@ -84,6 +84,9 @@ struct copy_span {
   bool did_work() const { return start <= end; }
 };
 
+class region_mapper;
+class mapping_cache;
+
 class copy_mechanism {
  public:
   explicit copy_mechanism(ipc_context& context) : context_(context) {}
@@ -116,6 +119,10 @@ class copy_mechanism {
   void fail(std::string message) {
     if (error_.empty()) error_ = std::move(message);
   }
+  // Peer side of the mapping mechanisms (MAP_*, XPMEM_*): copy the owner's
+  // blocks through the cache when there is one, else through a mapping made
+  // for this copy only.
+  void copy_through_mapping(region_mapper& mapper, mapping_cache* cache);
 
   ipc_context& context_;
   block_layout layout_;
