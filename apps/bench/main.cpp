@@ -2,6 +2,7 @@
 // is a run-time option; list-valued options run the whole matrix in one job,
 // so that ratios between variants are measured in the same run.
 #include <mpi.h>
+#include <unistd.h>
 
 #include <fmt/core.h>
 #include <fmt/ranges.h>
@@ -25,6 +26,7 @@
 #include "halox/decomposition/options.hpp"
 #include "halox/exchange.hpp"
 #include "halox/field_memory.hpp"
+#include "halox/transport/registry.hpp"
 #include "halox/verify.hpp"
 
 namespace {
@@ -52,11 +54,13 @@ struct bench_options {
   std::string baseline = "mpi-types/staged/sequence";
   bool quiet = false;
   std::string memory = "auto";
+  double timeout = 0;  // seconds per wait; 0 = HALOX_TIMEOUT or the library default
+  bool list_transports = false;
   decomposition_options decomp;
 };
 
 struct config {
-  transport_kind transport;
+  transport_choice transport;
   algorithm alg;
   field_mode mode;
   element_type type;
@@ -65,7 +69,7 @@ struct config {
   int nfields = 1;
 
   std::string variant() const {
-    return fmt::format("{}/{}/{}", to_string(transport), to_string(alg), to_string(mode));
+    return fmt::format("{}/{}/{}", transport.name(), to_string(alg), to_string(mode));
   }
   std::string shape() const {
     std::string h = halo_label >= 0 ? fmt::format("h{}", halo_label) : std::string("h*");
@@ -81,6 +85,8 @@ struct result {
   double memcpy_seconds = 0;    // median memcpy of the same bytes, max over ranks
   size_t bytes_sent = 0, bytes_copied = 0, messages = 0;
   size_t max_bytes_sent = 0;    // over ranks
+  std::string memory;           // "shared" or "private"
+  std::string path;             // how the data moved (a fallback shows here)
   bool verified = false;
 };
 
@@ -113,7 +119,9 @@ void add_options(CLI::App& app, bench_options& o) {
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--transport", o.transports,
-                 fmt::format("Transport(s): {}, or all", fmt::join(transport_names(), ", ")))
+                 fmt::format("Transport(s): a name ({}), LOCAL+REMOTE (on-node neighbours by "
+                             "LOCAL, the others by REMOTE), or all; see --list-transports",
+                             fmt::join(available_transport_choices(), ", ")))
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--nrep", o.nrep, "Timed exchanges per configuration")->capture_default_str();
@@ -126,20 +134,29 @@ void add_options(CLI::App& app, bench_options& o) {
       ->capture_default_str();
   app.add_option("--baseline", o.baseline, "Variant transport/algorithm/fields that ratios refer to")
       ->capture_default_str();
+  app.add_flag("--list-transports", o.list_transports,
+               "Print every transport: name, whether it is available here (and why not), reach, "
+               "description; then exit");
+  app.add_option("--timeout", o.timeout, "Seconds a wait may last before the run fails naming "
+                 "the peer (default: HALOX_TIMEOUT or 600)");
   app.add_flag("--no-check", o.no_check, "Skip the cell-exact verification (timing-critical runs)");
   app.add_option("--json", o.json_path, "Append one JSON object per configuration to FILE");
   app.add_flag("--quiet", o.quiet, "Print only the summary table");
   app.add_option("--memory", o.memory, "Field memory: private (aligned heap), shared (node-shared "
-                 "window), or auto (shared for shm, which needs it; private otherwise)")
+                 "window), or auto (shared when shm carries the on-node neighbours, which then "
+                 "copies in place; private otherwise)")
       ->check(CLI::IsMember({"auto", "private", "shared"}))
       ->capture_default_str();
 }
 
+// "all" stands for every value; other values given beside it are kept, once each.
 std::vector<std::string> expand_all(std::vector<std::string> values,
                                     const std::vector<std::string>& every) {
-  values = split_list(values);
-  if (std::find(values.begin(), values.end(), "all") != values.end()) return every;
-  return values;
+  std::vector<std::string> out;
+  for (const auto& v : split_list(values))
+    for (const auto& item : v == "all" ? every : std::vector<std::string>{v})
+      if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
+  return out;
 }
 
 std::vector<config> build_matrix(bench_options& o) {
@@ -186,13 +203,17 @@ std::vector<config> build_matrix(bench_options& o) {
     }
   }
   std::vector<config> matrix;
-  for (const auto& t : expand_all(o.transports, transport_names()))
+  if (o.timeout < 0) throw usage_error("--timeout must not be negative");
+  std::vector<transport_choice> transports;
+  for (const auto& t : expand_all(o.transports, available_transport_choices()))
+    transports.push_back(parse_transport_choice(t));
+  for (const auto& t : transports)
     for (const auto& a : expand_all(o.algorithms, {"standard", "staged", "faces"}))
       for (const auto& m : expand_all(o.field_modes, {"compact", "sequence"}))
         for (const auto& ty : split_list(o.types))
           for (size_t h = 0; h < halos.size(); ++h)
             for (int nf : o.nfields)
-              matrix.push_back({parse_transport(t), parse_algorithm(a), parse_field_mode(m),
+              matrix.push_back({t, parse_algorithm(a), parse_field_mode(m),
                                 parse_element_type(ty), halos[h], labels[h], nf});
   return matrix;
 }
@@ -245,6 +266,45 @@ double memcpy_reference(MPI_Comm comm, size_t bytes) {
   return slowest;
 }
 
+// Collective: the fields of the largest configuration, on every rank of a
+// node, must fit the node's memory; found before anything is allocated (and
+// before cell counts could overflow).
+void require_fits_in_memory(MPI_Comm comm, const bench_options& o, const std::vector<config>& matrix,
+                            const ivec3& dims) {
+  long double most = 0;
+  for (const auto& cfg : matrix) {
+    long double cells = 1;
+    for (int d = 0; d < 3; ++d) {
+      long double extent = o.global_domain.empty()
+                               ? o.domain[static_cast<size_t>(d)]
+                               : (o.global_domain[static_cast<size_t>(d)] + dims[d] - 1) / dims[d];
+      cells *= extent + cfg.halo.lo[d] + cfg.halo.hi[d];
+    }
+    most = std::max(most, cells * cfg.nfields * static_cast<long double>(element_size(cfg.type)));
+  }
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int ranks_on_node = 1;
+  MPI_Comm_size(node, &ranks_on_node);
+  MPI_Comm_free(&node);
+  const long double memory = static_cast<long double>(sysconf(_SC_PHYS_PAGES)) *
+                             static_cast<long double>(sysconf(_SC_PAGE_SIZE));
+  std::string problem;
+  if (most * ranks_on_node > memory)
+    problem = fmt::format("the fields need {:.3g} GB per rank, {:.3g} GB for the {} ranks of a "
+                          "node, but the node has {:.3g} GB of memory: choose a smaller domain or "
+                          "fewer fields",
+                          static_cast<double>(most / 1e9),
+                          static_cast<double>(most * ranks_on_node / 1e9), ranks_on_node,
+                          static_cast<double>(memory / 1e9));
+  require_all(comm, problem);
+}
+
+std::string memory_kind(const bench_options& o, const config& cfg) {
+  if (o.memory != "auto") return o.memory;
+  return cfg.transport.local == "shm" ? "shared" : "private";
+}
+
 template <class T>
 result run_config(const decomposition& decomp, const bench_options& o, const config& cfg) {
   MPI_Comm comm = decomp.comm();
@@ -252,13 +312,13 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
                                           : subdomain_of_global(decomp, to_ivec3(o.global_domain));
   local_grid grid(sub.extent, cfg.halo);
   const size_t field_bytes = (grid.cells() * sizeof(T) + 63) / 64 * 64;
-  const bool shared = o.memory == "shared" || (o.memory == "auto" && cfg.transport == transport_kind::shm);
-  std::optional<shared_field_memory> shared_memory;
+  const bool shared = memory_kind(o, cfg) == "shared";
+  std::optional<shared_fields<T>> shared_memory;
   std::vector<std::unique_ptr<std::byte, decltype(&std::free)>> private_memory;
   std::vector<T*> fields;
   if (shared) {
-    shared_memory.emplace(decomp, field_bytes, cfg.nfields);
-    fields = shared_memory->fields<T>();
+    shared_memory.emplace(decomp, grid, cfg.nfields, o.decomp.ranks_per_node);
+    fields = shared_memory->pointers();
   } else {
     for (int f = 0; f < cfg.nfields; ++f) {
       auto* p = static_cast<std::byte*>(std::aligned_alloc(64, field_bytes));
@@ -273,8 +333,12 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
   result r;
   r.cfg = cfg;
   {
-    halo_exchange ex(decomp, grid, std::span<T* const>(fields),
-                     exchange_options{cfg.alg, cfg.mode, cfg.transport});
+    exchange_options options{cfg.alg, cfg.mode, cfg.transport.name(), o.decomp.ranks_per_node,
+                             o.timeout};
+    halo_exchange ex = shared ? halo_exchange(decomp, grid, *shared_memory, options)
+                              : halo_exchange(decomp, grid, std::span<T* const>(fields), options);
+    r.path = ex.transport_path();
+    r.memory = shared ? "shared" : "private";
     const auto& plan = ex.plan();
     r.bytes_sent = plan.bytes_sent();
     r.bytes_copied = plan.bytes_copied();
@@ -345,7 +409,7 @@ std::string us(double seconds) { return fmt::format("{:.2f}", seconds * 1e6); }
 void print_result(const result& r, const summary& s) {
   double mean_per = r.loop_seconds / static_cast<double>(r.exchanges);
   double bytes = static_cast<double>(r.bytes_sent + r.bytes_copied);
-  fmt::print("\n{}  [{}]\n", r.cfg.variant(), r.cfg.shape());
+  fmt::print("\n{}  [{}]  path {}, {} memory\n", r.cfg.variant(), r.cfg.shape(), r.path, r.memory);
   fmt::print("  per exchange: {} messages, {} B to other ranks, {} B local copies (rank 0); "
              "max over ranks {} B\n",
              r.messages, r.bytes_sent, r.bytes_copied, r.max_bytes_sent);
@@ -403,7 +467,8 @@ nlohmann::json to_json_record(const result& r, const summary& s, const bench_opt
   nlohmann::json j = provenance;
   j["tool"] = program;
   j["run_id"] = run_id;
-  j["config"] = {{"transport", to_string(r.cfg.transport)},
+  j["config"] = {{"transport", r.cfg.transport.name()},
+                 {"transport_path", r.path},
                  {"algorithm", to_string(r.cfg.alg)},
                  {"fields", to_string(r.cfg.mode)},
                  {"type", to_string(r.cfg.type)},
@@ -417,7 +482,8 @@ nlohmann::json to_json_record(const result& r, const summary& s, const bench_opt
                  {"warmup", o.warmup},
                  {"rounds", o.rounds},
                  {"check", !o.no_check},
-                 {"memory", o.memory == "auto" ? (r.cfg.transport == transport_kind::shm ? "shared" : "private") : o.memory}};
+                 {"memory", r.memory},
+                 {"ranks_per_node", o.decomp.ranks_per_node}};
   j["decomposition"] = {{"kind", decomp.kind()},
                         {"dims", decomp.dims()},
                         {"periodic", decomp.periodic()},
@@ -445,6 +511,14 @@ int bench_main(MPI_Comm world, int argc, char** argv) {
   bench_options o;
   add_options(app, o);
   if (auto code = parse_command_line(app, argc, argv, world)) return *code;
+  if (o.list_transports) {
+    int rank = 0;
+    MPI_Comm_rank(world, &rank);
+    if (rank == 0) fmt::print("{}", list_transports());
+    return exit_ok;
+  }
+  if (app.count("--domain") > 0 && !o.global_domain.empty())
+    throw usage_error("--domain and --global-domain contradict each other: give one");
 
   auto matrix = build_matrix(o);
   int world_rank = 0;
@@ -466,6 +540,7 @@ int bench_main(MPI_Comm world, int argc, char** argv) {
       (void)subdomain_of_global(decomp, to_ivec3(o.global_domain));
     validate_grid(local_grid(smallest, cfg.halo));
   }
+  require_fits_in_memory(decomp.comm(), o, matrix, decomp.dims());
   require_appendable(world, o.json_path);
   auto provenance = collect_provenance(decomp.comm());
 

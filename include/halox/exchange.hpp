@@ -1,17 +1,28 @@
 // The object a stencil code keeps: exchange the halos of its fields.
 //
-//   halox::halo_exchange ex(decomp, grid, fields, {.alg = algorithm::staged});
+//   halox::halo_exchange ex(decomp, grid, std::span<double* const>(fields),
+//                           {.alg = halox::algorithm::staged, .transport = "shm+mpi-p2p"});
 //   ex.start();              // first step in flight
 //   compute_interior();      // overlap
 //   ex.wait();               // remaining steps; halos complete
+//
+// Field layout: each field is one array of grid.cells() elements covering the
+// allocated box (interior plus halo), x fastest, then y, then z; the pointer
+// is the first allocated cell (the lowest halo corner).
+//
+// Errors: halox::usage_error for a bad option or an exchange the ranks do not
+// agree on (thrown on every rank, before any halo moves); halox::timeout_error
+// when a peer does not arrive within the timeout (thrown on the waiting rank).
 #pragma once
 
 #include <memory>
 #include <span>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include "halox/decomposition.hpp"
+#include "halox/field_memory.hpp"
 #include "halox/grid.hpp"
 #include "halox/plan.hpp"
 #include "halox/transport.hpp"
@@ -21,23 +32,45 @@ namespace halox {
 struct exchange_options {
   algorithm alg = algorithm::standard;
   field_mode mode = field_mode::compact;
-  transport_kind transport = transport_kind::mpi_p2p;
+  // A registry name or LOCAL+REMOTE (see transport/registry.hpp), e.g.
+  // "mpi-p2p", "shm" (= shm+mpi-p2p), "shm+mpi-neighbor".
+  std::string transport = "mpi-p2p";
+  // Groups of this many consecutive ranks count as nodes (0: shared-memory
+  // nodes, or HALOX_RANKS_PER_NODE when set).
+  int ranks_per_node = 0;
+  // Seconds a wait may last before timeout_error (0: HALOX_TIMEOUT or 600).
+  double timeout_seconds = 0;
 };
+
+template <class T>
+concept field_element = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+template <field_element T>
+constexpr element_type element_type_of() {
+  return std::is_same_v<T, float> ? element_type::f32 : element_type::f64;
+}
 
 class halo_exchange {
  public:
-  // fields[f]: the first allocated cell (halo corner) of field f, laid out as
-  // grid describes. Collective over decomp.comm() only in that all ranks must
-  // construct it before the first exchange.
+  // Fields in memory the caller allocated anywhere. Collective over
+  // decomp.comm(): every rank constructs it with the same options.
   halo_exchange(const decomposition& decomp, const local_grid& grid, element_type type,
                 std::vector<void*> fields, const exchange_options& options = {});
 
-  template <class T>
-    requires std::is_same_v<T, float> || std::is_same_v<T, double>
+  template <field_element T>
   halo_exchange(const decomposition& decomp, const local_grid& grid, std::span<T* const> fields,
                 const exchange_options& options = {})
-      : halo_exchange(decomp, grid, std::is_same_v<T, float> ? element_type::f32 : element_type::f64,
+      : halo_exchange(decomp, grid, element_type_of<T>(),
                       std::vector<void*>(fields.begin(), fields.end()), options) {}
+
+  // Fields in node-shared memory: single-copy transports read them in place.
+  template <field_element T>
+  halo_exchange(const decomposition& decomp, const local_grid& grid, const shared_fields<T>& fields,
+                const exchange_options& options = {})
+      : halo_exchange(decomp, grid, element_type_of<T>(), fields.memory(), options) {}
+
+  halo_exchange(const decomposition& decomp, const local_grid& grid, element_type type,
+                const shared_field_memory& memory, const exchange_options& options = {});
 
   halo_exchange(halo_exchange&&) noexcept;
   halo_exchange& operator=(halo_exchange&&) noexcept;
@@ -52,15 +85,18 @@ class halo_exchange {
     wait();
   }
 
-  const exchange_plan& plan() const { return *plan_; }
-  const exchange_options& options() const { return options_; }
+  const exchange_plan& plan() const;
+  const exchange_options& options() const;
+  // The transport choice as run, e.g. "shm" (= shm+mpi-p2p), "shm+ucx".
+  std::string transport_name() const;
+  // How the data moved, e.g. "shm(staged)+mpi-p2p" when the fields were private.
+  std::string transport_path() const;
 
  private:
-  exchange_options options_;
-  std::unique_ptr<exchange_plan> plan_;  // stable address for the transport
-  std::vector<std::byte*> fields_;
-  std::unique_ptr<transport> transport_;
-  bool started_ = false;
+  struct state;
+  halo_exchange(const decomposition& decomp, const local_grid& grid, element_type type,
+                field_set fields, const exchange_options& options);
+  std::unique_ptr<state> state_;
 };
 
 }  // namespace halox

@@ -1,4 +1,11 @@
 // Transports execute the stages of a plan: start(stage) then wait(stage).
+//
+// The exchange hands each transport what it needs and nothing global: its part
+// of the plan, a communicator of its own, the fields and how they were
+// allocated, which ranks share this rank's node, and how to wait. The
+// registry (transport/registry.hpp) names every transport and builds them;
+// a routing LOCAL+REMOTE (transport/router.hpp) runs the on-node messages by
+// one transport and the others by another.
 #pragma once
 
 #include <mpi.h>
@@ -6,20 +13,47 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "halox/plan.hpp"
+#include "halox/transport/wait_policy.hpp"
 
 namespace halox {
 
-enum class transport_kind {
-  mpi_p2p,    // pack into per-neighbour buffers, persistent Isend/Irecv
-  mpi_types,  // MPI derived datatypes over the field memory, no packing
-  shm,        // on-node: single copy from the neighbour's fields; off-node: mpi-p2p
+class shared_field_memory;
+
+// The fields of an exchange and how they were allocated.
+struct field_set {
+  std::vector<std::byte*> pointers;             // first allocated cell of each field
+  const shared_field_memory* shared = nullptr;  // all fields in this node-shared allocation, or null
 };
-transport_kind parse_transport(const std::string& name);  // throws usage_error
-std::string to_string(transport_kind t);
-std::vector<std::string> transport_names();
+
+// Which ranks share this rank's node (real shared-memory nodes, or groups of
+// consecutive ranks with --ranks-per-node / HALOX_RANKS_PER_NODE).
+struct node_membership {
+  MPI_Comm comm = MPI_COMM_NULL;  // the ranks of this node
+  int rank = 0, size = 1;         // on the node
+  std::vector<int> node_rank_of;  // by exchange rank: rank on this node, or -1
+  bool oversubscribed = false;    // more ranks on the node than cores
+  bool on_node(int peer) const { return node_rank_of[static_cast<size_t>(peer)] >= 0; }
+};
+
+// Collective over comm. The caller frees node.comm.
+node_membership make_node_membership(MPI_Comm comm, int ranks_per_node);
+
+// "a message from rank 3 (direction 1,0,0, tag 14, mpi-p2p)", for errors.
+std::string describe_message(const message& m, std::string_view from_or_to,
+                             std::string_view transport);
+
+// What a transport is built from. Everything outlives the transport.
+struct transport_context {
+  const exchange_plan& plan;  // the messages and copies this transport runs
+  MPI_Comm comm;              // the exchange's own communicator
+  const field_set& fields;
+  const node_membership& node;
+  const wait_policy& waits;
+};
 
 class transport {
  public:
@@ -28,13 +62,11 @@ class transport {
   virtual void start(size_t stage) = 0;
   // Completes a stage: every halo cell of the stage holds its final value.
   virtual void wait(size_t stage) = 0;
+  // The registry name.
   virtual std::string name() const = 0;
+  // How the data moves in this run, when that says more than the name (a
+  // fallback, a routing): recorded with the results.
+  virtual std::string path() const { return name(); }
 };
-
-// fields[f] points at the first allocated cell of field f; the plan and the
-// fields must outlive the transport, and the transport must be destroyed
-// before MPI_Finalize.
-std::unique_ptr<transport> make_transport(transport_kind kind, const exchange_plan& plan,
-                                          MPI_Comm comm, const std::vector<std::byte*>& fields);
 
 }  // namespace halox

@@ -43,6 +43,10 @@ int run_mpi_program(std::string_view prog, int argc, char** argv,
   } catch (const run_error& e) {
     if (rank == 0) fmt::print(stderr, "{}: error: {}\n", prog, e.what());
     code = exit_failure;
+  } catch (const timeout_error& e) {
+    fmt::print(stderr, "{}: error: {}\n", prog, e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, exit_failure);
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}: fatal error on rank {}: {}\n", prog, rank, e.what());
     std::fflush(stderr);

@@ -1,35 +1,143 @@
 #include "halox/exchange.hpp"
 
+#include <fmt/core.h>
+
 #include <stdexcept>
+
+#include "halox/common/error.hpp"
+#include "halox/transport/registry.hpp"
 
 namespace halox {
 
+namespace {
+
+std::string describe(const exchange_plan& plan, const transport_choice& choice,
+                     const exchange_options& o) {
+  const auto& h = plan.grid.halo;
+  return fmt::format("{} {} {} field(s) of {} bytes, halo lo {},{},{} hi {},{},{}, transport {}, "
+                     "ranks per node {}",
+                     to_string(plan.alg), to_string(plan.mode), plan.nfields, plan.element_bytes,
+                     h.lo[0], h.lo[1], h.lo[2], h.hi[0], h.hi[1], h.hi[2], choice.name(),
+                     o.ranks_per_node);
+}
+
+// Collective: every rank must build the same exchange, or none does.
+void require_agreement(MPI_Comm comm, const std::string& mine) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  int length = static_cast<int>(mine.size());
+  MPI_Bcast(&length, 1, MPI_INT, 0, comm);
+  std::string first(static_cast<size_t>(length), '\0');
+  if (rank == 0) first = mine;
+  MPI_Bcast(first.data(), length, MPI_CHAR, 0, comm);
+  std::string problem;
+  if (first != mine)
+    problem = fmt::format("ranks disagree on the exchange: rank 0 builds {}; rank {} builds {}",
+                          first, rank, mine);
+  require_all(comm, problem);
+}
+
+}  // namespace
+
+struct halo_exchange::state {
+  exchange_options options;
+  transport_choice choice;
+  exchange_plan plan;
+  field_set fields;
+  MPI_Comm comm = MPI_COMM_NULL;
+  node_membership node;
+  wait_policy waits;
+  std::unique_ptr<transport> mover;
+  bool started = false;
+
+  ~state() {
+    mover.reset();
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    if (node.comm != MPI_COMM_NULL) MPI_Comm_free(&node.comm);
+    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+  }
+};
+
 halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid, element_type type,
                              std::vector<void*> fields, const exchange_options& options)
-    : options_(options),
-      plan_(std::make_unique<exchange_plan>(make_plan(decomp, grid, static_cast<int>(fields.size()),
-                                                      element_size(type), options.alg,
-                                                      options.mode))) {
-  for (void* f : fields) fields_.push_back(static_cast<std::byte*>(f));
-  transport_ = make_transport(options.transport, *plan_, decomp.comm(), fields_);
+    : halo_exchange(decomp, grid, type, [&] {
+        field_set set;
+        for (void* f : fields) set.pointers.push_back(static_cast<std::byte*>(f));
+        return set;
+      }(), options) {}
+
+halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid, element_type type,
+                             const shared_field_memory& memory, const exchange_options& options)
+    : halo_exchange(decomp, grid, type, [&] {
+        field_set set;
+        for (int f = 0; f < memory.nfields(); ++f)
+          set.pointers.push_back(static_cast<std::byte*>(memory.field(f)));
+        set.shared = &memory;
+        return set;
+      }(), options) {}
+
+halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid, element_type type,
+                             field_set fields, const exchange_options& options)
+    : state_(std::make_unique<state>()) {
+  state& s = *state_;
+  s.options = options;
+  // Local checks: they depend only on the arguments, so every rank of a
+  // consistent program throws alike; the agreement check below catches the rest.
+  std::string problem;
+  try {
+    s.choice = parse_transport_choice(options.transport);
+    s.plan = make_plan(decomp, grid, static_cast<int>(fields.pointers.size()), element_size(type),
+                       options.alg, options.mode);
+    s.waits.timeout_seconds =
+        options.timeout_seconds > 0 ? options.timeout_seconds : wait_policy::default_timeout();
+    for (auto* f : fields.pointers)
+      if (!f) throw usage_error("a field pointer is null");
+  } catch (const usage_error& e) {
+    problem = e.what();
+  }
+  require_all(decomp.comm(), problem);
+  require_agreement(decomp.comm(), describe(s.plan, s.choice, options));
+
+  s.fields = std::move(fields);
+  MPI_Comm_dup(decomp.comm(), &s.comm);
+  s.node = make_node_membership(s.comm, options.ranks_per_node);
+  s.waits.oversubscribed = s.node.oversubscribed;
+  s.waits.comm = s.comm;
+  if (s.fields.shared) {
+    int same = MPI_UNEQUAL;
+    MPI_Comm_compare(s.fields.shared->node_comm(), s.node.comm, &same);
+    require_all(s.comm, same == MPI_IDENT || same == MPI_CONGRUENT
+                            ? std::string()
+                            : std::string("the shared fields were allocated for another grouping "
+                                          "of ranks into nodes than the exchange uses"));
+  }
+  s.mover = make_transport(s.choice, {s.plan, s.comm, s.fields, s.node, s.waits});
 }
 
 halo_exchange::halo_exchange(halo_exchange&&) noexcept = default;
 halo_exchange& halo_exchange::operator=(halo_exchange&&) noexcept = default;
 halo_exchange::~halo_exchange() = default;
 
+const exchange_plan& halo_exchange::plan() const { return state_->plan; }
+const exchange_options& halo_exchange::options() const { return state_->options; }
+std::string halo_exchange::transport_name() const { return state_->choice.name(); }
+std::string halo_exchange::transport_path() const { return state_->mover->path(); }
+
 void halo_exchange::start() {
-  if (started_) throw std::logic_error("halo_exchange::start called twice without wait");
-  started_ = true;
-  if (!plan_->stages.empty()) transport_->start(0);
+  if (state_->started) throw std::logic_error("halo_exchange::start called twice without wait");
+  state_->started = true;
+  if (!state_->plan.stages.empty()) state_->mover->start(0);
 }
 
 void halo_exchange::wait() {
-  if (!started_) throw std::logic_error("halo_exchange::wait called without start");
-  started_ = false;
-  for (size_t s = 0; s < plan_->stages.size(); ++s) {
-    if (s > 0) transport_->start(s);
-    transport_->wait(s);
+  if (!state_->started) throw std::logic_error("halo_exchange::wait called without start");
+  state_->started = false;
+  auto& mover = *state_->mover;
+  for (size_t s = 0; s < state_->plan.stages.size(); ++s) {
+    if (s > 0) mover.start(s);
+    mover.wait(s);
   }
 }
 

@@ -2,27 +2,16 @@
 
 #include <fmt/core.h>
 
-#include <algorithm>
-#include <mutex>
-
 #include "halox/common/error.hpp"
 #include "halox/topology.hpp"
 
 namespace halox {
 
-namespace {
-std::mutex registry_mutex;
-std::vector<const shared_field_memory*>& registry() {
-  static std::vector<const shared_field_memory*> live;
-  return live;
-}
-}  // namespace
-
 shared_field_memory::shared_field_memory(const decomposition& decomp, size_t bytes_per_field,
-                                         int nfields)
+                                         int nfields, int ranks_per_node)
     : nfields_(nfields) {
   if (nfields < 1) throw usage_error("shared_field_memory needs at least one field");
-  node_comm_ = node_communicator(decomp.comm(), 0);
+  node_comm_ = node_communicator(decomp.comm(), ranks_per_node);
   stride_ = (bytes_per_field + 63) / 64 * 64;
   size_ = stride_ * static_cast<size_t>(nfields);
   MPI_Info info;
@@ -34,16 +23,9 @@ shared_field_memory::shared_field_memory(const decomposition& decomp, size_t byt
   MPI_Info_free(&info);
   auto address = reinterpret_cast<uintptr_t>(base);
   base_ = reinterpret_cast<std::byte*>((address + 63) / 64 * 64);
-  std::lock_guard lock(registry_mutex);
-  registry().push_back(this);
 }
 
 shared_field_memory::~shared_field_memory() {
-  {
-    std::lock_guard lock(registry_mutex);
-    auto& live = registry();
-    live.erase(std::remove(live.begin(), live.end(), this), live.end());
-  }
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) {
@@ -63,15 +45,6 @@ std::byte* shared_field_memory::segment_of(int node_rank) const {
   MPI_Win_shared_query(window_, node_rank, &size, &unit, &base);
   auto address = reinterpret_cast<uintptr_t>(base);
   return reinterpret_cast<std::byte*>((address + 63) / 64 * 64);
-}
-
-shared_field_memory::location shared_field_memory::find(const void* address) {
-  auto* p = static_cast<const std::byte*>(address);
-  std::lock_guard lock(registry_mutex);
-  for (const auto* m : registry())
-    if (p >= m->base_ && p < m->base_ + m->size_)
-      return {m, static_cast<size_t>(p - m->base_)};
-  return {};
 }
 
 }  // namespace halox

@@ -12,9 +12,10 @@ constexpr size_t buffer_alignment = 64;
 size_t round_up(size_t n) { return (n + buffer_alignment - 1) / buffer_alignment * buffer_alignment; }
 }  // namespace
 
-mpi_p2p_transport::mpi_p2p_transport(const exchange_plan& plan, MPI_Comm comm,
-                                     const std::vector<std::byte*>& fields)
-    : plan_(plan), fields_(fields) {
+mpi_p2p_transport::mpi_p2p_transport(const transport_context& ctx)
+    : plan_(ctx.plan), fields_(ctx.fields.pointers), waits_(ctx.waits) {
+  const exchange_plan& plan = ctx.plan;
+  MPI_Comm comm = ctx.comm;
   size_t total = 0;
   for (const auto& s : plan.stages) {
     for (const auto& m : s.recvs) total += round_up(m.bytes);
@@ -65,14 +66,13 @@ void mpi_p2p_transport::wait(size_t stage_index) {
   stage_requests& r = stages_[stage_index];
   // Unpack each message as soon as it lands; persistent requests stay
   // allocated (inactive) after completion.
-  for (size_t done = 0; done < r.recvs.size(); ++done) {
-    int index = MPI_UNDEFINED;
-    MPI_Waitany(static_cast<int>(r.recvs.size()), r.recvs.data(), &index, MPI_STATUS_IGNORE);
-    if (index == MPI_UNDEFINED) break;
-    unpack(r.recv_buffers[static_cast<size_t>(index)], s.recvs[static_cast<size_t>(index)].boxes,
-           fields_.data(), plan_.grid, plan_.element_bytes);
-  }
-  if (!r.sends.empty()) MPI_Waitall(static_cast<int>(r.sends.size()), r.sends.data(), MPI_STATUSES_IGNORE);
+  waits_.wait_all(
+      r.recvs,
+      [&](size_t i) {
+        unpack(r.recv_buffers[i], s.recvs[i].boxes, fields_.data(), plan_.grid, plan_.element_bytes);
+      },
+      [&](size_t i) { return describe_message(s.recvs[i], "from", "mpi-p2p"); });
+  waits_.wait_all(r.sends, {}, [&](size_t i) { return describe_message(s.sends[i], "to", "mpi-p2p"); });
 }
 
 }  // namespace halox

@@ -1,5 +1,7 @@
 #include "halox/transport/mpi_types.hpp"
 
+#include <fmt/core.h>
+
 namespace halox {
 
 namespace {
@@ -34,13 +36,19 @@ MPI_Datatype make_boxes_type(const std::vector<field_box>& boxes, const local_gr
 
 }  // namespace
 
-mpi_types_transport::mpi_types_transport(const exchange_plan& plan, MPI_Comm comm,
-                                         const std::vector<std::byte*>& fields) {
+mpi_types_transport::mpi_types_transport(const transport_context& ctx) : waits_(ctx.waits) {
+  const exchange_plan& plan = ctx.plan;
+  const auto& fields = ctx.fields.pointers;
+  MPI_Comm comm = ctx.comm;
   int self = 0;
   MPI_Comm_rank(comm, &self);
   MPI_Datatype element = plan.element_bytes == 4 ? MPI_FLOAT : MPI_DOUBLE;
-  auto add = [&](std::vector<MPI_Request>& requests, const std::vector<field_box>& boxes, int peer,
-                 int tag, bool receive) {
+  auto add = [&](stage_requests& r, const std::vector<field_box>& boxes, int peer, int tag,
+                 bool receive, const ivec3& direction) {
+    auto& requests = r.requests;
+    r.what.push_back(fmt::format("a message {} rank {} (direction {},{},{}, mpi-types)",
+                                 receive ? "from" : "to", peer, direction[0], direction[1],
+                                 direction[2]));
     MPI_Datatype type = make_boxes_type(boxes, plan.grid, element, fields);
     types_.push_back(type);
     requests.emplace_back();
@@ -51,11 +59,13 @@ mpi_types_transport::mpi_types_transport(const exchange_plan& plan, MPI_Comm com
   };
   for (const auto& s : plan.stages) {
     stage_requests r;
-    for (const auto& m : s.recvs) add(r.requests, m.boxes, m.peer, m.tag, true);
+    for (const auto& m : s.recvs) add(r, m.boxes, m.peer, m.tag, true, m.direction);
     // A self-neighbour is a message to ourselves, as in a plain MPI code.
-    for (const auto& c : s.copies) add(r.requests, c.to, self, direction_index(c.direction), true);
-    for (const auto& m : s.sends) add(r.requests, m.boxes, m.peer, m.tag, false);
-    for (const auto& c : s.copies) add(r.requests, c.from, self, direction_index(c.direction), false);
+    for (const auto& c : s.copies)
+      add(r, c.to, self, direction_index(c.direction), true, c.direction);
+    for (const auto& m : s.sends) add(r, m.boxes, m.peer, m.tag, false, m.direction);
+    for (const auto& c : s.copies)
+      add(r, c.from, self, direction_index(c.direction), false, c.direction);
     stages_.push_back(std::move(r));
   }
 }
@@ -72,8 +82,8 @@ void mpi_types_transport::start(size_t stage_index) {
 }
 
 void mpi_types_transport::wait(size_t stage_index) {
-  auto& r = stages_[stage_index].requests;
-  if (!r.empty()) MPI_Waitall(static_cast<int>(r.size()), r.data(), MPI_STATUSES_IGNORE);
+  auto& r = stages_[stage_index];
+  waits_.wait_all(r.requests, {}, [&](size_t i) { return r.what[i]; });
 }
 
 }  // namespace halox

@@ -1,42 +1,46 @@
-#include "halox/transport.hpp"
+#include <unistd.h>
 
 #include <fmt/core.h>
-#include <fmt/ranges.h>
 
-#include "halox/common/error.hpp"
-#include "halox/transport/mpi_p2p.hpp"
-#include "halox/transport/mpi_types.hpp"
-#include "halox/transport/shm.hpp"
+#include <numeric>
+
+#include "halox/topology.hpp"
+#include "halox/transport.hpp"
 
 namespace halox {
 
-std::vector<std::string> transport_names() { return {"mpi-p2p", "mpi-types", "shm"}; }
-
-transport_kind parse_transport(const std::string& name) {
-  if (name == "mpi-p2p") return transport_kind::mpi_p2p;
-  if (name == "mpi-types") return transport_kind::mpi_types;
-  if (name == "shm") return transport_kind::shm;
-  throw usage_error(fmt::format("unknown transport '{}' (expected one of: {})", name,
-                                fmt::join(transport_names(), ", ")));
+node_membership make_node_membership(MPI_Comm comm, int ranks_per_node) {
+  node_membership node;
+  node.comm = node_communicator(comm, ranks_per_node);
+  MPI_Comm_rank(node.comm, &node.rank);
+  MPI_Comm_size(node.comm, &node.size);
+  int comm_size = 1;
+  MPI_Comm_size(comm, &comm_size);
+  MPI_Group node_group, comm_group;
+  MPI_Comm_group(node.comm, &node_group);
+  MPI_Comm_group(comm, &comm_group);
+  std::vector<int> node_ranks(static_cast<size_t>(node.size)), comm_ranks(node_ranks.size());
+  std::iota(node_ranks.begin(), node_ranks.end(), 0);
+  MPI_Group_translate_ranks(node_group, node.size, node_ranks.data(), comm_group, comm_ranks.data());
+  MPI_Group_free(&node_group);
+  MPI_Group_free(&comm_group);
+  node.node_rank_of.assign(static_cast<size_t>(comm_size), -1);
+  for (int r = 0; r < node.size; ++r) node.node_rank_of[static_cast<size_t>(comm_ranks[static_cast<size_t>(r)])] = r;
+  // Oversubscription is a property of the real node, whatever the grouping.
+  MPI_Comm shared = MPI_COMM_NULL;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
+  int shared_size = 1;
+  MPI_Comm_size(shared, &shared_size);
+  MPI_Comm_free(&shared);
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  node.oversubscribed = cores > 0 && shared_size > cores;
+  return node;
 }
 
-std::string to_string(transport_kind t) {
-  switch (t) {
-    case transport_kind::mpi_p2p: return "mpi-p2p";
-    case transport_kind::mpi_types: return "mpi-types";
-    case transport_kind::shm: return "shm";
-  }
-  return "?";
-}
-
-std::unique_ptr<transport> make_transport(transport_kind kind, const exchange_plan& plan,
-                                          MPI_Comm comm, const std::vector<std::byte*>& fields) {
-  switch (kind) {
-    case transport_kind::mpi_p2p: return std::make_unique<mpi_p2p_transport>(plan, comm, fields);
-    case transport_kind::mpi_types: return std::make_unique<mpi_types_transport>(plan, comm, fields);
-    case transport_kind::shm: return std::make_unique<shm_transport>(plan, comm, fields);
-  }
-  throw usage_error("unknown transport");
+std::string describe_message(const message& m, std::string_view from_or_to,
+                             std::string_view transport) {
+  return fmt::format("a message {} rank {} (direction {},{},{}, tag {}, {})", from_or_to, m.peer,
+                     m.direction[0], m.direction[1], m.direction[2], m.tag, transport);
 }
 
 }  // namespace halox

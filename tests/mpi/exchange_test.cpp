@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "halox/decomposition/options.hpp"
 #include "halox/exchange.hpp"
 #include "halox/field_memory.hpp"
+#include "halox/transport/registry.hpp"
 #include "halox/verify.hpp"
 
 using namespace halox;
@@ -78,25 +80,37 @@ std::vector<int> field_counts() {
   return {1, 3};
 }
 
+// Where the fields live: node-shared memory (single-copy transports read it in
+// place) or the caller's own heap memory (they stage it).
+struct field_store {
+  shared_field_memory* shared = nullptr;  // holds at least nfields fields when set
+  std::vector<std::vector<std::byte>>* heap = nullptr;
+};
+
 template <class T>
 std::string run_case(const decomposition& d, const domain_case& dc, const halo_widths& halo,
-                     int nfields, const exchange_options& options, shared_field_memory& memory) {
+                     int nfields, const exchange_options& options, const field_store& store) {
   subdomain sub = dc.global ? subdomain_of_global(d, dc.cells) : subdomain_per_rank(d, dc.cells);
   local_grid grid(sub.extent, halo);
-  // Node-shared memory serves every transport (and is what shm requires).
-  std::vector<T*> fields = memory.fields<T>();
-  fields.resize(static_cast<size_t>(nfields));
+  std::vector<T*> fields;
+  for (int f = 0; f < nfields; ++f)
+    fields.push_back(store.shared ? static_cast<T*>(store.shared->field(f))
+                                  : reinterpret_cast<T*>((*store.heap)[static_cast<size_t>(f)].data()));
   verify_context ctx{grid, sub, d.periodic(), options.alg};
-  halo_exchange ex(d, grid, std::span<T* const>(fields), options);
+  std::optional<halo_exchange> ex;
+  if (store.shared && store.shared->nfields() == nfields)
+    ex.emplace(d, grid, element_type_of<T>(), *store.shared, options);
+  else
+    ex.emplace(d, grid, std::span<T* const>(fields), options);
   std::string error;
   // Two epochs: the second proves a reused exchange moves fresh data.
   for (int epoch = 0; epoch < 2 && error.empty(); ++epoch) {
     fill_fields(fields, ctx, epoch);
     if (epoch == 0) {
-      ex.exchange();
+      ex->exchange();
     } else {
-      ex.start();
-      ex.wait();
+      ex->start();
+      ex->wait();
     }
     size_t total = 0;
     auto bad = check_fields(fields, ctx, epoch, 1, &total);
@@ -120,27 +134,66 @@ size_t largest_field_bytes(const decomposition& d, size_t element_bytes) {
   return most;
 }
 
-using matrix_param = std::tuple<transport_kind, algorithm, field_mode, element_type>;
+// Every transport of the registry, alone and (on-node ones) over node-shared
+// memory too, and every LOCAL+REMOTE routing.
+struct transport_param {
+  std::string choice;
+  bool shared = false;  // fields in node-shared memory
+};
+
+std::vector<transport_param> transport_params() {
+  std::vector<transport_param> out;
+  for (const auto& local : transport_registry()) {
+    if (!local.unavailable().empty()) continue;
+    out.push_back({std::string(local.name), false});
+    if (local.reach != transport_reach::same_node) continue;
+    out.push_back({std::string(local.name), true});
+    for (const auto& remote : transport_registry())
+      if (remote.reach == transport_reach::any_peer && remote.unavailable().empty() &&
+          remote.name != "mpi-p2p")
+        out.push_back({fmt::format("{}+{}", local.name, remote.name), true});
+  }
+  return out;
+}
+
+std::string sanitized(std::string name) {
+  for (auto& c : name)
+    if (c == '-' || c == '+') c = '_';
+  return name;
+}
+
+std::string transport_param_name(const transport_param& t) {
+  return sanitized(t.choice) + (t.shared ? "_shared" : "");
+}
+
+using matrix_param = std::tuple<transport_param, algorithm, field_mode, element_type>;
 
 class ExchangeMatrix : public testing::TestWithParam<matrix_param> {};
 
 TEST_P(ExchangeMatrix, EveryHaloCellIsExact) {
   auto [transport, alg, mode, type] = GetParam();
-  exchange_options options{alg, mode, transport};
+  exchange_options options{alg, mode, transport.choice};
   int cases = 0;
   for (const auto& dims : rank_grids())
     for (const auto& periodic : periodicities()) {
       auto d = make_cart_decomposition(MPI_COMM_WORLD, dims, periodic, false);
-      shared_field_memory memory(d, largest_field_bytes(d, element_size(type)), 3);
+      const size_t bytes = largest_field_bytes(d, element_size(type));
+      std::optional<shared_field_memory> shared;
+      std::vector<std::vector<std::byte>> heap;
+      if (transport.shared)
+        shared.emplace(d, bytes, 3);
+      else
+        heap.assign(3, std::vector<std::byte>(bytes));
       for (const auto& dc : domains(d.dims())) {
         ivec3 smallest = dc.cells;
         if (dc.global)
           for (int i = 0; i < 3; ++i) smallest[i] = dc.cells[i] / d.dims()[i];
         for (const auto& halo : halos_for(smallest))
           for (int nfields : field_counts()) {
+            field_store store{shared ? &*shared : nullptr, &heap};
             std::string error = type == element_type::f32
-                                    ? run_case<float>(d, dc, halo, nfields, options, memory)
-                                    : run_case<double>(d, dc, halo, nfields, options, memory);
+                                    ? run_case<float>(d, dc, halo, nfields, options, store)
+                                    : run_case<double>(d, dc, halo, nfields, options, store);
             std::string agreed = agree_on_error(MPI_COMM_WORLD, error);
             ASSERT_TRUE(agreed.empty())
                 << fmt::format("dims {}x{}x{} periodic {}{}{} {} cells {}x{}x{} halo lo {},{},{} "
@@ -158,16 +211,12 @@ TEST_P(ExchangeMatrix, EveryHaloCellIsExact) {
 
 std::string param_name(const testing::TestParamInfo<matrix_param>& info) {
   auto [t, a, m, ty] = info.param;
-  std::string name = to_string(t) + "_" + to_string(a) + "_" + to_string(m) + "_" + to_string(ty);
-  for (auto& c : name)
-    if (c == '-') c = '_';
-  return name;
+  return transport_param_name(t) + "_" + to_string(a) + "_" + to_string(m) + "_" + to_string(ty);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     AllTransports, ExchangeMatrix,
-    testing::Combine(testing::Values(transport_kind::mpi_p2p, transport_kind::mpi_types,
-                                     transport_kind::shm),
+    testing::Combine(testing::ValuesIn(transport_params()),
                      testing::Values(algorithm::standard, algorithm::staged, algorithm::faces),
                      testing::Values(field_mode::compact, field_mode::sequence),
                      testing::Values(element_type::f32, element_type::f64)),
@@ -197,19 +246,25 @@ decomposition_options hw_options(int size, const std::vector<int>& periodic) {
   return o;
 }
 
-class HwExchange : public testing::TestWithParam<transport_kind> {};
+class HwExchange : public testing::TestWithParam<transport_param> {};
 
 TEST_P(HwExchange, EveryHaloCellIsExactOnHardwareAwareGrids) {
   for (const auto& periodic : {std::vector<int>{1, 1, 1}, std::vector<int>{1, 0, 1}}) {
     auto d = build_decomposition(MPI_COMM_WORLD, hw_options(world_size(), periodic), {});
     ASSERT_EQ(d.kind(), "hw");
-    shared_field_memory memory(d, largest_field_bytes(d, sizeof(double)), 3);
+    std::optional<shared_field_memory> shared;
+    std::vector<std::vector<std::byte>> heap;
+    if (GetParam().shared)
+      shared.emplace(d, largest_field_bytes(d, sizeof(double)), 2);
+    else
+      heap.assign(2, std::vector<std::byte>(largest_field_bytes(d, sizeof(double))));
+    field_store store{shared ? &*shared : nullptr, &heap};
     for (auto alg : {algorithm::standard, algorithm::staged, algorithm::faces})
       for (auto mode : {field_mode::compact, field_mode::sequence})
         for (const auto& dc : domains(d.dims()))
           for (int width : {1, 3}) {
-            exchange_options options{alg, mode, GetParam()};
-            std::string error = run_case<double>(d, dc, halo_widths::uniform(width), 2, options, memory);
+            exchange_options options{alg, mode, GetParam().choice};
+            std::string error = run_case<double>(d, dc, halo_widths::uniform(width), 2, options, store);
             std::string agreed = agree_on_error(MPI_COMM_WORLD, error);
             ASSERT_TRUE(agreed.empty()) << to_string(alg) << " " << to_string(mode) << " halo "
                                         << width << ": " << agreed;
@@ -217,14 +272,9 @@ TEST_P(HwExchange, EveryHaloCellIsExactOnHardwareAwareGrids) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTransports, HwExchange,
-                         testing::Values(transport_kind::mpi_p2p, transport_kind::mpi_types,
-                                         transport_kind::shm),
-                         [](const testing::TestParamInfo<transport_kind>& info) {
-                           std::string name = to_string(info.param);
-                           for (auto& c : name)
-                             if (c == '-') c = '_';
-                           return name;
+INSTANTIATE_TEST_SUITE_P(AllTransports, HwExchange, testing::ValuesIn(transport_params()),
+                         [](const testing::TestParamInfo<transport_param>& info) {
+                           return transport_param_name(info.param);
                          });
 
 TEST(Exchange, SplitPhaseOverlapsInteriorWork) {
@@ -261,14 +311,49 @@ TEST(Exchange, ExportedCartesianCommunicatorKeepsCoordinates) {
   }
 }
 
-TEST(Exchange, ShmRejectsFieldsOutsideSharedMemory) {
+TEST(Exchange, SingleCopyOnUserMemoryStagesThroughSharedMemory) {
   auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
   local_grid grid({4, 4, 4}, halo_widths::uniform(1));
+  subdomain sub = subdomain_per_rank(d, {4, 4, 4});
   std::vector<double> plain(grid.cells());
   std::vector<double*> fields{plain.data()};
-  EXPECT_THROW(halo_exchange(d, grid, std::span<double* const>(fields),
-                             {algorithm::standard, field_mode::compact, transport_kind::shm}),
-               usage_error);
+  verify_context ctx{grid, sub, d.periodic(), algorithm::standard};
+  fill_fields(fields, ctx, 0);
+  halo_exchange ex(d, grid, std::span<double* const>(fields), {.transport = "shm"});
+  EXPECT_EQ(ex.transport_name(), "shm");
+  EXPECT_EQ(ex.transport_path().rfind("shm(staged)", 0), 0u) << ex.transport_path();
+  ex.exchange();
+  size_t total = 1;
+  check_fields(fields, ctx, 0, 1, &total);
+  EXPECT_EQ(total, 0u);
+}
+
+TEST(Exchange, RanksThatDisagreeFailClearlyOnEveryRank) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
+  local_grid grid({4, 4, 4}, halo_widths::uniform(1));
+  std::vector<double> a(grid.cells());
+  std::vector<double*> fields{a.data()};
+  exchange_options options;
+  options.alg = d.rank() == 1 ? algorithm::staged : algorithm::standard;
+  try {
+    halo_exchange ex(d, grid, std::span<double* const>(fields), options);
+    ADD_FAILURE() << "no error";
+  } catch (const usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("ranks disagree on the exchange"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Exchange, UnknownTransportIsAUsageError) {
+  auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
+  local_grid grid({4, 4, 4}, halo_widths::uniform(1));
+  std::vector<double> a(grid.cells());
+  std::vector<double*> fields{a.data()};
+  for (const char* bad : {"carrier-pigeon", "mpi-p2p+shm", "shm+", "+mpi-p2p", "shm+mpi-p2p+ucx"})
+    EXPECT_THROW(halo_exchange(d, grid, std::span<double* const>(fields), {.transport = bad}),
+                 usage_error)
+        << bad;
 }
 
 TEST(Exchange, NeighboursAreMutual) {

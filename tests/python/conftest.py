@@ -1,4 +1,5 @@
 """Fixtures to run the halox programs under the MPI launcher of the build."""
+import functools
 import os
 import pathlib
 import shutil
@@ -27,6 +28,39 @@ def launcher(ranks: int, bind: bool = False) -> list[str]:
         exe = shutil.which("mpiexec.mpich") or "mpiexec"
         cmd = [exe] + (["-bind-to", "core"] if bind else [])
     return cmd + ["-n", str(ranks)]
+
+
+@functools.cache
+def transport_table() -> list[dict]:
+    """The transports `halox-bench --list-transports` reports: name, available, reach."""
+    exe = build_dir() / "halox-bench"
+    out = subprocess.run(launcher(1) + [str(exe), "--list-transports"], capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    rows = []
+    for line in out.splitlines():
+        name, availability, reach, *_ = line.split()
+        rows.append({"name": name, "available": availability == "available", "reach": reach})
+    return rows
+
+
+def list_transports() -> list[str]:
+    """Every available transport, alone (an on-node one routes the rest by mpi-p2p)."""
+    return [t["name"] for t in transport_table() if t["available"]]
+
+
+def list_routings() -> list[str]:
+    """Every available LOCAL+REMOTE pair: an on-node transport with a message transport."""
+    table = [t for t in transport_table() if t["available"]]
+    return [f"{l['name']}+{r['name']}" for l in table if l["reach"] == "same-node"
+            for r in table if r["reach"] == "any-peer"]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--random-configs", type=int,
+                     default=int(os.environ.get("HALOX_RANDOM_CONFIGS", "120")),
+                     help="random halox-bench configurations to verify (HALOX_RANDOM_CONFIGS)")
+    parser.addoption("--random-seed", default=os.environ.get("HALOX_RANDOM_SEED", "20261123"),
+                     help="seed of the random configurations, or 'random' (HALOX_RANDOM_SEED)")
 
 
 class MpiRun:

@@ -37,7 +37,7 @@ SMALL_NO_DOMAIN = SMALL[:4]
     ],
 )
 def test_bad_input_is_one_error_line_and_nonzero_exit(run_mpi, args, fragment):
-    base = SMALL_NO_DOMAIN if "--domain" in args else SMALL
+    base = SMALL_NO_DOMAIN if "--domain" in args or "--global-domain" in args else SMALL
     run = run_mpi(2, BENCH, *base, *args, timeout=60)
     lines = run.error_lines(BENCH)
     assert run.returncode != 0

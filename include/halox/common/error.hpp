@@ -24,6 +24,13 @@ class run_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A peer did not arrive in time. Only this rank knows, and its peers may be
+// stuck: programs print it on the rank that caught it and end the whole job.
+class timeout_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // Collective: every rank passes its own error text (empty when fine). Returns
 // the message of the lowest failing rank on every rank, or an empty string.
 std::string agree_on_error(MPI_Comm comm, const std::string& local_error);

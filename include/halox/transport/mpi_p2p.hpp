@@ -17,7 +17,7 @@ namespace halox {
 
 class mpi_p2p_transport final : public transport {
  public:
-  mpi_p2p_transport(const exchange_plan& plan, MPI_Comm comm, const std::vector<std::byte*>& fields);
+  explicit mpi_p2p_transport(const transport_context& ctx);
   ~mpi_p2p_transport() override;
   void start(size_t stage) override;
   void wait(size_t stage) override;
@@ -30,6 +30,7 @@ class mpi_p2p_transport final : public transport {
   };
   const exchange_plan& plan_;
   std::vector<std::byte*> fields_;
+  const wait_policy& waits_;
   std::vector<stage_requests> stages_;
   std::byte* buffer_ = nullptr;  // one aligned block for all messages
 };

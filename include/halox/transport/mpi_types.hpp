@@ -16,8 +16,7 @@ namespace halox {
 
 class mpi_types_transport final : public transport {
  public:
-  mpi_types_transport(const exchange_plan& plan, MPI_Comm comm,
-                      const std::vector<std::byte*>& fields);
+  explicit mpi_types_transport(const transport_context& ctx);
   ~mpi_types_transport() override;
   void start(size_t stage) override;
   void wait(size_t stage) override;
@@ -26,9 +25,11 @@ class mpi_types_transport final : public transport {
  private:
   struct stage_requests {
     std::vector<MPI_Request> requests;  // receives first, then sends
+    std::vector<std::string> what;      // per request, for a timeout
   };
   std::vector<stage_requests> stages_;
   std::vector<MPI_Datatype> types_;
+  const wait_policy& waits_;
 };
 
 }  // namespace halox

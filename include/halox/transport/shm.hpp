@@ -1,22 +1,27 @@
-// shm: on-node neighbours by a direct single copy from the neighbour's field
-// memory into this rank's halo (the seeds' "xpmem" path, portably: fields in a
-// node-shared window, see field_memory.hpp); off-node neighbours by mpi-p2p.
+// shm: on-node neighbours by shared memory, without MPI messages (the seeds'
+// "xpmem" path, portably).
 //
-// Boxes made of short x-runs (a halo of a few cells across x) would cost a
-// cross-core cache-line transfer per run; for those the owner packs into an
-// outbox in its shared segment and the reader unpacks the contiguous bytes.
+// When every rank of the node keeps its fields in node-shared memory
+// (shared_fields), a reader copies its halo straight out of the neighbour's
+// fields: one copy, no packing. Boxes made of short x-runs (a halo of a few
+// cells across x) would cost a cross-core cache-line transfer per run; the
+// owner packs those into its outbox (a shared staging area) and the reader
+// unpacks contiguous bytes. Fields in private memory go through the outbox
+// entirely (path "shm(staged)").
 //
-// Reference algorithm for step k (k counts steps over all exchanges):
-//   start: pack short-run boxes into my outbox
+// Which boxes a reader copies from where is published by their owner when the
+// transport is built (its send boxes, in its own layout), so both sides follow
+// the plan and nothing is re-derived.
+//
+// Reference algorithm for step k (k counts stages over all exchanges):
+//   start: pack staged boxes into my outbox; do self copies
 //          ready[me] = k                      (my cells for step k are final)
-//          start the off-node messages; do self copies
 //   wait:  for each on-node peer p of the step:
-//            spin until ready[p] >= k; copy p's send boxes -> my halo boxes
-//            (short-run boxes: unpack from p's outbox)
-//          complete the off-node messages
+//            wait until ready[p] >= k; copy p's send boxes -> my halo boxes
+//            (staged boxes: unpack from p's outbox)
 //          done[me] = k
-//   after the last step: spin until done[p] >= k for every on-node peer p
-//          (nobody still reads my cells when the caller may change them)
+//   after the last step: wait until done[p] >= k for every peer p that reads
+//          my cells (nobody still reads them when the caller may change them)
 // Steps only read cells that earlier steps finished and only write halos that
 // no peer reads in the same step, so these two counters are the only sync.
 #pragma once
@@ -31,16 +36,16 @@ namespace halox {
 
 class shm_transport final : public transport {
  public:
-  // Collective over comm. Throws usage_error on every rank when some rank's
-  // fields are not in a shared_field_memory.
-  shm_transport(const exchange_plan& plan, MPI_Comm comm, const std::vector<std::byte*>& fields);
+  // Collective over ctx.node.comm. Every peer of ctx.plan must be on this node.
+  explicit shm_transport(const transport_context& ctx);
   ~shm_transport() override;
   void start(size_t stage) override;
   void wait(size_t stage) override;
   std::string name() const override { return "shm"; }
+  std::string path() const override { return direct_ ? "shm" : "shm(staged)"; }
 
  private:
-  struct peer_copy {
+  struct peer_copy {  // one received message copied straight from the peer's fields
     int node_rank = 0;
     std::vector<const std::byte*> from_fields;  // per box: the peer's field base
     std::vector<box> from;                      // in the peer's layout
@@ -57,28 +62,26 @@ class shm_transport final : public transport {
     std::vector<field_box> boxes;
     size_t offset = 0;  // in the peer's outbox
   };
-  struct stage_copies {
+  struct stage_work {
     std::vector<outbox_pack> packs;
     std::vector<peer_copy> pulls;
     std::vector<outbox_unpack> unpacks;
   };
 
-  void spin_until(int node_rank, bool ready, uint64_t value) const;
+  void wait_for(int node_rank, int counter, uint64_t value) const;
 
   const exchange_plan& plan_;
-  std::vector<std::byte*> fields_;
-  std::unique_ptr<exchange_plan> remote_plan_;  // off-node messages only
-  std::unique_ptr<transport> remote_;
-  std::vector<stage_copies> stages_;
-  std::vector<local_grid> peer_grids_;          // by node rank
-  std::vector<int> readers_;                    // node ranks that read my cells
-  MPI_Comm node_comm_ = MPI_COMM_NULL;
+  const field_set& fields_;
+  const wait_policy& waits_;
+  const node_membership& node_;
+  std::vector<stage_work> stages_;
+  std::vector<local_grid> peer_grids_;  // by node rank
+  std::vector<int> readers_;            // node ranks that read my cells
   MPI_Win control_window_ = MPI_WIN_NULL;
-  std::vector<uint64_t*> control_;              // by node rank: [0] ready, [8] done
-  std::vector<std::byte*> outbox_;              // by node rank
-  int node_rank_ = 0;
+  std::vector<uint64_t*> control_;      // by node rank: [0] ready, [8] done
+  std::vector<std::byte*> outbox_;      // by node rank
   uint64_t step_ = 0;
-  bool oversubscribed_ = false;
+  bool direct_ = false;                 // fields of the whole node in shared memory
 };
 
 }  // namespace halox

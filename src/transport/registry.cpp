@@ -1,0 +1,111 @@
+#include "halox/transport/registry.hpp"
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include "halox/common/error.hpp"
+#include "halox/transport/mpi_p2p.hpp"
+#include "halox/transport/mpi_types.hpp"
+#include "halox/transport/router.hpp"
+#include "halox/transport/shm.hpp"
+
+namespace halox {
+
+namespace {
+
+std::string always_available() { return {}; }
+
+template <class T>
+std::unique_ptr<transport> make(const transport_context& ctx) {
+  return std::make_unique<T>(ctx);
+}
+
+// The table. Order is the order of --list-transports and of "all".
+const transport_entry registry[] = {
+    {"mpi-p2p", "packs each neighbour's boxes (all fields fused) into one buffer; persistent "
+                "MPI point-to-point; unpacks as messages land",
+     transport_reach::any_peer, always_available, make<mpi_p2p_transport>},
+    {"mpi-types", "one MPI derived datatype per message over the fields, no packing by halox "
+                  "(the plain-MPI reference)",
+     transport_reach::any_peer, always_available, make<mpi_types_transport>},
+    {"shm", "single copy from the on-node neighbour's fields in node-shared memory (packed "
+            "copy through a shared staging area when the fields are private)",
+     transport_reach::same_node, always_available, make<shm_transport>},
+};
+
+std::vector<std::string_view> names() {
+  std::vector<std::string_view> out;
+  for (const auto& e : registry) out.push_back(e.name);
+  return out;
+}
+
+const transport_entry& available_transport(std::string_view name) {
+  const transport_entry& entry = find_transport(name);
+  if (auto why = entry.unavailable(); !why.empty())
+    throw usage_error(fmt::format("transport '{}' is not available here: {}", name, why));
+  return entry;
+}
+
+}  // namespace
+
+std::span<const transport_entry> transport_registry() { return registry; }
+
+const transport_entry& find_transport(std::string_view name) {
+  for (const auto& e : registry)
+    if (e.name == name) return e;
+  throw usage_error(fmt::format("unknown transport '{}' (expected one of: {}, or LOCAL+REMOTE)",
+                                name, fmt::join(names(), ", ")));
+}
+
+transport_choice parse_transport_choice(const std::string& text) {
+  const auto plus = text.find('+');
+  if (plus == std::string::npos) {
+    const auto& entry = available_transport(text);
+    // An on-node transport alone sends the off-node neighbours by mpi-p2p.
+    if (entry.reach == transport_reach::same_node) return {text, "mpi-p2p"};
+    return {text, text};
+  }
+  transport_choice choice{text.substr(0, plus), text.substr(plus + 1)};
+  if (choice.local.empty() || choice.remote.empty() || choice.remote.find('+') != std::string::npos)
+    throw usage_error(fmt::format("transport '{}' is not NAME or LOCAL+REMOTE", text));
+  available_transport(choice.local);
+  if (available_transport(choice.remote).reach != transport_reach::any_peer)
+    throw usage_error(fmt::format("transport '{}': {} reaches only ranks of the same node and "
+                                  "cannot carry the off-node neighbours",
+                                  text, choice.remote));
+  if (choice.local == choice.remote) choice.remote = choice.local;
+  return choice;
+}
+
+std::string transport_choice::name() const {
+  if (!routed()) return local;
+  if (remote == "mpi-p2p" && find_transport(local).reach == transport_reach::same_node) return local;
+  return local + "+" + remote;
+}
+
+std::vector<std::string> available_transport_choices() {
+  std::vector<std::string> out;
+  for (const auto& e : registry)
+    if (e.unavailable().empty()) out.emplace_back(e.name);
+  return out;
+}
+
+std::string list_transports() {
+  std::string out;
+  for (const auto& e : registry) {
+    auto why = e.unavailable();
+    out += fmt::format("{:<14}{:<12}{:<11}{}\n", e.name, why.empty() ? "available" : "unavailable",
+                       e.reach == transport_reach::same_node ? "same-node" : "any-peer",
+                       why.empty() ? std::string(e.summary) : fmt::format("({}) {}", why, e.summary));
+  }
+  return out;
+}
+
+std::unique_ptr<transport> make_transport(const transport_choice& choice,
+                                          const transport_context& ctx) {
+  if (!choice.routed()) return available_transport(choice.local).make(ctx);
+  return std::make_unique<routed_transport>(ctx, available_transport(choice.local),
+                                            available_transport(choice.remote));
+}
+
+}  // namespace halox
