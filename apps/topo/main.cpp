@@ -63,21 +63,21 @@ int run(MPI_Comm world, int argc, char** argv) {
   app.remove_option(app.get_option("--decomposition"));
   app.remove_option(app.get_option("--reorder"));
   app.add_option("--nodes", o.nodes, "Number of nodes")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1, 1 << 30))
       ->capture_default_str();
   app.add_option("--ranks-per-node", o.ranks_per_node, "Ranks per node (default: one per core)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 30));
   app.add_option("--domain", o.domain, "Cells per rank NX NY NZ")
       ->expected(3)
       ->capture_default_str();
   app.add_option("--halo", o.halo, "Halo width")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0, 1 << 30))
       ->capture_default_str();
   app.add_option("--fields", o.fields, "Number of fields")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1, 1 << 30))
       ->capture_default_str();
   app.add_option("--element-size", o.element_size, "Bytes per cell and field")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1, 1 << 30))
       ->capture_default_str();
   app.add_option("--algorithm", o.algorithm, "standard, staged or faces")->capture_default_str();
   bool print = false;

@@ -66,7 +66,7 @@ void add_decomposition_options(CLI::App& app, decomposition_options& options) {
   app.add_option("--ranks-per-node", options.ranks_per_node,
                  "Treat groups of N consecutive ranks as nodes (also HALOX_RANKS_PER_NODE; 0 = "
                  "shared-memory nodes)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0, 1 << 30))
       ->group(group);
   app.add_option("--topology", options.topology,
                  "Node topology: this machine (default), an hwloc XML file, or "

@@ -92,3 +92,31 @@ def run_mpi():
         return MpiRun(completed)
 
     return run
+
+
+class RecordedRun:
+    def __init__(self, completed: subprocess.CompletedProcess, codes: list[int]):
+        self.codes = codes
+        self.output = completed.stdout + completed.stderr
+
+    def error_lines(self, prog: str) -> list[str]:
+        return [l for l in self.output.splitlines() if l.startswith(f"{prog}: error:")]
+
+
+def run_recording_exit_codes(ranks: int, program: str, args: list[str], tmp_path,
+                             timeout: float = 60) -> RecordedRun:
+    """Runs program on `ranks` ranks, each under a shell that records the program's own exit
+    code and then exits 0, so that the launcher does not end the other ranks before they have
+    recorded theirs. A hang fails the test."""
+    exe = build_dir() / program
+    if not exe.exists():
+        pytest.fail(f"{exe} is not built")
+    record = 'exe="$1"; dir="$2"; shift 2; "$exe" "$@"; echo $? > "$dir/rank.$$"'
+    try:
+        completed = subprocess.run(
+            launcher(ranks) + ["sh", "-c", record, "sh", str(exe), str(tmp_path), *args],
+            capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{program} {' '.join(args)} hung for {timeout} s")
+    codes = [int(p.read_text()) for p in tmp_path.glob("rank.*")]
+    return RecordedRun(completed, codes)

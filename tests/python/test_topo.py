@@ -92,35 +92,6 @@ def test_xml_topology(run_mpi, tmp_path):
     assert "2 sockets" in json.loads(run.stdout)["topology"]["summary"]
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--topology", "synthetic:pack:x"], "invalid synthetic topology 'pack:x'"),
-    (["--topology", "/nonexistent/node.xml"], "cannot read topology file '/nonexistent/node.xml'"),
-    (["--topology", BETZY, "--nodes", "2", "--ranks-per-node", "64", "--node", "2", "2", "2",
-      "--core", "32", "1", "1"],
-     "make a 64x2x2 grid of 256 ranks, but there are 128 ranks"),
-    (["--topology", BETZY, "--ranks-per-node", "64", "--l3", "3", "1", "1", "--core", "2", "1",
-      "1"] + ["--numa", "2", "2", "2"],
-     "make a"),
-    (["--topology", BETZY, "--ranks-per-node", "64", "--socket", "2", "1", "1", "--numa", "4",
-      "1", "1", "--l3", "1", "1", "2", "--core", "2", "2", "1"],
-     "l3 level: grid 1x1x2 needs 2 occupied L3 caches in each NUMA node, but NUMA node 0 of "
-     "node 0 has ranks on 4"),
-    (["--topology", BETZY, "--ranks-per-node", "64", "--l2", "64", "1", "1"],
-     "--l2 64x1x1: the topology has no L2 caches"),
-    (["--topology", BETZY, "--ranks-per-node", "48"], "cannot spread 48 ranks evenly"),
-    (["--topology", BETZY, "--assume-binding", "real"],
-     "--assume-binding real needs the topology of this machine"),
-    (["--order", "XXY"], "unknown order 'XXY'"),
-    (["--mpicart", "5", "5", "5"], "does not fit"),
-    (["--node", "1", "1"], "--node"),
-    (["--no-such-option"], "no-such-option"),
-])
-def test_errors_are_one_line(run_mpi, args, message):
-    run = topo(run_mpi, *args)
-    assert run.returncode != 0
-    lines = run.error_lines("halox-topo")
-    assert len(lines) == 1, run.stdout + run.stderr
-    assert message in lines[0], lines[0]
 
 
 def test_errors_once_with_several_ranks(run_mpi):
