@@ -159,7 +159,7 @@ std::vector<std::string> expand_all(std::vector<std::string> values,
   return out;
 }
 
-std::vector<config> build_matrix(bench_options& o) {
+std::vector<config> build_matrix(bench_options& o, const std::vector<std::string>& transports_here) {
   auto need_positive = [](const std::vector<int>& v, const char* what) {
     for (int x : v)
       if (x <= 0) throw usage_error(fmt::format("{} must be positive, got {}", what, x));
@@ -205,7 +205,7 @@ std::vector<config> build_matrix(bench_options& o) {
   std::vector<config> matrix;
   if (o.timeout < 0) throw usage_error("--timeout must not be negative");
   std::vector<transport_choice> transports;
-  for (const auto& t : expand_all(o.transports, available_transport_choices()))
+  for (const auto& t : expand_all(o.transports, transports_here))
     transports.push_back(parse_transport_choice(t));
   for (const auto& t : transports)
     for (const auto& a : expand_all(o.algorithms, {"standard", "staged", "faces"}))
@@ -520,7 +520,17 @@ int bench_main(MPI_Comm world, int argc, char** argv) {
   if (app.count("--domain") > 0 && !o.global_domain.empty())
     throw usage_error("--domain and --global-domain contradict each other: give one");
 
-  auto matrix = build_matrix(o);
+  // Checks of the options alone; any rank-local finding (a transport missing
+  // on one node) is agreed before the first collective that depends on it.
+  auto transports_here = available_transport_choices(world);
+  std::vector<config> matrix;
+  std::string problem;
+  try {
+    matrix = build_matrix(o, transports_here);
+  } catch (const usage_error& e) {
+    problem = e.what();
+  }
+  require_all(world, problem);
   int world_rank = 0;
   MPI_Comm_rank(world, &world_rank);
 

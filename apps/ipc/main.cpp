@@ -64,6 +64,7 @@ struct run_plan {
   std::vector<mechanism_kind> mechanisms;
   bool explicit_mechanisms = false;
   size_t max_extent = 0;
+  std::string unavailable;  // a named mechanism this node lacks (agreed before it counts)
 };
 
 void add_options(CLI::App& app, ipc_options& o) {
@@ -202,9 +203,10 @@ run_plan check_options(const ipc_options& o, int ranks) {
   for (const auto& name : names) {
     if (is_all(name)) continue;
     auto kind = parse_mechanism(name);
-    if (auto a = local_availability(kind); !a.available)
-      throw usage_error(
-          fmt::format("mechanism {} is not available here: {}", to_string(kind), a.reason));
+    // Availability is this node's: decided with the others once they are known to share it.
+    if (auto a = local_availability(kind); !a.available && plan.unavailable.empty())
+      plan.unavailable =
+          fmt::format("mechanism {} is not available here: {}", to_string(kind), a.reason);
     wanted[static_cast<size_t>(kind)] = true;
   }
   for (auto kind : all_mechanisms())
@@ -304,6 +306,7 @@ int ipc_main(MPI_Comm world, int argc, char** argv) {
 
   // From here on, checks need the other ranks; all are collective.
   require_one_node(world);
+  require_all(world, plan.unavailable);
   require_appendable(world, o.json_path);
   auto provenance = collect_provenance(world);
 
@@ -314,11 +317,19 @@ int ipc_main(MPI_Comm world, int argc, char** argv) {
   for (int r = 0; r < world_size; ++r)
     owner_of[static_cast<size_t>(r)] = o.pairs ? (r % 2 == 0 ? -1 : r - 1) : (r == 0 ? -1 : 0);
 
-  std::vector<column> columns;
+  // The context outlives the mechanisms that refer to it (declared first).
   std::unique_ptr<ipc_context> context;
+  std::vector<column> columns;
   {
-    context = std::make_unique<ipc_context>(group_comm, plan.max_extent);
+    // A pair agrees on its own errors; the run agrees again, or other pairs wait.
+    std::string failed;
+    try {
+      context = std::make_unique<ipc_context>(group_comm, plan.max_extent);
+    } catch (const run_error& e) {
+      failed = e.what();
+    }
     MPI_Comm_free(&group_comm);
+    if (auto agreed = agree_on_error(world, failed); !agreed.empty()) throw run_error(agreed);
     mechanism_options mo;
     mo.max_payload = plan.bufsize;
     mo.chunk_bytes = plan.chunk;
@@ -334,7 +345,13 @@ int ipc_main(MPI_Comm world, int argc, char** argv) {
       if (!c.status.available && plan.explicit_mechanisms)
         throw usage_error(fmt::format("mechanism {} is not available here: {}", to_string(kind),
                                       c.status.reason));
-      if (c.status.available) c.mechanism = make_mechanism(kind, *context, mo);
+      std::string broken;
+      try {
+        if (c.status.available) c.mechanism = make_mechanism(kind, *context, mo);
+      } catch (const run_error& e) {
+        broken = e.what();
+      }
+      if (auto agreed = agree_on_error(world, broken); !agreed.empty()) throw run_error(agreed);
       columns.push_back(std::move(c));
     }
   }

@@ -105,14 +105,16 @@ halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid
   s.node = make_node_membership(s.comm, options.ranks_per_node);
   s.waits.oversubscribed = s.node.oversubscribed;
   s.waits.comm = s.comm;
+  // Whether fields are shared is each rank's own business; the check is everybody's.
+  std::string grouping;
   if (s.fields.shared) {
     int same = MPI_UNEQUAL;
     MPI_Comm_compare(s.fields.shared->node_comm(), s.node.comm, &same);
-    require_all(s.comm, same == MPI_IDENT || same == MPI_CONGRUENT
-                            ? std::string()
-                            : std::string("the shared fields were allocated for another grouping "
-                                          "of ranks into nodes than the exchange uses"));
+    if (same != MPI_IDENT && same != MPI_CONGRUENT)
+      grouping = "the shared fields were allocated for another grouping of ranks into nodes than "
+                 "the exchange uses";
   }
+  require_all(s.comm, grouping);
   s.mover = make_transport(s.choice, {s.plan, s.comm, s.fields, s.node, s.waits});
 }
 

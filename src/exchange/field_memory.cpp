@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <exception>
+
 #include "halox/common/error.hpp"
 #include "halox/topology.hpp"
 
@@ -28,7 +30,9 @@ shared_field_memory::shared_field_memory(const decomposition& decomp, size_t byt
 shared_field_memory::~shared_field_memory() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) {
+  // Freeing is collective: while an error found on this rank alone unwinds
+  // (a timeout), the peers may never join, and the job is ending anyway.
+  if (!finalized && std::uncaught_exceptions() == 0) {
     MPI_Win_free(&window_);
     MPI_Comm_free(&node_comm_);
   }

@@ -15,6 +15,7 @@
 #include <new>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include "halox/common/error.hpp"
 
@@ -46,6 +47,7 @@ shared_arena shared_arena::create(const std::string& name, size_t data_bytes,
   arena.owner_ = true;
   arena.fd_ = ::memfd_create(name.c_str(), MFD_CLOEXEC);
   if (arena.fd_ < 0) throw std::runtime_error(errno_text("memfd_create"));
+  ::fchmod(arena.fd_, 0600);  // owner only, also through /proc/PID/fd
   size_t header = round_up_to_page(sizeof(arena_header));
   size_t control = round_up_to_page(control_bytes);
   size_t data = round_up_to_page(std::max<size_t>(data_bytes, 1));
@@ -182,8 +184,23 @@ bool send_fd(int socket, int fd) {
   return ::sendmsg(socket, &message, 0) == 1;
 }
 
-// SCM_RIGHTS over an abstract Unix socket: the root listens, the others
-// connect after it said it listens, so nobody waits for a partner that failed.
+}  // namespace
+
+pid_t trusted_socket_peer(int connection, std::span<const pid_t> expected) {
+  ucred credentials{};
+  socklen_t size = sizeof credentials;
+  if (::getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &credentials, &size) != 0) return -1;
+  if (credentials.uid != ::getuid()) return -1;
+  if (std::find(expected.begin(), expected.end(), credentials.pid) == expected.end()) return -1;
+  return credentials.pid;
+}
+
+namespace {
+
+// SCM_RIGHTS over an abstract Unix socket. The root listens; the others
+// connect (the backlog holds them, so nobody waits on a partner that failed),
+// all agree, and only then the root accepts and hands the descriptor to each
+// rank of the group that connected as this user, and to nobody else.
 int share_over_socket(MPI_Comm comm, int root, int fd) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
@@ -194,35 +211,59 @@ int share_over_socket(MPI_Comm comm, int root, int fd) {
   std::string name = fmt::format("halox-ipc-{}-{}", ids[0], ids[1]);
   socklen_t length = 0;
   sockaddr_un address = abstract_address(name, length);
+  pid_t my_pid = ::getpid();
+  std::vector<pid_t> pids(static_cast<size_t>(size));
+  MPI_Gather(&my_pid, sizeof(pid_t), MPI_BYTE, pids.data(), sizeof(pid_t), MPI_BYTE, root, comm);
 
   std::string problem;
   int listener = -1;
   if (rank == root) {
     listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    // Room for strangers in the backlog, so they cannot block a rank's connect.
     if (listener < 0 || ::bind(listener, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
-        ::listen(listener, size) != 0)
+        ::listen(listener, size + 64) != 0)
       problem = errno_text("listening Unix socket");
   }
   if (auto error = agree_on_error(comm, problem); !error.empty()) {
     if (listener >= 0) ::close(listener);
     throw run_error(fmt::format("cannot share a file descriptor: {}", error));
   }
+  int connection = -1;
+  if (rank != root) {
+    connection = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (connection < 0 || ::connect(connection, reinterpret_cast<sockaddr*>(&address), length) != 0)
+      problem = errno_text("connecting Unix socket");
+  }
+  if (auto error = agree_on_error(comm, problem); !error.empty()) {
+    if (listener >= 0) ::close(listener);
+    if (connection >= 0) ::close(connection);
+    throw run_error(fmt::format("cannot share a file descriptor: {}", error));
+  }
   int result = -1;
   if (rank == root) {
-    for (int accepted = 0; accepted < size - 1; ++accepted) {
-      int connection = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-      if (connection < 0 || !send_fd(connection, fd)) problem = errno_text("sending descriptor");
-      if (connection >= 0) ::close(connection);
+    std::vector<pid_t> waiting;
+    for (int r = 0; r < size; ++r)
+      if (r != root) waiting.push_back(pids[static_cast<size_t>(r)]);
+    // Every rank has connected already: accepting cannot wait on a failed one,
+    // and a stranger is refused without a descriptor.
+    while (!waiting.empty() && problem.empty()) {
+      int peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+      if (peer < 0) {
+        problem = errno_text("accepting on the Unix socket");
+        break;
+      }
+      if (pid_t pid = trusted_socket_peer(peer, waiting); pid > 0) {
+        if (!send_fd(peer, fd)) problem = errno_text("sending descriptor");
+        std::erase(waiting, pid);
+      }
+      ::close(peer);
     }
     ::close(listener);
     result = fd;
   } else {
-    int connection = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (connection < 0 || ::connect(connection, reinterpret_cast<sockaddr*>(&address), length) != 0)
-      problem = errno_text("connecting Unix socket");
-    else if ((result = receive_fd(connection)) < 0)
+    if ((result = receive_fd(connection)) < 0)
       problem = "no descriptor received over the Unix socket";
-    if (connection >= 0) ::close(connection);
+    ::close(connection);
   }
   if (auto error = agree_on_error(comm, problem); !error.empty())
     throw run_error(fmt::format("cannot share a file descriptor: {}", error));

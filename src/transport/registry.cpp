@@ -90,6 +90,18 @@ std::vector<std::string> available_transport_choices() {
   return out;
 }
 
+std::vector<std::string> available_transport_choices(MPI_Comm comm) {
+  // Availability is each rank's finding (a library, a kernel setting): agree.
+  std::vector<int> available;
+  for (const auto& e : registry) available.push_back(e.unavailable().empty() ? 1 : 0);
+  MPI_Allreduce(MPI_IN_PLACE, available.data(), static_cast<int>(available.size()), MPI_INT,
+                MPI_MIN, comm);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < available.size(); ++i)
+    if (available[i]) out.emplace_back(registry[i].name);
+  return out;
+}
+
 std::string list_transports() {
   std::string out;
   for (const auto& e : registry) {

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <fmt/core.h>
 #include <map>
 #include <tuple>
@@ -86,6 +87,11 @@ shm_transport::shm_transport(const transport_context& ctx)
                                 "is not on rank {}'s node",
                                 m.peer, me);
   require_all(ctx.comm, problem);
+
+  comm_rank_of_node_rank_.resize(static_cast<size_t>(node_size));
+  for (size_t r = 0; r < node_.node_rank_of.size(); ++r)
+    if (node_.node_rank_of[r] >= 0)
+      comm_rank_of_node_rank_[static_cast<size_t>(node_.node_rank_of[r])] = static_cast<int>(r);
 
   // Direct copies need the fields of every rank of the node in one shared window.
   int all_shared = fields_.shared ? 1 : 0;
@@ -230,7 +236,10 @@ shm_transport::shm_transport(const transport_context& ctx)
 shm_transport::~shm_transport() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized && control_window_ != MPI_WIN_NULL) MPI_Win_free(&control_window_);
+  // Freeing is collective: while an error found on this rank alone unwinds
+  // (a timeout), the peers may never join, and the job is ending anyway.
+  if (!finalized && control_window_ != MPI_WIN_NULL && std::uncaught_exceptions() == 0)
+    MPI_Win_free(&control_window_);
 }
 
 void shm_transport::wait_for(int node_rank, int counter, uint64_t value) const {
@@ -238,7 +247,8 @@ void shm_transport::wait_for(int node_rank, int counter, uint64_t value) const {
   if (load_acquire(flag) >= value) return;
   waits_.spin_until([&] { return load_acquire(flag) >= value; },
                     [&] {
-                      return fmt::format("node rank {} to be {} with step {} (shm)", node_rank,
+                      return fmt::format("rank {} to be {} with step {} (shm)",
+                                         comm_rank_of_node_rank_[static_cast<size_t>(node_rank)],
                                          counter == ready_counter ? "ready" : "done", value);
                     });
 }

@@ -2,6 +2,9 @@
 // pattern and its check, the memfd arena and the mapping cache.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -183,6 +186,55 @@ TEST(ipc_mapping_cache, hits_after_the_first_mapping_and_remaps_after_invalidati
 
   scoped_mapping once(mapper, 4 * page_size() + 8, 16);
   EXPECT_EQ(once.data()[0], std::byte{1});
+}
+
+// The descriptor socket serves only processes of this user that belong to the
+// job: a process of another user, or an unexpected one, is refused.
+TEST(ipc_fd_socket, refuses_a_process_of_another_user_and_a_stranger) {
+  const std::string name = "halox-test-" + std::to_string(::getpid());
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path + 1, name.data(), name.size());
+  const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), length), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  // A child connects (as another user when `other_user`) and waits to be closed.
+  auto connect_child = [&](bool other_user) {
+    pid_t child = ::fork();
+    if (child == 0) {
+      if (other_user && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(3);
+      int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
+      if (::connect(s, reinterpret_cast<sockaddr*>(&address), length) != 0) ::_exit(4);
+      char byte;
+      while (::read(s, &byte, 1) > 0) {
+      }
+      ::_exit(0);
+    }
+    return child;
+  };
+  auto serve = [&](pid_t child, std::vector<pid_t> expected) {
+    int connection = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    pid_t trusted = halox::ipc::trusted_socket_peer(connection, expected);
+    ::close(connection);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return std::pair{trusted, status};
+  };
+  pid_t same = connect_child(false);
+  auto [trusted, status] = serve(same, {same});
+  EXPECT_EQ(trusted, same);
+  EXPECT_EQ(status, 0);
+  pid_t stranger = connect_child(false);
+  std::tie(trusted, status) = serve(stranger, {stranger + 100000});
+  EXPECT_EQ(trusted, -1) << "a process outside the job was trusted";
+  if (::getuid() == 0) {
+    pid_t other = connect_child(true);
+    std::tie(trusted, status) = serve(other, {other});
+    EXPECT_EQ(status, 0) << "the child could not become another user";
+    EXPECT_EQ(trusted, -1) << "a process of another user was trusted";
+  }
+  ::close(listener);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 
 namespace halox::ipc {
@@ -74,6 +75,12 @@ class shared_arena {
 // How a descriptor reached the peers.
 enum class fd_passing { pidfd_getfd, unix_socket };
 std::string to_string(fd_passing how);
+
+// The pid of the process connected on a Unix socket when it runs as this user
+// and is one of `expected`, else -1. An abstract socket is reachable by any
+// local process: the kernel's word on who connected (SO_PEERCRED) decides who
+// may receive a descriptor of our memory.
+pid_t trusted_socket_peer(int connection, std::span<const pid_t> expected);
 
 struct shared_fd {
   int fd = -1;  // the root's own descriptor on the root, a new one elsewhere

@@ -52,6 +52,8 @@ transport_choice parse_transport_choice(const std::string& text);
 
 // The choices "all" stands for: every available transport of the registry alone.
 std::vector<std::string> available_transport_choices();
+// Collective: the same, available on every rank of comm.
+std::vector<std::string> available_transport_choices(MPI_Comm comm);
 
 // One line per registry entry: name, availability (and why not), reach, summary.
 std::string list_transports();

@@ -77,6 +77,7 @@ class shm_transport final : public transport {
   std::vector<stage_work> stages_;
   std::vector<local_grid> peer_grids_;  // by node rank
   std::vector<int> readers_;            // node ranks that read my cells
+  std::vector<int> comm_rank_of_node_rank_;
   MPI_Win control_window_ = MPI_WIN_NULL;
   std::vector<uint64_t*> control_;      // by node rank: [0] ready, [8] done
   std::vector<std::byte*> outbox_;      // by node rank
