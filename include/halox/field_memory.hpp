@@ -4,8 +4,7 @@
 //
 //   halox::shared_field_memory memory(decomp, grid.cells() * sizeof(double), nfields);
 //   std::vector<double*> fields = memory.fields<double>();
-//   halox::halo_exchange ex(decomp, grid, std::span<double* const>(fields),
-//                           {.transport = halox::transport_kind::shm});
+//   halox::halo_exchange ex(decomp, grid, fields, {.transport = halox::transport_kind::shm});
 #pragma once
 
 #include <mpi.h>
