@@ -37,9 +37,8 @@ int main(int argc, char** argv) {
     // Faces are all a 7-point stencil needs; two exchangers swap roles each step.
     halox::exchange_options options{halox::algorithm::faces, halox::field_mode::compact,
                                     "mpi-p2p"};
-    std::vector<double*> fields_u{u.data()}, fields_next{next.data()};
-    halox::halo_exchange exchange_u(decomp, grid, std::span<double* const>(fields_u), options);
-    halox::halo_exchange exchange_next(decomp, grid, std::span<double* const>(fields_next), options);
+    halox::halo_exchange exchange_u(decomp, grid, {u.data()}, options);
+    halox::halo_exchange exchange_next(decomp, grid, {next.data()}, options);
 
     const double alpha = 0.1;
     auto update = [&](const std::vector<double>& in, std::vector<double>& out, int lo_margin,

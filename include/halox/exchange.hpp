@@ -1,20 +1,33 @@
 // The object a stencil code keeps: exchange the halos of its fields.
 //
-//   halox::halo_exchange ex(decomp, grid, std::span<double* const>(fields),
+//   halox::halo_exchange ex(decomp, grid, {u.data(), v.data()},
 //                           {.alg = halox::algorithm::staged, .transport = "shm+mpi-p2p"});
 //   ex.start();              // first step in flight
 //   compute_interior();      // overlap
 //   ex.wait();               // remaining steps; halos complete
 //
-// Field layout: each field is one array of grid.cells() elements covering the
-// allocated box (interior plus halo), x fastest, then y, then z; the pointer
-// is the first allocated cell (the lowest halo corner).
+// Field layout: each field is one array of grid.cells() elements (float or
+// double) covering the allocated box, halo included: x runs fastest, then y,
+// then z; element (x, y, z) of the interior, x in [0, grid.interior[0]) etc.,
+// is at grid.index(x, y, z), and the pointer handed over is the first
+// allocated cell (-halo.lo[0], -halo.lo[1], -halo.lo[2]). All fields of one
+// exchange share the grid and the element type. Fields may live anywhere;
+// halox::shared_fields puts them in node-shared memory, where single-copy
+// transports (`shm`) read them in place instead of staging them.
 //
-// Errors: halox::usage_error for a bad option or an exchange the ranks do not
-// agree on (thrown on every rank, before any halo moves); halox::timeout_error
-// when a peer does not arrive within the timeout (thrown on the waiting rank).
+// Errors (halox/common/error.hpp):
+//  - halox::usage_error: an impossible configuration (no fields, a halo wider
+//    than the sub-domain, an unknown or unavailable transport) or an exchange
+//    the ranks do not agree on. Thrown on every rank, before any halo moves.
+//  - halox::timeout_error: a peer did not arrive within the timeout; thrown on
+//    the waiting rank only (programs end the job: its peers may be stuck).
+//  - std::logic_error: start() twice without wait(), or wait() without start().
+//  - std::bad_alloc: buffers could not be allocated.
+//  MPI errors follow the communicator's error handler (MPI_ERRORS_ARE_FATAL
+//  unless the application changed it).
 #pragma once
 
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -71,6 +84,18 @@ class halo_exchange {
 
   halo_exchange(const decomposition& decomp, const local_grid& grid, element_type type,
                 const shared_field_memory& memory, const exchange_options& options = {});
+
+  // Fields as a vector or a braced list of pointers: ex(decomp, grid, fields)
+  // or ex(decomp, grid, {u, v, w}).
+  template <field_element T>
+  halo_exchange(const decomposition& decomp, const local_grid& grid, const std::vector<T*>& fields,
+                const exchange_options& options = {})
+      : halo_exchange(decomp, grid, std::span<T* const>(fields), options) {}
+
+  template <field_element T>
+  halo_exchange(const decomposition& decomp, const local_grid& grid,
+                std::initializer_list<T*> fields, const exchange_options& options = {})
+      : halo_exchange(decomp, grid, std::span<T* const>(fields.begin(), fields.size()), options) {}
 
   halo_exchange(halo_exchange&&) noexcept;
   halo_exchange& operator=(halo_exchange&&) noexcept;

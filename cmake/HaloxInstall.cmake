@@ -1,0 +1,45 @@
+# cmake --install: headers, libhalox, the programs, a relocatable CMake package
+# (find_package(halox CONFIG) -> halox::halox) and a pkg-config file.
+include(CMakePackageConfigHelpers)
+
+set(HALOX_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/halox)
+install(TARGETS halox EXPORT halox-targets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# Only the core's headers: the programs' headers live under apps/.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/halox DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT halox-targets NAMESPACE halox:: DESTINATION ${HALOX_CMAKE_INSTALL_DIR})
+
+# The config file points FindMPI at the MPI compilers of this build.
+find_program(HALOX_MPI_C_COMPILER_PATH NAMES ${MPI_C_COMPILER} NO_CACHE)
+find_program(HALOX_MPI_CXX_COMPILER_PATH NAMES ${MPI_CXX_COMPILER} NO_CACHE)
+# A static libhalox needs its private dependencies at the user's link step.
+get_target_property(HALOX_LIBRARY_TYPE halox TYPE)
+configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/halox-config.cmake.in
+  ${PROJECT_BINARY_DIR}/halox-config.cmake INSTALL_DESTINATION ${HALOX_CMAKE_INSTALL_DIR})
+# 0.x: minor versions may break the API.
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/halox-config-version.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/halox-config.cmake ${PROJECT_BINARY_DIR}/halox-config-version.cmake
+  DESTINATION ${HALOX_CMAKE_INSTALL_DIR})
+
+# pkg-config: the prefix is found relative to the .pc file, so the tree can move.
+if(HALOX_MPI_FLAVOR STREQUAL "openmpi")
+  set(HALOX_PC_MPI ompi-cxx)
+else()
+  set(HALOX_PC_MPI mpich)
+endif()
+# A static libhalox needs -lhwloc -lfmt on the user's link line; `--static`
+# would ask for static builds of every dependency, which distributions lack.
+if(HALOX_LIBRARY_TYPE STREQUAL "STATIC_LIBRARY")
+  set(HALOX_PC_REQUIRES "${HALOX_PC_MPI} hwloc fmt")
+  set(HALOX_PC_REQUIRES_PRIVATE "")
+else()
+  set(HALOX_PC_REQUIRES "${HALOX_PC_MPI}")
+  set(HALOX_PC_REQUIRES_PRIVATE "hwloc fmt")
+endif()
+file(RELATIVE_PATH HALOX_PC_TO_PREFIX ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
+string(REGEX REPLACE "/$" "" HALOX_PC_TO_PREFIX "${HALOX_PC_TO_PREFIX}")
+configure_file(${CMAKE_CURRENT_LIST_DIR}/halox.pc.in ${PROJECT_BINARY_DIR}/halox.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/halox.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

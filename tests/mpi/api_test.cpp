@@ -1,0 +1,99 @@
+// The ways a stencil code hands its fields to halo_exchange: a vector of
+// pointers, a braced list, a span; all without casts, float and double.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <vector>
+
+#include "halox/common/error.hpp"
+#include "halox/exchange.hpp"
+#include "halox/field_memory.hpp"
+#include "halox/verify.hpp"
+
+using namespace halox;
+
+namespace {
+
+struct setup {
+  decomposition decomp;
+  verify_context ctx;
+};
+
+setup make_setup(algorithm alg) {
+  setup s{make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, false, true}, false), {}};
+  s.ctx.domain = subdomain_per_rank(s.decomp, {6, 5, 4});
+  s.ctx.grid = local_grid(s.ctx.domain.extent, halo_widths::uniform(2));
+  s.ctx.periodic = s.decomp.periodic();
+  s.ctx.alg = alg;
+  return s;
+}
+
+template <class T>
+void expect_exact(const std::vector<T*>& fields, const verify_context& ctx) {
+  size_t total = 0;
+  auto bad = check_fields(fields, ctx, 1, 3, &total);
+  EXPECT_EQ(total, 0u) << (bad.empty() ? "" : describe(bad.front()));
+}
+
+template <class T>
+void vector_and_braced_list() {
+  for (auto alg : {algorithm::standard, algorithm::staged}) {
+    auto s = make_setup(alg);
+    std::vector<T> u(s.ctx.grid.cells()), v(s.ctx.grid.cells());
+    std::vector<T*> fields{u.data(), v.data()};
+
+    fill_fields(fields, s.ctx, 1);
+    halo_exchange from_vector(s.decomp, s.ctx.grid, fields, {.alg = alg});
+    from_vector.exchange();
+    expect_exact(fields, s.ctx);
+
+    fill_fields(fields, s.ctx, 1);
+    halo_exchange from_list(s.decomp, s.ctx.grid, {u.data(), v.data()}, {.alg = alg});
+    from_list.start();
+    from_list.wait();
+    expect_exact(fields, s.ctx);
+
+    fill_fields(fields, s.ctx, 1);
+    halo_exchange from_span(s.decomp, s.ctx.grid, std::span<T* const>(fields), {.alg = alg});
+    from_span.exchange();
+    expect_exact(fields, s.ctx);
+  }
+}
+
+}  // namespace
+
+TEST(Api, VectorAndBracedListOfDouble) {
+  vector_and_braced_list<double>();
+}
+TEST(Api, VectorAndBracedListOfFloat) {
+  vector_and_braced_list<float>();
+}
+
+TEST(Api, SharedFieldsFeedShmInPlace) {
+  auto s = make_setup(algorithm::standard);
+  shared_fields<double> memory(s.decomp, s.ctx.grid, 2);
+  auto fields = memory.pointers();
+  fill_fields(fields, s.ctx, 1);
+  halo_exchange ex(s.decomp, s.ctx.grid, memory, {.transport = "shm"});
+  EXPECT_EQ(ex.transport_path().rfind("shm+", 0), 0u) << ex.transport_path();
+  ex.exchange();
+  expect_exact(fields, s.ctx);
+}
+
+TEST(Api, ErrorsAreTyped) {
+  auto s = make_setup(algorithm::standard);
+  std::vector<double> u(s.ctx.grid.cells());
+  // An unknown transport: agreed on by all ranks, before any exchange.
+  EXPECT_THROW(halo_exchange(s.decomp, s.ctx.grid, {u.data()}, {.transport = "carrier-pigeon"}),
+               usage_error);
+  // No fields, and a halo wider than the sub-domain (the same on every rank here).
+  EXPECT_THROW(halo_exchange(s.decomp, s.ctx.grid, std::vector<double*>{}), usage_error);
+  local_grid too_wide(s.ctx.domain.extent, halo_widths::uniform(5));
+  EXPECT_THROW(halo_exchange(s.decomp, too_wide, {u.data()}), usage_error);
+
+  halo_exchange ex(s.decomp, s.ctx.grid, {u.data()});
+  EXPECT_THROW(ex.wait(), std::logic_error);
+  ex.start();
+  EXPECT_THROW(ex.start(), std::logic_error);
+  ex.wait();
+}

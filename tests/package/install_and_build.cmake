@@ -1,0 +1,46 @@
+# cmake -DBUILD_DIR= -DPREFIX= -DCONSUMER= -DEXAMPLES= -DMPI_CXX_COMPILER= -DCONFIG= -P this
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    string(REPLACE ";" " " cmd "${ARGN}")
+    message(FATAL_ERROR "failed (${rc}): ${cmd}\n${out}")
+  endif()
+endfunction()
+
+file(REMOVE_RECURSE ${PREFIX} ${PREFIX}-staging ${CONSUMER})
+run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${PREFIX}-staging --config ${CONFIG})
+file(RENAME ${PREFIX}-staging ${PREFIX})
+
+# The core's headers only; the programs' stay in the source tree.
+foreach(internal verify.hpp common/cli.hpp common/stats.hpp halo2d ipc decomposition/options.hpp)
+  if(EXISTS ${PREFIX}/include/halox/${internal})
+    message(FATAL_ERROR "installed a programs' header: include/halox/${internal}")
+  endif()
+endforeach()
+foreach(file include/halox/exchange.hpp include/halox/field_memory.hpp bin/halox-bench)
+  if(NOT EXISTS ${PREFIX}/${file})
+    message(FATAL_ERROR "not installed: ${file}")
+  endif()
+endforeach()
+file(GLOB config ${PREFIX}/lib*/cmake/halox/halox-config.cmake ${PREFIX}/lib/*/cmake/halox/halox-config.cmake)
+if(NOT config)
+  message(FATAL_ERROR "no halox-config.cmake under ${PREFIX}")
+endif()
+
+# CMake: find_package(halox CONFIG REQUIRED) + halox::halox.
+run(${CMAKE_COMMAND} -S ${EXAMPLES} -B ${CONSUMER}/cmake -DCMAKE_PREFIX_PATH=${PREFIX}
+    -DCMAKE_BUILD_TYPE=Release)
+run(${CMAKE_COMMAND} --build ${CONSUMER}/cmake)
+
+# pkg-config: the MPI compiler wrapper and `pkg-config --cflags --libs halox`.
+file(GLOB pc_dir ${PREFIX}/lib*/pkgconfig ${PREFIX}/lib/*/pkgconfig)
+execute_process(COMMAND ${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${pc_dir}
+                        pkg-config --cflags --libs halox
+  RESULT_VARIABLE rc OUTPUT_VARIABLE flags ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "pkg-config halox failed: ${err}")
+endif()
+separate_arguments(flags UNIX_COMMAND "${flags}")
+file(MAKE_DIRECTORY ${CONSUMER}/pkgconfig)
+run(${MPI_CXX_COMPILER} -std=c++20 -O2 ${EXAMPLES}/stencil/heat3d.cpp ${flags}
+    -o ${CONSUMER}/pkgconfig/halox-example-heat3d)
