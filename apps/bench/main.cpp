@@ -59,17 +59,38 @@ struct bench_options {
   decomposition_options decomp;
 };
 
+// --fields: compact (all fields per message), sequence (one), auto (blocks
+// sized to the L2 cache) or a number N (blocks of N).
+struct field_grouping {
+  field_mode mode = field_mode::compact;
+  int per_message = 0;  // as in exchange_options::fields_per_message
+  std::string label = "compact";
+};
+
+field_grouping parse_field_grouping(const std::string& text) {
+  if (text == "auto") return {field_mode::compact, fields_per_message_auto, text};
+  if (!text.empty() && std::all_of(text.begin(), text.end(), ::isdigit)) {
+    int n = text.size() > 6 ? 0 : std::stoi(text);
+    if (n < 1)
+      throw usage_error(fmt::format("--fields {}: a number of fields per message must be 1 to "
+                                    "1000",
+                                    text));
+    return {field_mode::compact, n, text};
+  }
+  return {parse_field_mode(text), 0, text};
+}
+
 struct config {
   transport_choice transport;
   algorithm alg;
-  field_mode mode;
+  field_grouping fields;
   element_type type;
   halo_widths halo;
   int halo_label = 0;  // the uniform width, or -1 for per-side widths
   int nfields = 1;
 
   std::string variant() const {
-    return fmt::format("{}/{}/{}", transport.name(), to_string(alg), to_string(mode));
+    return fmt::format("{}/{}/{}", transport.name(), to_string(alg), fields.label);
   }
   std::string shape() const {
     std::string h = halo_label >= 0 ? fmt::format("h{}", halo_label) : std::string("h*");
@@ -83,10 +104,11 @@ struct result {
   double loop_seconds = 0;      // wall time of all timed exchanges, max over ranks
   long long exchanges = 0;
   double memcpy_seconds = 0;    // median memcpy of the same bytes, max over ranks
-  size_t bytes_sent = 0, bytes_copied = 0, messages = 0;
+  size_t bytes_sent = 0, bytes_copied = 0, bytes_received = 0, messages = 0;
   size_t max_bytes_sent = 0;    // over ranks
   std::string memory;           // "shared" or "private"
   std::string path;             // how the data moved (a fallback shows here)
+  int fields_per_message = 1;
   bool verified = false;
 };
 
@@ -115,7 +137,8 @@ void add_options(CLI::App& app, bench_options& o) {
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--fields", o.field_modes, "compact (all fields per message), sequence (field by "
-                 "field), or all")
+                 "field), N (blocks of N fields per message), auto (blocks whose halo fits the L2 "
+                 "cache), or all (compact,sequence)")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--transport", o.transports,
@@ -213,7 +236,7 @@ std::vector<config> build_matrix(bench_options& o, const std::vector<std::string
         for (const auto& ty : split_list(o.types))
           for (size_t h = 0; h < halos.size(); ++h)
             for (int nf : o.nfields)
-              matrix.push_back({t, parse_algorithm(a), parse_field_mode(m),
+              matrix.push_back({t, parse_algorithm(a), parse_field_grouping(m),
                                 parse_element_type(ty), halos[h], labels[h], nf});
   return matrix;
 }
@@ -243,25 +266,27 @@ void verify_or_fail(MPI_Comm comm, const std::vector<T*>& fields, const verify_c
   if (auto message = agree_on_error(comm, local); !message.empty()) throw run_error(message);
 }
 
-// Median time of a memcpy of `bytes` on every rank at once, max over ranks.
-// Collective on every rank, also those with nothing to copy (an open side of
-// width 0 leaves a rank without halo bytes while its neighbours have some).
-double memcpy_reference(MPI_Comm comm, size_t bytes) {
-  double median = 0;
-  if (bytes > 0) {
-    std::vector<std::byte> src(bytes, std::byte{1}), dst(bytes);
-    std::vector<double> times;
-    for (int i = 0; i < 30; ++i) {
-      double t0 = MPI_Wtime();
-      std::memcpy(dst.data(), src.data(), bytes);
-      double t1 = MPI_Wtime();
-      // Keep the copy observable so it is not optimised away.
-      src[static_cast<size_t>(i) % bytes] = dst[(static_cast<size_t>(i) * 7) % bytes];
-      if (i >= 5) times.push_back(t1 - t0);
-    }
-    median = summarize(times).median;
+// The single-copy floor: every rank copies its halo bytes once, all ranks at
+// the same time, from and to buffers the size of its fields (so the copy
+// meets the caches as the exchange does); median over repetitions, slowest
+// rank. Collective on every rank, also those with nothing to copy (an open
+// side of width 0 leaves a rank without halo bytes while its neighbours have some).
+double single_copy_floor(MPI_Comm comm, size_t bytes, size_t field_bytes) {
+  const size_t span = std::max(bytes, field_bytes);
+  std::vector<std::byte> src(span, std::byte{1}), dst(span);
+  std::vector<double> times;
+  for (int i = 0; i < 30; ++i) {
+    // Consecutive copies start at different places of the field-sized buffers.
+    const size_t offset = span > bytes ? (static_cast<size_t>(i) * 4096 * 7) % (span - bytes + 1) / 64 * 64 : 0;
+    MPI_Barrier(comm);
+    double t0 = MPI_Wtime();
+    if (bytes > 0) std::memcpy(dst.data() + offset, src.data() + offset, bytes);
+    double t1 = MPI_Wtime();
+    // Keep the copy observable so it is not optimised away.
+    if (bytes > 0) src[offset] = dst[offset + (static_cast<size_t>(i) * 7) % bytes];
+    if (i >= 5) times.push_back(t1 - t0);
   }
-  double slowest = 0;
+  double median = bytes > 0 ? summarize(times).median : 0, slowest = 0;
   MPI_Allreduce(&median, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
   return slowest;
 }
@@ -333,8 +358,12 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
   result r;
   r.cfg = cfg;
   {
-    exchange_options options{cfg.alg, cfg.mode, cfg.transport.name(), o.decomp.ranks_per_node,
-                             o.timeout};
+    exchange_options options{.alg = cfg.alg,
+                             .mode = cfg.fields.mode,
+                             .transport = cfg.transport.name(),
+                             .fields_per_message = cfg.fields.per_message,
+                             .ranks_per_node = o.decomp.ranks_per_node,
+                             .timeout_seconds = o.timeout};
     halo_exchange ex = shared ? halo_exchange(decomp, grid, *shared_memory, options)
                               : halo_exchange(decomp, grid, std::span<T* const>(fields), options);
     r.path = ex.transport_path();
@@ -342,7 +371,9 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
     const auto& plan = ex.plan();
     r.bytes_sent = plan.bytes_sent();
     r.bytes_copied = plan.bytes_copied();
+    r.bytes_received = plan.bytes_received();
     r.messages = plan.message_count();
+    r.fields_per_message = plan.fields_per_message;
     unsigned long long mine = r.bytes_sent, most = 0;
     MPI_Allreduce(&mine, &most, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
     r.max_bytes_sent = most;
@@ -387,7 +418,8 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
       r.verified = true;
     }
   }
-  r.memcpy_seconds = memcpy_reference(comm, r.bytes_sent + r.bytes_copied);
+  r.memcpy_seconds = single_copy_floor(comm, r.bytes_received + r.bytes_copied,
+                                       field_bytes * static_cast<size_t>(cfg.nfields));
   return r;
 }
 
@@ -427,35 +459,38 @@ void print_result(const result& r, const summary& s) {
 void print_summary(const std::vector<result>& results, const std::vector<summary>& stats,
                    const std::string& baseline) {
   std::vector<std::string> variants, shapes;
-  std::map<std::pair<std::string, std::string>, double> median;
+  std::map<std::pair<std::string, std::string>, double> median, floor;
   for (size_t i = 0; i < results.size(); ++i) {
     auto v = results[i].cfg.variant(), sh = results[i].cfg.shape();
     if (std::find(variants.begin(), variants.end(), v) == variants.end()) variants.push_back(v);
     if (std::find(shapes.begin(), shapes.end(), sh) == shapes.end()) shapes.push_back(sh);
     median[{v, sh}] = stats[i].median;
+    floor[{v, sh}] = results[i].memcpy_seconds;
   }
   bool have_baseline = std::find(variants.begin(), variants.end(), baseline) != variants.end();
-  size_t width = 12;
+  size_t width = 22;
   for (const auto& sh : shapes) width = std::max(width, sh.size() + 2);
-  fmt::print("\nSummary: median time per exchange [us] of the slowest rank{}\n",
+  fmt::print("\nSummary: median time per exchange [us] of the slowest rank{}; N% = efficiency "
+             "(the single-copy floor over the time)\n",
              have_baseline ? fmt::format("; (xN) = speed-up over {}", baseline) : "");
-  fmt::print("{:<34}", "transport/algorithm/fields");
-  for (const auto& sh : shapes) fmt::print("{:>{}}", sh, width + 9);
+  size_t name_width = 34;
+  for (const auto& v : variants) name_width = std::max(name_width, v.size() + 2);
+  fmt::print("{:<{}}", "transport/algorithm/fields", name_width);
+  for (const auto& sh : shapes) fmt::print("{:>{}}", sh, width);
   fmt::print("\n");
   for (const auto& v : variants) {
-    fmt::print("{:<34}", v);
+    fmt::print("{:<{}}", v, name_width);
     for (const auto& sh : shapes) {
       auto it = median.find({v, sh});
       if (it == median.end()) {
-        fmt::print("{:>{}}", "-", width + 9);
+        fmt::print("{:>{}}", "-", width);
         continue;
       }
       std::string cell = us(it->second);
       if (have_baseline && median.count({baseline, sh}) && it->second > 0)
         cell += fmt::format(" (x{:.2f})", median[{baseline, sh}] / it->second);
-      else
-        cell += "        ";
-      fmt::print("{:>{}}", cell, width + 9);
+      if (it->second > 0) cell += fmt::format(" {:3.0f}%", 100.0 * floor[{v, sh}] / it->second);
+      fmt::print("{:>{}}", cell, width);
     }
     fmt::print("\n");
   }
@@ -470,7 +505,8 @@ nlohmann::json to_json_record(const result& r, const summary& s, const bench_opt
   j["config"] = {{"transport", r.cfg.transport.name()},
                  {"transport_path", r.path},
                  {"algorithm", to_string(r.cfg.alg)},
-                 {"fields", to_string(r.cfg.mode)},
+                 {"fields", r.cfg.fields.label},
+                 {"fields_per_message", r.fields_per_message},
                  {"type", to_string(r.cfg.type)},
                  {"halo", r.cfg.halo_label},
                  {"halo_lo", r.cfg.halo.lo},

@@ -42,12 +42,19 @@
 
 namespace halox {
 
+inline constexpr int fields_per_message_auto = -1;
+
 struct exchange_options {
   algorithm alg = algorithm::standard;
   field_mode mode = field_mode::compact;
   // A registry name or LOCAL+REMOTE (see transport/registry.hpp), e.g.
   // "mpi-p2p", "shm" (= shm+mpi-p2p), "shm+mpi-neighbor".
   std::string transport = "mpi-p2p";
+  // Fields per message: 0 = as `mode` says (compact: all, sequence: one),
+  // N = blocks of N fields, fields_per_message_auto = blocks whose halo
+  // traffic fits the L2 cache (so that a block's halo is still cached when
+  // the next step of the staged algorithm sends it on).
+  int fields_per_message = 0;
   // Groups of this many consecutive ranks count as nodes (0: shared-memory
   // nodes, or HALOX_RANKS_PER_NODE when set).
   int ranks_per_node = 0;

@@ -60,6 +60,7 @@ struct exchange_plan {
   size_t element_bytes = 8;
   algorithm alg = algorithm::standard;
   field_mode mode = field_mode::compact;
+  int fields_per_message = 1;  // fields a message carries (the last block may carry fewer)
   std::vector<stage> stages;
 
   size_t bytes_sent() const;      // to other ranks, per exchange
@@ -71,7 +72,10 @@ struct exchange_plan {
 // Tag of a message sent toward `direction` in the given field slot.
 int message_tag(int field_slot, const ivec3& direction);
 
+// fields_per_message > 0 groups the fields in blocks of that many, one message
+// per block and neighbour; 0 takes the mode's grouping (compact: all, sequence: one).
 exchange_plan make_plan(const decomposition& d, const local_grid& grid, int nfields,
-                        size_t element_bytes, algorithm alg, field_mode mode);
+                        size_t element_bytes, algorithm alg, field_mode mode,
+                        int fields_per_message = 0);
 
 }  // namespace halox

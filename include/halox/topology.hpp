@@ -51,6 +51,9 @@ struct rank_placement {
   std::string binding() const;
 };
 
+// The L2 cache of this machine in bytes (0 when hwloc does not know), loaded once.
+size_t this_machine_l2_bytes();
+
 // How ranks are assumed to be bound when the real binding is not used.
 enum class binding_policy {
   real,      // the process's own binding (this machine only)
@@ -74,6 +77,8 @@ class topology {
   const std::string& source() const { return source_; }
   bool is_this_machine() const { return this_machine_; }
   int count(level l) const;  // objects per node; 0 when absent (slot: 0, node: 1)
+  // Bytes of the first cache of a cache level (l1, l2, l3); 0 when absent.
+  size_t cache_bytes(level l) const;
   // "2 sockets, 8 NUMA nodes, 32 L3 caches, 128 cores, 128 hardware threads"
   std::string summary() const;
   // The hardware threads (logical indices) of one object.

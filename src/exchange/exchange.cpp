@@ -2,7 +2,10 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <stdexcept>
+
+#include "halox/topology.hpp"
 
 #include "halox/common/error.hpp"
 #include "halox/transport/registry.hpp"
@@ -14,11 +17,31 @@ namespace {
 std::string describe(const exchange_plan& plan, const transport_choice& choice,
                      const exchange_options& o) {
   const auto& h = plan.grid.halo;
-  return fmt::format("{} {} {} field(s) of {} bytes, halo lo {},{},{} hi {},{},{}, transport {}, "
-                     "ranks per node {}",
+  return fmt::format("{} {} {} field(s) of {} bytes ({} per message), halo lo {},{},{} hi {},{},{}, "
+                     "transport {}, ranks per node {}",
                      to_string(plan.alg), to_string(plan.mode), plan.nfields, plan.element_bytes,
+                     plan.fields_per_message,
                      h.lo[0], h.lo[1], h.lo[2], h.hi[0], h.hi[1], h.hi[2], choice.name(),
                      o.ranks_per_node);
+}
+
+// The largest block of fields whose halo traffic per stage (sent, received
+// and copied, counted twice for the cells read and written) fits in half the
+// L2 cache; at least one. Local: ranks agree through require_agreement.
+int cache_sized_field_block(const decomposition& decomp, const local_grid& grid, int nfields,
+                            size_t element_bytes, algorithm alg) {
+  const size_t cache = this_machine_l2_bytes();
+  if (cache == 0) return nfields;
+  exchange_plan one = make_plan(decomp, grid, 1, element_bytes, alg, field_mode::sequence);
+  size_t per_field = 1;
+  for (const auto& st : one.stages) {
+    size_t bytes = 0;
+    for (const auto& m : st.sends) bytes += m.bytes;
+    for (const auto& m : st.recvs) bytes += m.bytes;
+    for (const auto& c : st.copies) bytes += 2 * c.bytes;
+    per_field = std::max(per_field, 2 * bytes);
+  }
+  return static_cast<int>(std::clamp<size_t>(cache / 2 / per_field, 1, static_cast<size_t>(nfields)));
 }
 
 // Collective: every rank must build the same exchange, or none does.
@@ -88,8 +111,12 @@ halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid
   std::string problem;
   try {
     s.choice = parse_transport_choice(options.transport);
+    int per_message = options.fields_per_message;
+    if (per_message == fields_per_message_auto)
+      per_message = cache_sized_field_block(decomp, grid, static_cast<int>(fields.pointers.size()),
+                                            element_size(type), options.alg);
     s.plan = make_plan(decomp, grid, static_cast<int>(fields.pointers.size()), element_size(type),
-                       options.alg, options.mode);
+                       options.alg, options.mode, per_message);
     s.waits.timeout_seconds =
         options.timeout_seconds > 0 ? options.timeout_seconds : wait_policy::default_timeout();
     for (auto* f : fields.pointers)

@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+
 #include "halox/common/error.hpp"
 
 namespace halox {
@@ -111,8 +113,11 @@ void add_step(stage& out, const decomposition& d, const std::vector<halo_region>
 }  // namespace
 
 exchange_plan make_plan(const decomposition& d, const local_grid& grid, int nfields,
-                        size_t element_bytes, algorithm alg, field_mode mode) {
+                        size_t element_bytes, algorithm alg, field_mode mode,
+                        int fields_per_message) {
   if (nfields < 1) throw usage_error(fmt::format("number of fields must be at least 1, got {}", nfields));
+  if (fields_per_message < 0)
+    throw usage_error(fmt::format("fields per message must not be negative, got {}", fields_per_message));
   validate_grid(grid);
   exchange_plan plan;
   plan.grid = grid;
@@ -120,21 +125,19 @@ exchange_plan make_plan(const decomposition& d, const local_grid& grid, int nfie
   plan.element_bytes = element_bytes;
   plan.alg = alg;
   plan.mode = mode;
+  plan.fields_per_message = fields_per_message > 0 ? std::min(fields_per_message, nfields)
+                            : mode == field_mode::compact ? nfields
+                                                          : 1;
+  // Block by block, each block through all steps: a block's halo is still in
+  // cache when the next step sends it on.
   auto steps = halo_regions(grid, alg);
-  if (mode == field_mode::compact) {
+  for (int first = 0, slot = 0; first < nfields; first += plan.fields_per_message, ++slot)
     for (const auto& step : steps) {
       stage s;
-      add_step(s, d, step, 0, nfields, 0, element_bytes);
+      add_step(s, d, step, first, std::min(plan.fields_per_message, nfields - first), slot,
+               element_bytes);
       plan.stages.push_back(std::move(s));
     }
-  } else {
-    for (int f = 0; f < nfields; ++f)
-      for (const auto& step : steps) {
-        stage s;
-        add_step(s, d, step, f, 1, f, element_bytes);
-        plan.stages.push_back(std::move(s));
-      }
-  }
   return plan;
 }
 

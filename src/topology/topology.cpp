@@ -177,6 +177,24 @@ int topology::count(level l) const {
   return std::max(0, hwloc_get_nbobjs_by_type(impl_->topo, type));
 }
 
+size_t topology::cache_bytes(level l) const {
+  hwloc_obj_type_t type;
+  if (!hwloc_type_of(l, type)) return 0;
+  hwloc_obj_t cache = hwloc_get_obj_by_type(impl_->topo, type, 0);
+  return cache && cache->attr ? static_cast<size_t>(cache->attr->cache.size) : 0;
+}
+
+size_t this_machine_l2_bytes() {
+  static const size_t bytes = [] {
+    try {
+      return topology::load("").cache_bytes(level::l2);
+    } catch (const std::exception&) {
+      return size_t{0};
+    }
+  }();
+  return bytes;
+}
+
 std::string topology::summary() const {
   std::string out;
   for (level l : {level::socket, level::numa, level::l3, level::core, level::hwthread}) {

@@ -277,6 +277,31 @@ INSTANTIATE_TEST_SUITE_P(AllTransports, HwExchange, testing::ValuesIn(transport_
                            return transport_param_name(info.param);
                          });
 
+// Blocks of fields per message (2 of 3 fields: a block of two and one of
+// one; and blocks sized to the L2 cache), for every transport.
+TEST(Exchange, FieldBlocksAreExactForEveryTransport) {
+  for (const auto& transport : transport_params())
+    for (int per_message : {2, fields_per_message_auto})
+      for (auto alg : {algorithm::standard, algorithm::staged}) {
+        auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, false, true}, false);
+        domain_case dc{false, {5, 4, 3}};
+        const size_t bytes = local_grid(dc.cells, halo_widths::uniform(2)).cells() * sizeof(double);
+        std::optional<shared_field_memory> shared;
+        std::vector<std::vector<std::byte>> heap;
+        if (transport.shared)
+          shared.emplace(d, bytes, 3);
+        else
+          heap.assign(3, std::vector<std::byte>(bytes));
+        field_store store{shared ? &*shared : nullptr, &heap};
+        exchange_options options{alg, field_mode::compact, transport.choice};
+        options.fields_per_message = per_message;
+        std::string error = run_case<double>(d, dc, halo_widths::uniform(2), 3, options, store);
+        std::string agreed = agree_on_error(MPI_COMM_WORLD, error);
+        ASSERT_TRUE(agreed.empty()) << transport.choice << " " << to_string(alg) << " blocks of "
+                                    << per_message << ": " << agreed;
+      }
+}
+
 TEST(Exchange, SplitPhaseOverlapsInteriorWork) {
   auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
   local_grid grid({6, 6, 6}, halo_widths::uniform(1));

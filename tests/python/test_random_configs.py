@@ -4,9 +4,9 @@ cell-exact, none allowed to hang.
 Each draw picks a rank count (1-8), a rank grid (dimensions of 1 and 2 ranks included), sub-domain
 sizes from 1 cell up (per rank, or a global domain split unevenly), halo widths from 0 to the
 smallest sub-domain extent (uniform or per side), periodic or open per dimension, a field count,
-an element type and sometimes a grouping of ranks into pseudo-nodes; one launch then runs every
-transport `halox-bench --list-transports` reports as available x every algorithm x both field
-modes on it. A run that fails or outlives its timeout fails the test and prints the exact command
+an element type, sometimes a grouping of ranks into pseudo-nodes, and three of the transports and
+LOCAL+REMOTE routings `halox-bench --list-transports` reports as available; one launch then runs
+those x every algorithm x three field groupings (compact, sequence, and blocks of 2 or L2-sized). A run that fails or outlives its timeout fails the test and prints the exact command
 that reproduces it.
 
     pytest tests/python/test_random_configs.py                         # the fixed CI seed
@@ -19,7 +19,7 @@ import subprocess
 
 import pytest
 
-from conftest import build_dir, launcher, list_transports, mpi_flavor
+from conftest import build_dir, launcher, list_routings, list_transports, mpi_flavor
 
 BENCH = "halox-bench"
 RUN_TIMEOUT = 90  # seconds; a healthy draw takes about one
@@ -41,7 +41,10 @@ def rank_grid(rng: random.Random, ranks: int) -> list[int]:
     return dims
 
 
-def draw(rng: random.Random, max_ranks: int) -> tuple[int, dict, list[str]]:
+TRANSPORTS_PER_DRAW = 3
+
+
+def draw(rng: random.Random, max_ranks: int, choices: list[str]) -> tuple[int, dict, list[str]]:
     """One configuration: (ranks, extra environment, halox-bench arguments)."""
     ranks = rng.randint(1, max_ranks)
     dims = rank_grid(rng, ranks)
@@ -63,6 +66,8 @@ def draw(rng: random.Random, max_ranks: int) -> tuple[int, dict, list[str]]:
         hi = [rng.randint(0, smallest[d]) for d in range(3)]
         args += ["--halo-lo", *map(str, lo), "--halo-hi", *map(str, hi)]
     args += ["--nfields", str(rng.choice([1, 1, 2, 3])), "--type", rng.choice(["float", "double"])]
+    args += ["--transport", ",".join(rng.sample(choices, min(TRANSPORTS_PER_DRAW, len(choices))))]
+    args += ["--fields", "compact,sequence," + rng.choice(["auto", "2"])]
     env = {}
     groups = [g for g in range(1, ranks) if ranks % g == 0]
     if groups and rng.random() < 0.5:
@@ -86,7 +91,8 @@ def pytest_generate_tests(metafunc):
     # MPICH busy-polls: oversubscribed draws stay small so that the suite fits its time.
     max_ranks = 8 if mpi_flavor() == "openmpi" else 4
     rng = random.Random(seed)
-    draws = [draw(rng, max_ranks) for _ in range(count)]
+    choices = list_transports() + list_routings()
+    draws = [draw(rng, max_ranks, choices) for _ in range(count)]
     ids = [f"seed{seed}-{i}-n{ranks}" for i, (ranks, _, _) in enumerate(draws)]
     metafunc.parametrize("random_config", draws, ids=ids)
 
@@ -98,10 +104,9 @@ def reproduce_line(command: list[str], env: dict) -> str:
 
 def test_random_configuration_verifies(random_config):
     ranks, env, args = random_config
-    transports = ",".join(list_transports())
     command = launcher(ranks) + [
-        str(build_dir() / BENCH), *args, "--transport", transports, "--algorithm", "all",
-        "--fields", "all", "--nrep", "2", "--warmup", "1", "--quiet",
+        str(build_dir() / BENCH), *args, "--algorithm", "all", "--nrep", "2", "--warmup", "1",
+        "--quiet",
     ]
     full_env = dict(os.environ, **env)
     try:
