@@ -56,6 +56,7 @@ struct bench_options {
   std::string memory = "auto";
   double timeout = 0;  // seconds per wait; 0 = HALOX_TIMEOUT or the library default
   bool list_transports = false;
+  std::string wisdom;
   decomposition_options decomp;
 };
 
@@ -68,7 +69,8 @@ struct field_grouping {
 };
 
 field_grouping parse_field_grouping(const std::string& text) {
-  if (text == "auto") return {field_mode::compact, fields_per_message_auto, text};
+  if (text == "cache") return {field_mode::compact, fields_per_message_auto, text};
+  if (text == "auto") return {field_mode::compact, 0, text};  // measured when the exchange is built
   if (!text.empty() && std::all_of(text.begin(), text.end(), ::isdigit)) {
     int n = text.size() > 6 ? 0 : std::stoi(text);
     if (n < 1)
@@ -81,16 +83,18 @@ field_grouping parse_field_grouping(const std::string& text) {
 }
 
 struct config {
-  transport_choice transport;
-  algorithm alg;
+  transport_choice transport;  // ignored when auto_transport
+  algorithm alg = algorithm::standard;  // ignored when auto_algorithm
   field_grouping fields;
-  element_type type;
+  element_type type = element_type::f64;
   halo_widths halo;
   int halo_label = 0;  // the uniform width, or -1 for per-side widths
   int nfields = 1;
+  bool auto_transport = false, auto_algorithm = false;
 
   std::string variant() const {
-    return fmt::format("{}/{}/{}", transport.name(), to_string(alg), fields.label);
+    return fmt::format("{}/{}/{}", auto_transport ? "auto" : transport.name(),
+                       auto_algorithm ? "auto" : to_string(alg), fields.label);
   }
   std::string shape() const {
     std::string h = halo_label >= 0 ? fmt::format("h{}", halo_label) : std::string("h*");
@@ -108,6 +112,7 @@ struct result {
   size_t max_bytes_sent = 0;    // over ranks
   std::string memory;           // "shared" or "private"
   std::string path;             // how the data moved (a fallback shows here)
+  std::string chosen;           // what auto choices chose
   int fields_per_message = 1;
   bool verified = false;
 };
@@ -133,17 +138,20 @@ void add_options(CLI::App& app, bench_options& o) {
       ->capture_default_str();
   app.add_option("--type", o.types, "Element type(s): float, double")->delimiter(',')->capture_default_str();
   app.add_option("--algorithm", o.algorithms, "standard (26 messages), staged (3 steps, 6 messages), "
-                 "faces (6 messages, no edges/corners), or all")
+                 "faces (6 messages, no edges/corners), auto (the faster of standard and staged, measured), "
+                 "or all")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--fields", o.field_modes, "compact (all fields per message), sequence (field by "
-                 "field), N (blocks of N fields per message), auto (blocks whose halo fits the L2 "
-                 "cache), or all (compact,sequence)")
+                 "field), N (blocks of N fields per message), cache (blocks whose halo fits the L2 "
+                 "cache), auto (the fastest of compact, sequence and cache, measured), or all "
+                 "(compact,sequence)")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--transport", o.transports,
                  fmt::format("Transport(s): a name ({}), LOCAL+REMOTE (on-node neighbours by "
-                             "LOCAL, the others by REMOTE), or all; see --list-transports",
+                             "LOCAL, the others by REMOTE), auto (the fastest, measured), or all; see "
+                             "--list-transports",
                              fmt::join(available_transport_choices(), ", ")))
       ->delimiter(',')
       ->capture_default_str();
@@ -162,6 +170,8 @@ void add_options(CLI::App& app, bench_options& o) {
                "description; then exit");
   app.add_option("--timeout", o.timeout, "Seconds a wait may last before the run fails naming "
                  "the peer (default: HALOX_TIMEOUT or 600)");
+  app.add_option("--wisdom", o.wisdom, "File of earlier automatic choices: read before measuring, "
+                 "appended after (also HALOX_WISDOM)");
   app.add_flag("--no-check", o.no_check, "Skip the cell-exact verification (timing-critical runs)");
   app.add_option("--json", o.json_path, "Append one JSON object per configuration to FILE");
   app.add_flag("--quiet", o.quiet, "Print only the summary table");
@@ -228,16 +238,29 @@ std::vector<config> build_matrix(bench_options& o, const std::vector<std::string
   std::vector<config> matrix;
   if (o.timeout < 0) throw usage_error("--timeout must not be negative");
   std::vector<transport_choice> transports;
-  for (const auto& t : expand_all(o.transports, transports_here))
-    transports.push_back(parse_transport_choice(t));
-  for (const auto& t : transports)
+  // "auto" (measured when the exchange is built) stands beside the named choices.
+  const transport_choice measured{"mpi-p2p", "mpi-p2p"};
+  std::vector<std::string> transport_names = expand_all(o.transports, transports_here);
+  for (const auto& t : transport_names)
+    transports.push_back(t == "auto" ? measured : parse_transport_choice(t));
+  for (size_t ti = 0; ti < transports.size(); ++ti)
     for (const auto& a : expand_all(o.algorithms, {"standard", "staged", "faces"}))
       for (const auto& m : expand_all(o.field_modes, {"compact", "sequence"}))
         for (const auto& ty : split_list(o.types))
           for (size_t h = 0; h < halos.size(); ++h)
-            for (int nf : o.nfields)
-              matrix.push_back({t, parse_algorithm(a), parse_field_grouping(m),
-                                parse_element_type(ty), halos[h], labels[h], nf});
+            for (int nf : o.nfields) {
+              config c;
+              c.transport = transports[ti];
+              c.alg = a == "auto" ? algorithm::standard : parse_algorithm(a);
+              c.fields = parse_field_grouping(m);
+              c.type = parse_element_type(ty);
+              c.halo = halos[h];
+              c.auto_transport = transport_names[ti] == "auto";
+              c.auto_algorithm = a == "auto";
+              c.halo_label = labels[h];
+              c.nfields = nf;
+              matrix.push_back(c);
+            }
   return matrix;
 }
 
@@ -327,6 +350,7 @@ void require_fits_in_memory(MPI_Comm comm, const bench_options& o, const std::ve
 
 std::string memory_kind(const bench_options& o, const config& cfg) {
   if (o.memory != "auto") return o.memory;
+  if (cfg.auto_transport) return "shared";  // lets shm compete at its best
   return cfg.transport.local == "shm" ? "shared" : "private";
 }
 
@@ -363,10 +387,17 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
                              .transport = cfg.transport.name(),
                              .fields_per_message = cfg.fields.per_message,
                              .ranks_per_node = o.decomp.ranks_per_node,
-                             .timeout_seconds = o.timeout};
+                             .timeout_seconds = o.timeout,
+                             .auto_transport = cfg.auto_transport,
+                             .auto_algorithm = cfg.auto_algorithm,
+                             .auto_fields = cfg.fields.label == "auto",
+                             .wisdom_file = o.wisdom};
     halo_exchange ex = shared ? halo_exchange(decomp, grid, *shared_memory, options)
                               : halo_exchange(decomp, grid, std::span<T* const>(fields), options);
     r.path = ex.transport_path();
+    r.chosen = ex.tuning();
+    if (!r.chosen.empty() && decomp.rank() == 0 && !o.quiet)
+      fmt::print("{} [{}]: {}\n", cfg.variant(), cfg.shape(), r.chosen);
     r.memory = shared ? "shared" : "private";
     const auto& plan = ex.plan();
     r.bytes_sent = plan.bytes_sent();
@@ -504,6 +535,7 @@ nlohmann::json to_json_record(const result& r, const summary& s, const bench_opt
   j["run_id"] = run_id;
   j["config"] = {{"transport", r.cfg.transport.name()},
                  {"transport_path", r.path},
+                 {"chosen", r.chosen},
                  {"algorithm", to_string(r.cfg.alg)},
                  {"fields", r.cfg.fields.label},
                  {"fields_per_message", r.fields_per_message},

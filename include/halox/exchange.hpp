@@ -60,6 +60,19 @@ struct exchange_options {
   int ranks_per_node = 0;
   // Seconds a wait may last before timeout_error (0: HALOX_TIMEOUT or 600).
   double timeout_seconds = 0;
+
+  // Measured choices: the candidates are timed on the caller's fields when
+  // the exchange is built (a few exchanges each, the slowest rank's time,
+  // agreed by all ranks) and the fastest is kept. Transport candidates:
+  // every available transport and LOCAL+REMOTE routing; algorithms: standard
+  // and staged; fields: compact, sequence and L2-sized blocks.
+  bool auto_transport = false;
+  bool auto_algorithm = false;
+  bool auto_fields = false;
+  // A file of earlier choices (JSON lines keyed by machine, MPI library, rank
+  // grid, sub-domain, halo widths, fields and type); read before measuring,
+  // appended after. Empty: HALOX_WISDOM, or none.
+  std::string wisdom_file;
 };
 
 template <class T>
@@ -123,11 +136,20 @@ class halo_exchange {
   std::string transport_name() const;
   // How the data moved, e.g. "shm(staged)+mpi-p2p" when the fields were private.
   std::string transport_path() const;
+  // What the measured choice found (empty without auto choices): e.g.
+  // "chose shm/staged/compact of 12 candidates (measured)" or "(from wisdom)".
+  const std::string& tuning() const;
 
  private:
   struct state;
   halo_exchange(const decomposition& decomp, const local_grid& grid, element_type type,
                 field_set fields, const exchange_options& options);
+  void finish(const decomposition& decomp, const local_grid& grid, element_type type,
+              field_set fields, state& s);
+  // The fastest of the candidates the auto flags open, agreed by all ranks.
+  static exchange_options measured_choice(const decomposition& decomp, const local_grid& grid,
+                                          element_type type, const field_set& fields,
+                                          const exchange_options& requested, std::string& report);
   std::unique_ptr<state> state_;
 };
 

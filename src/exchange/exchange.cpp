@@ -64,6 +64,7 @@ void require_agreement(MPI_Comm comm, const std::string& mine) {
 
 struct halo_exchange::state {
   exchange_options options;
+  std::string tuning;
   transport_choice choice;
   exchange_plan plan;
   field_set fields;
@@ -106,6 +107,14 @@ halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid
     : state_(std::make_unique<state>()) {
   state& s = *state_;
   s.options = options;
+  if (options.auto_transport || options.auto_algorithm || options.auto_fields)
+    s.options = measured_choice(decomp, grid, type, fields, options, s.tuning);
+  finish(decomp, grid, type, std::move(fields), s);
+}
+
+void halo_exchange::finish(const decomposition& decomp, const local_grid& grid, element_type type,
+                           field_set fields, state& s) {
+  const exchange_options& options = s.options;
   // Local checks: they depend only on the arguments, so every rank of a
   // consistent program throws alike; the agreement check below catches the rest.
   std::string problem;
@@ -151,6 +160,7 @@ halo_exchange::~halo_exchange() = default;
 
 const exchange_plan& halo_exchange::plan() const { return state_->plan; }
 const exchange_options& halo_exchange::options() const { return state_->options; }
+const std::string& halo_exchange::tuning() const { return state_->tuning; }
 std::string halo_exchange::transport_name() const { return state_->choice.name(); }
 std::string halo_exchange::transport_path() const { return state_->mover->path(); }
 

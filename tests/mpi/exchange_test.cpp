@@ -4,10 +4,12 @@
 // per-rank and unevenly split global domains.
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <unistd.h>
 
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <optional>
@@ -300,6 +302,41 @@ TEST(Exchange, FieldBlocksAreExactForEveryTransport) {
         ASSERT_TRUE(agreed.empty()) << transport.choice << " " << to_string(alg) << " blocks of "
                                     << per_message << ": " << agreed;
       }
+}
+
+// The measured choice keeps an exact exchange, says what it chose, and a
+// wisdom file lets the next exchange skip the measurement.
+TEST(Exchange, AutomaticChoiceIsExactAndRemembered) {
+  auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, false, true}, false);
+  domain_case dc{false, {6, 5, 4}};
+  std::vector<std::vector<std::byte>> heap(
+      2, std::vector<std::byte>(local_grid(dc.cells, halo_widths::uniform(2)).cells() * 8));
+  std::string wisdom = fmt::format("/tmp/halox-wisdom-test-{}", getppid());
+  if (d.rank() == 0) std::remove(wisdom.c_str());
+  MPI_Barrier(MPI_COMM_WORLD);
+  exchange_options options;
+  options.auto_transport = options.auto_algorithm = options.auto_fields = true;
+  options.wisdom_file = wisdom;
+  for (const char* expected : {"measured", "from wisdom"}) {
+    subdomain sub = subdomain_per_rank(d, dc.cells);
+    local_grid grid(sub.extent, halo_widths::uniform(2));
+    std::vector<double*> fields{reinterpret_cast<double*>(heap[0].data()),
+                                reinterpret_cast<double*>(heap[1].data())};
+    verify_context ctx{grid, sub, d.periodic(), algorithm::standard};
+    fill_fields(fields, ctx, 0);
+    halo_exchange ex(d, grid, fields, options);
+    EXPECT_NE(ex.tuning().find(expected), std::string::npos) << ex.tuning();
+    EXPECT_FALSE(ex.options().auto_transport || ex.options().auto_algorithm ||
+                 ex.options().auto_fields);
+    ctx.alg = ex.options().alg;
+    fill_fields(fields, ctx, 1);
+    ex.exchange();
+    size_t total = 1;
+    check_fields(fields, ctx, 1, 1, &total);
+    EXPECT_EQ(total, 0u) << ex.tuning();
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (d.rank() == 0) std::remove(wisdom.c_str());
 }
 
 TEST(Exchange, SplitPhaseOverlapsInteriorWork) {

@@ -1,0 +1,191 @@
+// The measured choice behind exchange_options' auto flags.
+//
+// Reference algorithm:
+//   key = machine, MPI library, rank grid, sub-domain, halo widths, fields, type, auto flags
+//   if the wisdom file has key: take its choice
+//   else for each candidate c (transports x algorithms x field groupings the flags open):
+//          build the exchange c on the caller's fields; 2 untimed exchanges;
+//          t(c) = median of 5 exchanges, slowest rank (agreed by all)
+//        take the fastest; append (key, choice) to the wisdom file
+#include <unistd.h>
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <vector>
+
+#include "halox/common/error.hpp"
+#include "halox/exchange.hpp"
+#include "halox/topology.hpp"
+#include "halox/transport/registry.hpp"
+
+namespace halox {
+
+namespace {
+
+constexpr int untimed_exchanges = 2, timed_exchanges = 5;
+
+std::string describe_choice(const exchange_options& o) {
+  return fmt::format("{}/{}/{}", o.transport, to_string(o.alg),
+                     o.fields_per_message > 0 ? fmt::format("{}", o.fields_per_message)
+                     : o.fields_per_message == fields_per_message_auto ? std::string("cache")
+                                                                       : to_string(o.mode));
+}
+
+// "transport alg mode fields_per_message", the line format of the wisdom file.
+std::string encode(const exchange_options& o) {
+  return fmt::format("{} {} {} {}", o.transport, to_string(o.alg), to_string(o.mode),
+                     o.fields_per_message);
+}
+
+bool decode(const std::string& text, exchange_options& o) {
+  char transport[128], alg[32], mode[32];
+  int per_message = 0;
+  if (std::sscanf(text.c_str(), "%127s %31s %31s %d", transport, alg, mode, &per_message) != 4)
+    return false;
+  try {
+    o.alg = parse_algorithm(alg);
+    o.mode = parse_field_mode(mode);
+    parse_transport_choice(transport);
+  } catch (const usage_error&) {
+    return false;  // written by another build: measure again
+  }
+  o.transport = transport;
+  o.fields_per_message = per_message;
+  return true;
+}
+
+std::string broadcast(MPI_Comm comm, std::string text) {
+  int length = static_cast<int>(text.size());
+  MPI_Bcast(&length, 1, MPI_INT, 0, comm);
+  text.resize(static_cast<size_t>(length));
+  MPI_Bcast(text.data(), length, MPI_CHAR, 0, comm);
+  return text;
+}
+
+std::string wisdom_key(const decomposition& decomp, const local_grid& grid, element_type type,
+                       size_t nfields, const exchange_options& o) {
+  char host[256] = "?";
+  ::gethostname(host, sizeof host - 1);
+  char library[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+  int length = 0;
+  MPI_Get_library_version(library, &length);
+  std::string mpi(library, static_cast<size_t>(std::min(length, 60)));
+  std::erase(mpi, '\n');
+  const auto& h = grid.halo;
+  return fmt::format("{}|{}|{}x{}x{} {}|{}x{}x{}|lo {},{},{} hi {},{},{}|{} x {}|auto {}{}{}|{}{}",
+                     host, mpi, decomp.dims()[0], decomp.dims()[1], decomp.dims()[2],
+                     decomp.size(), grid.interior[0], grid.interior[1], grid.interior[2], h.lo[0],
+                     h.lo[1], h.lo[2], h.hi[0], h.hi[1], h.hi[2], nfields, to_string(type),
+                     o.auto_transport ? "t" : "", o.auto_algorithm ? "a" : "",
+                     o.auto_fields ? "f" : "", o.auto_transport ? "" : o.transport,
+                     o.auto_algorithm ? "" : "/" + to_string(o.alg));
+}
+
+std::vector<exchange_options> candidates(MPI_Comm comm, const exchange_options& requested) {
+  std::vector<std::string> transports{requested.transport};
+  if (requested.auto_transport) {
+    transports = available_transport_choices(comm);
+    std::vector<std::string> routings;
+    for (const auto& local : transports)
+      if (find_transport(local).reach == transport_reach::same_node)
+        for (const auto& remote : transports)
+          if (find_transport(remote).reach == transport_reach::any_peer && remote != "mpi-p2p")
+            routings.push_back(local + "+" + remote);
+    transports.insert(transports.end(), routings.begin(), routings.end());
+  }
+  std::vector<algorithm> algorithms{requested.alg};
+  if (requested.auto_algorithm) algorithms = {algorithm::standard, algorithm::staged};
+  struct grouping {
+    field_mode mode;
+    int per_message;
+  };
+  std::vector<grouping> groupings{{requested.mode, requested.fields_per_message}};
+  if (requested.auto_fields)
+    groupings = {{field_mode::compact, 0}, {field_mode::sequence, 0},
+                 {field_mode::compact, fields_per_message_auto}};
+  std::vector<exchange_options> out;
+  for (const auto& t : transports)
+    for (auto a : algorithms)
+      for (const auto& g : groupings) {
+        exchange_options c = requested;
+        c.auto_transport = c.auto_algorithm = c.auto_fields = false;
+        c.transport = t;
+        c.alg = a;
+        c.mode = g.mode;
+        c.fields_per_message = g.per_message;
+        out.push_back(c);
+      }
+  return out;
+}
+
+}  // namespace
+
+exchange_options halo_exchange::measured_choice(const decomposition& decomp, const local_grid& grid,
+                                                element_type type, const field_set& fields,
+                                                const exchange_options& requested,
+                                                std::string& report) {
+  MPI_Comm comm = decomp.comm();
+  std::string file = requested.wisdom_file;
+  if (file.empty())
+    if (const char* env = std::getenv("HALOX_WISDOM")) file = env;
+  const std::string key = broadcast(comm, wisdom_key(decomp, grid, type, fields.pointers.size(),
+                                                     requested));
+  if (!file.empty()) {
+    std::string known;
+    if (decomp.rank() == 0) {
+      std::ifstream in(file);
+      for (std::string line; std::getline(in, line);)
+        if (line.size() > key.size() && line.compare(0, key.size(), key) == 0 &&
+            line[key.size()] == '\t')
+          known = line.substr(key.size() + 1);  // the last entry wins
+    }
+    known = broadcast(comm, known);
+    exchange_options chosen = requested;
+    chosen.auto_transport = chosen.auto_algorithm = chosen.auto_fields = false;
+    if (!known.empty() && decode(known, chosen)) {
+      report = fmt::format("chose {} (from wisdom file {})", describe_choice(chosen), file);
+      return chosen;
+    }
+  }
+
+  auto options = candidates(comm, requested);
+  double best_time = std::numeric_limits<double>::infinity();
+  exchange_options best = options.front();
+  size_t measured = 0;
+  for (const auto& c : options) {
+    try {
+      halo_exchange ex(decomp, grid, type, fields, c);
+      for (int i = 0; i < untimed_exchanges; ++i) ex.exchange();
+      std::vector<double> times;
+      for (int i = 0; i < timed_exchanges; ++i) {
+        double t0 = MPI_Wtime();
+        ex.exchange();
+        times.push_back(MPI_Wtime() - t0);
+      }
+      std::nth_element(times.begin(), times.begin() + timed_exchanges / 2, times.end());
+      double median = times[timed_exchanges / 2], slowest = 0;
+      MPI_Allreduce(&median, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
+      ++measured;
+      if (slowest < best_time) {
+        best_time = slowest;
+        best = c;
+      }
+    } catch (const usage_error&) {
+      // Thrown on every rank alike (agreed): this candidate cannot run here.
+    }
+  }
+  if (measured == 0) throw usage_error("no candidate of the automatic choice can run here");
+  report = fmt::format("chose {} of {} candidates ({:.2f} us per exchange, measured)",
+                       describe_choice(best), measured, best_time * 1e6);
+  if (!file.empty() && decomp.rank() == 0) {
+    std::ofstream out(file, std::ios::app);
+    out << key << '\t' << encode(best) << '\n';  // one whole line per choice
+  }
+  return best;
+}
+
+}  // namespace halox
