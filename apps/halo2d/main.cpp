@@ -2,6 +2,7 @@
 // send/receive, phased) plus persistent, irecv-first and sendrecv variants,
 // for 2, 4 and 8 neighbours and message sizes from 0 B to 1 MiB.
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <string>
@@ -149,7 +150,10 @@ int run(MPI_Comm world, int argc, char** argv) {
   if (!cfg.json.empty()) {
     auto record = collect_provenance(bench.comm());  // collective
     if (root) {
+      record["tool"] = program;
       record["program"] = program;
+      record["run_id"] = fmt::format("{}-{}", record["timestamp"].get<std::string>(),
+                                     static_cast<long>(::getpid()));
       record["options"] = options_json(cfg, argc, argv);
       record["mesh"] = mesh_json(cfg, bench);
       record["time_unit"] = "seconds_per_message = seconds_per_exchange / neighbors";

@@ -497,7 +497,10 @@ int ipc_main(MPI_Comm world, int argc, char** argv) {
 
   if (talk && !o.json_path.empty()) {
     nlohmann::json record = provenance;
+    record["tool"] = program;
     record["program"] = program;
+    record["run_id"] = fmt::format("{}-{}", record["timestamp"].get<std::string>(),
+                                   static_cast<long>(::getpid()));
     record["options"] = {{"bufsize", plan.bufsize},
                          {"min_block", plan.blocks.front()},
                          {"max_block", plan.blocks.back()},

@@ -4,9 +4,20 @@ from __future__ import annotations
 import argparse
 import sys
 
+from . import launch
 from . import records as rec
 from . import report as rep
 from . import sweep as swp
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"'{text}' must be positive")
+    return value
 
 
 class _Parser(argparse.ArgumentParser):
@@ -25,22 +36,31 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="halox", description="Sweeps and reports for the halox benchmarks.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    r = sub.add_parser("report", help="tables and plots from halox-bench --json records",
-                       description="Tables in the seeds' layouts from the JSON Lines records "
-                                   "that `halox-bench --json` appends.")
+    r = sub.add_parser("report", help="tables and plots from the records of halox-bench, "
+                                      "halox-halo2d and halox-ipc",
+                       description="Tables from the JSON Lines records that the halox programs "
+                                   "append with --json (and halox sweep collects): halox-bench "
+                                   "in the layouts of the GHEX benchmark results on Betzy, "
+                                   "halox-halo2d in those of Gropp's halo tests, halox-ipc in "
+                                   "those of the mpidt benchmark.")
     r.add_argument("files", nargs="+", metavar="FILE.jsonl")
     r.add_argument("--metric", choices=list(rec.METRICS), default="median",
-                   help="median (default), mean, min, p5, p95: time per exchange of the slowest "
-                        "rank in µs; seconds_per_10000: seconds per 10000 exchanges (the seeds' "
-                        "unit)")
+                   help="halox-bench: median (default), mean, min, p5, p95: time per exchange of "
+                        "the slowest rank in µs; seconds_per_10000: seconds per 10000 exchanges "
+                        "(the unit of the GHEX results)")
     r.add_argument("--layout", choices=rep.LAYOUTS, default="chosen",
-                   help="chosen: a row per variant, a column per halo x fields (default); "
-                        "full: per variant, rows = halo, columns = fields (+ staged / second "
-                        "toolchain); decomposition: columns = decomposition x toolchain")
+                   help="halox-bench: chosen: a row per variant, a column per halo x fields "
+                        "(default); full: per variant, rows = halo, columns = fields (+ staged / "
+                        "second toolchain); decomposition: columns = decomposition x toolchain")
     r.add_argument("--baseline", default=rep.DEFAULT_BASELINE, metavar="T/A/F",
                    help="variant the (xN) ratios refer to (default %(default)s)")
+    r.add_argument("--efficiency", action="store_true",
+                   help="chosen layout: add 'eff' columns, the fraction of the single-copy floor "
+                        "(a memcpy of the same bytes in the same run) each cell reaches")
     r.add_argument("--markdown", action="store_true", help="GitHub markdown tables")
     r.add_argument("--plot", metavar="OUT.png", help="also write a bar plot of the chosen layout")
+    r.add_argument("--save", metavar="DIR",
+                   help="also write DIR/report.md (every table) and PNG plots beside it")
     filters = r.add_argument_group("selection (comma lists)")
     filters.add_argument("--run-id", help="only these runs")
     filters.add_argument("--halo", help="only these halo widths, e.g. 1,5")
@@ -50,18 +70,29 @@ def build_parser() -> argparse.ArgumentParser:
     filters.add_argument("--fields", help="only these field modes")
     filters.add_argument("--type", help="only these element types")
 
-    s = sub.add_parser("sweep", help="run a matrix of halox-bench configurations from TOML",
+    s = sub.add_parser("sweep", help="run a matrix of benchmark configurations from TOML",
                        description="Runs the [[sweep.run]] entries of SPEC.toml, each as one "
-                                   "halox-bench invocation over the whole [matrix].")
+                                   "invocation of sweep.executable (halox-bench, halox-halo2d, "
+                                   "halox-ipc) over the whole [matrix]. Running it again into "
+                                   "the same output resumes: recorded runs are skipped.")
     s.add_argument("spec", metavar="SPEC.toml")
     s.add_argument("--dry-run", action="store_true",
-                   help="check the spec and print the exact command lines, run nothing")
+                   help="check the spec and print the exact command lines (and what is "
+                        "recorded already), run nothing")
     s.add_argument("--output", metavar="FILE.jsonl",
                    help="append records here (default: sweep.output, else "
-                        "results/sweep-NAME-MPI-DATE.jsonl)")
-    s.add_argument("--build-dir", help="folder with halox-bench (default: sweep.build_dir, "
+                        "results/sweep-NAME-MPI.jsonl)")
+    s.add_argument("--build-dir", help="folder with the programs (default: sweep.build_dir, "
                                        "else build/MPI of the checkout)")
     s.add_argument("--mpi", choices=swp.MPI_FLAVORS, help="override sweep.mpi")
+    s.add_argument("--launcher", choices=launch.LAUNCHERS,
+                   help="override sweep.launcher: local (scripts/mpirun.sh, the default), "
+                        "mpirun, mpiexec, or srun (inside a Slurm allocation)")
+    s.add_argument("--timeout", type=_positive_seconds, metavar="SECONDS",
+                   help="override the per-run timeout (sweep.timeout, sweep.run.timeout)")
+    s.add_argument("--emit-sbatch", metavar="FILE.sh",
+                   help="write a Slurm batch script that runs this sweep with srun inside its "
+                        "allocation, appending to --output; run nothing")
     s.add_argument("-v", "--verbose", action="store_true",
                    help="show each benchmark's own output (its summary table) when it ends")
     return parser
@@ -79,20 +110,51 @@ def report_main(args) -> int:
                          algorithm=rec.parse_list(args.algorithm),
                          fields=rec.parse_list(args.fields), type=rec.parse_list(args.type))
     for tool, count in loaded.skipped_tools.items():
-        print(f"{prog}: note: skipped {count} records of {tool} (not halox-bench)", file=sys.stderr)
-    if not loaded.records:
-        return _fail(prog, f"no halox-bench records in {', '.join(args.files)}")
-    if not records:
+        print(f"{prog}: note: skipped {count} records of {tool} (not a halox program)",
+              file=sys.stderr)
+    if loaded.duplicates:
+        print(f"{prog}: note: {loaded.duplicates} records were read twice and count once",
+              file=sys.stderr)
+    for path in loaded.partial:
+        print(f"{prog}: note: {path}: left out an unterminated last line (its writer was "
+              "interrupted)", file=sys.stderr)
+    if not loaded.count:
+        return _fail(prog, f"no records of halox-bench, halox-halo2d or halox-ipc in "
+                           f"{', '.join(args.files)}")
+    if loaded.records and not records:
         return _fail(prog, f"none of the {len(loaded.records)} records match the selection")
-    report = rep.build(records, args.layout, args.metric, args.baseline)
-    sys.stdout.write(rep.render_markdown(report) if args.markdown else rep.render_text(report))
-    if args.plot:
+    render = rep.render_markdown if args.markdown else rep.render_text
+    parts = []
+    if records:
+        parts.append(render(rep.build(records, args.layout, args.metric, args.baseline,
+                                      args.efficiency)))
+    from . import report_halo2d, report_ipc
+    if loaded.halo2d:
+        parts.append(render(report_halo2d.build(loaded.halo2d)))
+    if loaded.ipc:
+        parts.append(render(report_ipc.build(loaded.ipc)))
+    if loaded.failures:
+        from .document import failure_lines
+        parts.append("\n".join([f"Failed runs ({len(loaded.failures)}):",
+                                *[f"  {l}" for l in failure_lines(loaded.failures)]]) + "\n")
+    sys.stdout.write("\n".join(parts))
+    if args.plot and records:
         from . import plot
         try:
             out = plot.plot(records, args.plot, args.metric, args.baseline)
         except OSError as e:
             return _fail(prog, f"cannot write {args.plot}: {e.strerror}")
         print(f"{prog}: plot written to {out}", file=sys.stderr)
+    if args.save:
+        from . import document
+        try:
+            path, plots = document.write(loaded, records, args.save, files=args.files,
+                                         metric=args.metric, baseline=args.baseline,
+                                         efficiency=args.efficiency, layout=args.layout)
+        except OSError as e:
+            return _fail(prog, f"cannot write to {args.save}: {e.strerror}")
+        sys.stdout.flush()
+        print(f"\nreport: {path}\nplots:  " + "\n        ".join(str(p) for p in plots))
     return 0
 
 

@@ -1,9 +1,19 @@
-"""Bar plots of a metric per variant and shape (the seeds' "compact vs staged" plot):
-one panel per table of the chosen layout, one group of bars per (halo, nfields), one bar per
-variant, logarithmic time axis (halo 1 x 1 field and halo 5 x 8 fields differ by ~100x)."""
+"""Plots of halox records.  Every figure names, above its panels, the machine, the MPI
+library, the ranks and the statistic it shows.
+
+- `plot`: bar plot of the chosen layout (the GHEX results' "compact vs staged" plot): one
+  panel per table, a group of bars per (halo, nfields), a bar per variant, log time axis.
+- `bench_variants`: per rank grid and toolchain, a panel per (halo, nfields): bars per transport
+  and algorithm/fields, each with a tick at its single-copy floor (memcpy of the same bytes).
+- `bench_placement`: per (halo, nfields), every variant on each rank grid / decomposition.
+- `halo2d`: seconds per message vs message size, a line per test, a panel per neighbour count.
+- `ipc`: copy time vs block size, a line per mechanism, memcpy of the buffer dashed.
+"""
 from __future__ import annotations
 
+import math
 import pathlib
+import textwrap
 from typing import Sequence
 
 import matplotlib
@@ -14,7 +24,32 @@ import numpy as np  # noqa: E402
 
 from . import records as rec  # noqa: E402
 from . import report  # noqa: E402
-from .records import Record  # noqa: E402
+from . import report_halo2d, report_ipc  # noqa: E402
+from .records import Halo2dRun, IpcRun, Record  # noqa: E402
+
+
+def _suptitle(fig, title: str, context: str) -> None:
+    text = title + "\n" + "\n".join(textwrap.wrap(context, 130))
+    fig.suptitle(text, fontsize=8.5, y=0.995)
+
+
+def _save(fig, out: str | pathlib.Path) -> pathlib.Path:
+    out = pathlib.Path(out)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    fig.savefig(out, dpi=100, format="png")
+    plt.close(fig)
+    return out
+
+
+def _bench_context(records: Sequence[Record], metric: str) -> str:
+    description, unit, _ = rec.METRICS[metric]
+    return report.context_line([r.raw for r in records], (r.ranks for r in records),
+                               f"{description} [{unit}]", rec.toolchain_labels(records))
+
+
+def _unit_label(metric: str) -> str:
+    _, unit, _ = rec.METRICS[metric]
+    return "per exchange [µs]" if unit == "µs" else f"10000 exchanges [{unit}]"
 
 
 def plot(records: Sequence[Record], out: str | pathlib.Path, metric: str = "median",
@@ -22,11 +57,9 @@ def plot(records: Sequence[Record], out: str | pathlib.Path, metric: str = "medi
     """Writes a PNG and returns its path."""
     chosen = report.chosen(records, metric, baseline)
     panels = [(section, table) for section in chosen.sections for table in section.tables]
-    description, unit, _ = rec.METRICS[metric]
-    ncols = 1
     fig_width = max(6.0, min(18.0, 2.0 + 1.6 * max(
         sum(k == "value" for k in t.kinds) for _, t in panels)))
-    fig, axes = plt.subplots(len(panels), ncols, figsize=(fig_width, 3.8 * len(panels)),
+    fig, axes = plt.subplots(len(panels), 1, figsize=(fig_width, 1.0 + 3.8 * len(panels)),
                              squeeze=False)
     for ax, (section, table) in zip(axes[:, 0], panels):
         value_columns = [i for i, k in enumerate(table.kinds) if k == "value"]
@@ -41,14 +74,178 @@ def plot(records: Sequence[Record], out: str | pathlib.Path, metric: str = "medi
                    color=cmap(j % cmap.N))
         ax.set_xticks(x, labels)
         ax.set_yscale("log")
-        ax.set_ylabel("per exchange [µs]" if unit == "µs" else f"10000 exchanges [{unit}]")
+        ax.set_ylabel(_unit_label(metric))
         ax.set_title(f"{table.title}: {section.details[0]}", fontsize=9)
         ax.grid(axis="y", which="both", alpha=0.3)
         ax.legend(fontsize=7, ncols=2 if nvariants > 6 else 1, loc="upper left",
                   bbox_to_anchor=(1.01, 1.0))
-    fig.suptitle(description, fontsize=10)
-    fig.tight_layout()
+    _suptitle(fig, "time per variant and halo x fields", _bench_context(records, metric))
+    return _save(fig, out)
+
+
+def _value(cell: Sequence[Record], metric: str) -> float:
+    return rec.cell_value(cell, metric)
+
+
+def _floor(cell: Sequence[Record], metric: str) -> float:
+    """The memcpy of the same bytes, in the metric's unit (µs per exchange, or s per 10^4)."""
+    values = sorted(r.raw.get("memcpy_s", math.nan) for r in cell)
+    if not values:
+        return math.nan
+    seconds = float(values[len(values) // 2])
+    return seconds * (1e4 if metric == "seconds_per_10000" else 1e6)
+
+
+def bench_variants(records: Sequence[Record], out: str | pathlib.Path,
+                   metric: str = "median") -> pathlib.Path:
+    """One rank grid and toolchain: a panel per (halo, nfields); per transport a bar per
+    algorithm/fields, with a black tick at the single-copy floor of that bar's bytes."""
+    shapes: dict[tuple, str] = {}
+    for r in sorted(records, key=rec.shape_key):
+        shapes.setdefault(rec.shape_key(r), r.shape_label)
+    transports = sorted({r.transport for r in records})
+    combos = sorted({(r.algorithm, r.fields) for r in records},
+                    key=lambda c: (rec.order_rank(c[0], rec.ALGORITHM_ORDER),
+                                   rec.order_rank(c[1], rec.FIELDS_ORDER)))
+    cells: dict[tuple, list[Record]] = {}
+    for r in records:
+        cells.setdefault((rec.shape_key(r), r.transport, r.algorithm, r.fields), []).append(r)
+    ncols = min(2, len(shapes))
+    nrows = math.ceil(len(shapes) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(6.5 * ncols, 3.6 * nrows + 1.2),
+                             squeeze=False)
+    cmap = plt.get_cmap("tab10")
+    width = 0.8 / max(len(combos), 1)
+    x = np.arange(len(transports))
+    for ax, (key, label) in zip(axes.flat, shapes.items()):
+        for j, (algorithm, fields) in enumerate(combos):
+            offsets = x - 0.4 + width * (j + 0.5)
+            heights = [_value(cells.get((key, t, algorithm, fields), []), metric)
+                       for t in transports]
+            floors = [_floor(cells.get((key, t, algorithm, fields), []), metric)
+                      for t in transports]
+            ax.bar(offsets, heights, width, color=cmap(j % 10), label=f"{algorithm}/{fields}")
+            ax.hlines(floors, offsets - width / 2, offsets + width / 2, colors="black",
+                      linewidth=1.5, label="memcpy floor" if j == 0 else None)
+        ax.set_xticks(x, transports)
+        ax.set_title(label, fontsize=10)
+        ax.set_ylabel(_unit_label(metric))
+        ax.grid(axis="y", alpha=0.3)
+    for ax in list(axes.flat)[len(shapes):]:
+        ax.axis("off")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="lower center", ncols=min(7, len(labels)))
+    first = records[0]
+    _suptitle(fig, f"transports and algorithms: {report.context_details(first)}",
+              _bench_context(records, metric))
+    fig.tight_layout(rect=(0, 0.06, 1, 0.93))
     out = pathlib.Path(out)
     fig.savefig(out, dpi=100, format="png")
     plt.close(fig)
     return out
+
+
+def bench_placement(records: Sequence[Record], out: str | pathlib.Path,
+                    metric: str = "median") -> pathlib.Path:
+    """Every variant on each rank grid / decomposition (and toolchain), a panel per shape."""
+    labels_tc = rec.toolchain_labels(records)
+    columns: dict[tuple, str] = {}
+    for r in sorted(records, key=lambda r: (rec.decomposition_key(r), r.periodic)):
+        columns.setdefault((rec.decomposition_key(r), r.periodic, rec.toolchain_id(r)),
+                           f"{rec.decomposition_text(r)} order {r.order}"
+                           + (f" {labels_tc[rec.toolchain_id(r)]}" if len(labels_tc) > 1
+                              else ""))
+    shapes: dict[tuple, str] = {}
+    for r in sorted(records, key=rec.shape_key):
+        shapes.setdefault(rec.shape_key(r), r.shape_label)
+    variants = rec.sort_variants(r.variant for r in records)
+    cells: dict[tuple, list[Record]] = {}
+    for r in records:
+        column = (rec.decomposition_key(r), r.periodic, rec.toolchain_id(r))
+        cells.setdefault((rec.shape_key(r), r.variant, column), []).append(r)
+    fig, axes = plt.subplots(1, len(shapes), figsize=(3.6 * len(shapes) + 2.5,
+                                                      0.32 * len(variants) * len(columns) + 2.2),
+                             squeeze=False, sharey=True)
+    height = 0.8 / len(columns)
+    y = np.arange(len(variants))
+    cmap = plt.get_cmap("tab10")
+    for ax, (key, label) in zip(axes[0], shapes.items()):
+        for j, (column, name) in enumerate(columns.items()):
+            values = [_value(cells.get((key, v, column), []), metric) for v in variants]
+            ax.barh(y - 0.4 + height * (j + 0.5), values, height, color=cmap(j % 10),
+                    label=name)
+        ax.set_title(label, fontsize=10)
+        ax.set_xlabel(_unit_label(metric))
+        ax.grid(axis="x", alpha=0.3)
+    axes[0][0].set_yticks(y, variants, fontsize=8)
+    axes[0][0].invert_yaxis()
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, fontsize=8, loc="lower center", ncols=min(4, len(names)))
+    _suptitle(fig, "placement: the same exchanges on each rank grid",
+              _bench_context(records, metric))
+    fig.tight_layout(rect=(0, 0.07, 1, 0.92))
+    out = pathlib.Path(out)
+    fig.savefig(out, dpi=100, format="png")
+    plt.close(fig)
+    return out
+
+
+def _log2_axis(ax) -> None:
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
+        lambda v, _: f"{int(v)}" if v < 1024 else (f"{int(v) >> 10}Ki" if v < 1 << 20
+                                                    else f"{int(v) >> 20}Mi")))
+
+
+def halo2d(runs: Sequence[Halo2dRun], out: str | pathlib.Path) -> pathlib.Path:
+    """Runs of one context (mesh, ranks, MPI): a panel per neighbour count, a line per test."""
+    tests = report_halo2d.tests_of(runs)
+    neighbours = sorted({k[1] for r in runs for k in r.cells})
+    fig, axes = plt.subplots(1, len(neighbours), figsize=(5.2 * len(neighbours), 4.6),
+                             squeeze=False, sharey=True)
+    for ax, n in zip(axes[0], neighbours):
+        for test in tests:
+            sizes = sorted({k[2] for r in runs for k in r.cells if k[:2] == (test, n) and k[2]})
+            if not sizes:
+                continue
+            values = [min(r.cells[(test, n, b)] for r in runs if (test, n, b) in r.cells)
+                      for b in sizes]
+            ax.plot(sizes, values, marker="o", markersize=3,
+                    label=report_halo2d.TEST_TITLES.get(test, test))
+        _log2_axis(ax)
+        ax.set_yscale("log")
+        ax.set_title(f"{n} neighbours", fontsize=10)
+        ax.set_xlabel("message size [bytes]")
+        ax.grid(which="both", alpha=0.3)
+    axes[0][0].set_ylabel("seconds per message")
+    axes[0][0].legend(fontsize=8)
+    first = runs[0]
+    _suptitle(fig, f"halox-halo2d: {report_halo2d.mesh_text(first)}",
+              report.context_line([r.raw for r in runs], [first.ranks],
+                                  report_halo2d.STATISTIC))
+    return _save(fig, out)
+
+
+def ipc(runs: Sequence[IpcRun], out: str | pathlib.Path) -> pathlib.Path:
+    """Runs of one buffer (size, layout, ranks, MPI): copy time per mechanism vs block size."""
+    fig, ax = plt.subplots(figsize=(8.5, 5.2))
+    sizes = sorted({row["iov_size"] for r in runs for row in r.rows})
+    for mechanism in report_ipc.mechanisms_of(runs):
+        values = [report_ipc.cell_value(runs, s, mechanism, lambda row, c: c["time_us"])
+                  for s in sizes]
+        if all(v is None or math.isnan(v) for v in values):
+            continue  # unavailable here
+        ax.plot(sizes, [math.nan if v is None else v for v in values], marker="o",
+                markersize=3, label=mechanism)
+    memcpy = [report_ipc.cell_value(runs, s, None, lambda row, c: row["memcpy_us"]) for s in sizes]
+    ax.plot(sizes, memcpy, color="black", linestyle="--", label="memcpy of the buffer")
+    _log2_axis(ax)
+    ax.set_yscale("log")
+    ax.set_xlabel("block size (IOV_size) [bytes]")
+    ax.set_ylabel("copy time [µs]")
+    ax.grid(which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper right")
+    first = runs[0]
+    _suptitle(fig, f"halox-ipc: {report_ipc.buffer_text(first)}",
+              report.context_line([r.raw for r in runs], [first.ranks], report_ipc.STATISTIC))
+    return _save(fig, out)

@@ -1,8 +1,10 @@
-"""Loading, validating and grouping the JSON Lines records that `halox-bench --json` writes.
+"""Loading, validating and grouping the JSON Lines records of the halox programs.
 
-One record is one configuration (transport x algorithm x fields x type x halo x nfields) of one
-run; all records of one `halox-bench` invocation share a `run_id`.  The schema is written by
-`to_json_record` in apps/bench/main.cpp (schema_version 1).
+A `halox-bench` record is one configuration (transport x algorithm x fields x type x halo x
+nfields) of one run; all records of one invocation share a `run_id` (written by
+`to_json_record` in apps/bench/main.cpp, schema_version 1).  `halox-halo2d` and `halox-ipc`
+write one record per run, holding all its cells.  `halox sweep` adds `failure` records for runs
+that failed and `complete` marks for runs that finished.
 """
 from __future__ import annotations
 
@@ -109,10 +111,7 @@ def parse_record(obj: Any, where: str) -> Record:
     """Validates one decoded JSON object and returns it as a Record."""
     if not isinstance(obj, dict):
         raise RecordError(f"{where}: a record must be a JSON object")
-    version = _need(obj, "schema_version", int, where)
-    if version not in SUPPORTED_SCHEMA_VERSIONS:
-        raise RecordError(f"{where}: schema_version {version} is not supported (this halox reads "
-                          f"{', '.join(map(str, sorted(SUPPORTED_SCHEMA_VERSIONS)))})")
+    _check_version(obj, where)
     config = _need(obj, "config", dict, where)
     decomp = _need(obj, "decomposition", dict, where)
     times = _need(obj, "time_per_exchange_s", dict, where)
@@ -147,39 +146,193 @@ def parse_record(obj: Any, where: str) -> Record:
     )
 
 
+@dataclass(frozen=True)
+class Halo2dRun:
+    """One run of halox-halo2d: a cell per (test, neighbours, message size)."""
+    source: str
+    run_id: str
+    mpi_library: str
+    ranks: int
+    mesh: tuple[int, ...]
+    periodic: bool
+    reorder: bool
+    trials: int
+    repetitions: str              # "auto" or a number
+    cells: dict[tuple[str, int, int], float]  # (test, neighbours, bytes) -> seconds per message
+    tests: tuple[str, ...]        # in the order of the run
+    raw: dict = field(repr=False, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class IpcRun:
+    """One run of halox-ipc: a row per block size, a cell per mechanism."""
+    source: str
+    run_id: str
+    mpi_library: str
+    ranks: int
+    bufsize: int
+    layout: str
+    stride_factor: int
+    mode: str                     # one-to-many, pairs
+    mechanisms: tuple[str, ...]
+    unavailable: dict[str, str]
+    rows: tuple[dict, ...]        # iov_size, iov_count, memcpy_us, mechanisms {name: cell|None}
+    raw: dict = field(repr=False, compare=False, hash=False)
+
+
+HALO2D_TOOL = "halox-halo2d"
+IPC_TOOL = "halox-ipc"
+SWEEP_TOOL = "halox-sweep"
+
+
+def parse_halo2d(obj: dict, where: str) -> Halo2dRun:
+    _check_version(obj, where)
+    mesh = _need(obj, "mesh", dict, where)
+    options = _need(obj, "options", dict, where)
+    results = _need(obj, "results", list, where)
+    cells: dict[tuple[str, int, int], float] = {}
+    tests: list[str] = []
+    for i, r in enumerate(results):
+        at = f"{where}: results[{i}]"
+        if not isinstance(r, dict):
+            raise RecordError(f"{at} must be an object")
+        test = _need(r, "test", str, at)
+        cells[(test, _need(r, "neighbors", int, at), _need(r, "bytes", int, at))] = float(
+            _need(r, "seconds_per_message", (int, float), at))
+        if test not in tests:
+            tests.append(test)
+    return Halo2dRun(
+        source=where, run_id=str(obj.get("run_id") or obj.get("timestamp", where)),
+        mpi_library=_need(obj, "mpi_library", str, where).strip(),
+        ranks=_need(obj, "ranks", int, where),
+        mesh=tuple(_need(mesh, "dims", list, f"{where}: mesh")),
+        periodic=bool(mesh.get("periodic", True)), reorder=bool(mesh.get("reorder", False)),
+        trials=int(options.get("trials", 0)), repetitions=str(options.get("repetitions", "")),
+        cells=cells, tests=tuple(tests), raw=obj)
+
+
+def parse_ipc(obj: dict, where: str) -> IpcRun:
+    _check_version(obj, where)
+    options = _need(obj, "options", dict, where)
+    rows = _need(obj, "rows", list, where)
+    for i, row in enumerate(rows):
+        at = f"{where}: rows[{i}]"
+        if not isinstance(row, dict):
+            raise RecordError(f"{at} must be an object")
+        _need(row, "iov_size", int, at)
+        _need(row, "mechanisms", dict, at)
+    return IpcRun(
+        source=where, run_id=str(obj.get("run_id") or obj.get("timestamp", where)),
+        mpi_library=_need(obj, "mpi_library", str, where).strip(),
+        ranks=_need(obj, "ranks", int, where),
+        bufsize=_need(options, "bufsize", int, f"{where}: options"),
+        layout=str(options.get("layout", "contiguous")),
+        stride_factor=int(options.get("stride_factor", 1)),
+        mode=str(options.get("mode", "one-to-many")),
+        mechanisms=tuple(options.get("mechanisms") or ()),
+        unavailable=dict(obj.get("unavailable") or {}), rows=tuple(rows), raw=obj)
+
+
+def _check_version(obj: dict, where: str) -> None:
+    version = _need(obj, "schema_version", int, where)
+    if version not in SUPPORTED_SCHEMA_VERSIONS:
+        raise RecordError(f"{where}: schema_version {version} is not supported (this halox reads "
+                          f"{', '.join(map(str, sorted(SUPPORTED_SCHEMA_VERSIONS)))})")
+
+
 @dataclass
 class LoadResult:
-    records: list[Record]
-    skipped_tools: dict[str, int]  # records of other halox programs, by tool
+    records: list[Record]                   # halox-bench, one per configuration
+    skipped_tools: dict[str, int]           # records of programs this halox does not know
+    halo2d: list[Halo2dRun] = field(default_factory=list)
+    ipc: list[IpcRun] = field(default_factory=list)
+    failures: list[dict] = field(default_factory=list)  # runs of a sweep that failed
+    duplicates: int = 0                     # records read twice (the same run and configuration)
+    partial: list[str] = field(default_factory=list)    # files whose last line was cut short
+
+    @property
+    def count(self) -> int:
+        return len(self.records) + len(self.halo2d) + len(self.ipc)
+
+
+def _bench_identity(r: Record) -> tuple:
+    return (BENCH_TOOL, r.run_id, r.variant, r.type, r.halo, r.halo_lo, r.halo_hi, r.nfields,
+            r.decomposition_kind, r.dims, r.order)
 
 
 def load(paths: Sequence[str | pathlib.Path]) -> LoadResult:
-    """Reads JSON Lines files; any unreadable file or malformed line is an error."""
-    records: list[Record] = []
-    skipped: dict[str, int] = {}
+    """Reads JSON Lines files; an unreadable file or a malformed line is an error, except an
+    unterminated last line (a writer killed mid-line), which is left out with a note. A record
+    read twice (the same run and configuration, e.g. a file given twice or concatenated into
+    another) counts once."""
+    from . import resultfile
+    result = LoadResult([], {})
+    seen: set[tuple] = set()
+
+    def keep(identity: tuple) -> bool:
+        if identity in seen:
+            result.duplicates += 1
+            return False
+        seen.add(identity)
+        return True
+
     for path in paths:
         path = pathlib.Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            lines, partial = resultfile.read_lines(path)
         except FileNotFoundError:
             raise RecordError(f"{path}: no such file") from None
+        except IsADirectoryError:
+            raise RecordError(f"{path}: is a folder") from None
         except OSError as e:
             raise RecordError(f"{path}: cannot read: {e.strerror}") from None
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{number}"
+        if partial:
+            result.partial.append(str(path))
+        for line in lines:
+            where = f"{path}:{line.number}"
             try:
-                obj = json.loads(line)
+                obj = json.loads(line.text)
             except json.JSONDecodeError as e:
                 raise RecordError(f"{where}: not a JSON record ({e.msg} at column {e.colno})") \
                     from None
-            tool = obj.get("tool") if isinstance(obj, dict) else None
-            if tool != BENCH_TOOL:
-                skipped[str(tool)] = skipped.get(str(tool), 0) + 1
-                continue
-            records.append(parse_record(obj, where))
-    return LoadResult(records, skipped)
+            # Records written before `tool` existed name their `program`.
+            tool = (obj.get("tool") or obj.get("program")) if isinstance(obj, dict) else None
+            if tool == BENCH_TOOL:
+                r = parse_record(obj, where)
+                if keep(_bench_identity(r)):
+                    result.records.append(r)
+            elif tool == HALO2D_TOOL:
+                h = parse_halo2d(obj, where)
+                if keep((tool, h.run_id)):
+                    result.halo2d.append(h)
+            elif tool == IPC_TOOL:
+                i = parse_ipc(obj, where)
+                if keep((tool, i.run_id)):
+                    result.ipc.append(i)
+            elif tool == SWEEP_TOOL:
+                if obj.get("event") == "failure" and keep(
+                        (tool, obj.get("timestamp"), json.dumps(obj.get("sweep"), sort_keys=True))):
+                    result.failures.append(obj)
+            else:
+                result.skipped_tools[str(tool)] = result.skipped_tools.get(str(tool), 0) + 1
+    return result
+
+
+def machine_text(raw: dict) -> str:
+    """Which machine a record comes from: its hosts, and the CPU model where recorded."""
+    hosts = list(dict.fromkeys(str(r.get("host", "?")) for r in raw.get("rank_map") or []))
+    machine = raw.get("machine") or {}
+    cpu = machine.get("cpu_model")
+    cpus = machine.get("cpus")
+    hardware = ", ".join(x for x in (cpu, f"{cpus} CPUs" + (" per node" if len(hosts) > 1
+                                                               else "") if cpus else None) if x)
+    if not hosts:
+        where = "unknown host"
+    elif len(hosts) == 1:
+        where = hosts[0]
+    else:
+        where = f"{len(hosts)} nodes ({', '.join(hosts[:3])}{', ...' if len(hosts) > 3 else ''})"
+    return where + (f" ({hardware})" if hardware else "")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,7 +385,16 @@ def toolchain_labels(records: Iterable[Record]) -> dict[tuple[str, str], str]:
     """Maps every toolchain (MPI library string, settings) to a unique short label: "ompi";
     "ompi-4.1.4" when two versions of a library are present; "ompi[settings]" when one
     library ran with different settings."""
-    ids = list(dict.fromkeys(toolchain_id(r) for r in records))
+    return _labels(list(dict.fromkeys(toolchain_id(r) for r in records)))
+
+
+def toolchain_labels_of(libraries: Iterable[str]) -> dict[str, str]:
+    """Short labels for MPI library strings (records that carry no data-path settings)."""
+    return {lib: label for (lib, _), label in
+            _labels([(lib, "") for lib in dict.fromkeys(libraries)]).items()}
+
+
+def _labels(ids: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
     libraries = list(dict.fromkeys(lib for lib, _ in ids))
     by_short: dict[str, list[str]] = {}
     for lib in libraries:

@@ -1,5 +1,6 @@
-"""Tables in the layouts of the seeds (000: chosen and full results, 001: two toolchains,
-002: decomposition kinds x toolchains), as fixed-width text or GitHub markdown."""
+"""Tables in the layouts of the GHEX benchmark results on Betzy (chosen and full results, two
+toolchains, mpicart vs hwcart), as fixed-width text or GitHub markdown; the halox-halo2d and
+halox-ipc tables (report_halo2d.py, report_ipc.py) render through the same classes."""
 from __future__ import annotations
 
 import math
@@ -12,14 +13,17 @@ from .records import Record
 LAYOUTS = ("chosen", "full", "decomposition")
 DEFAULT_BASELINE = "mpi-types/staged/sequence"
 
+
 @dataclass
 class Table:
     title: str                        # line above the table ("ompi", "mpi-p2p/compact", ...)
     row_header: str                   # what the rows are (markdown header of the first column)
     columns: list[str]
-    kinds: list[str]                  # per column: "value" or "ratio"
-    rows: list[tuple[str, list[float]]]
+    kinds: list[str]                  # per column: how to print it (see format_value)
+    rows: list[tuple[str, list[float | None]]]
     notes: list[str] = field(default_factory=list)
+    groups: list[tuple[str, int]] = field(default_factory=list)  # titles over column spans
+    label_header: bool = False        # print row_header over the labels in text too
 
 
 @dataclass
@@ -33,6 +37,22 @@ class Section:
 class Report:
     preamble: list[str]
     sections: list[Section]
+
+
+def context_line(raw_records: Sequence[dict], ranks: Iterable[int], statistic: str,
+                 labels: dict[tuple[str, str], str] | None = None) -> str:
+    """What every table states: machine, MPI library, ranks and statistic."""
+    machines = list(dict.fromkeys(rec.machine_text(r) for r in raw_records))
+    if labels is not None and len(labels) > 1:
+        mpi = library_legend(labels)
+    else:
+        libraries = list(dict.fromkeys(" ".join(str(r.get("mpi_library", "?")).split(",")[0]
+                                                .split()) for r in raw_records))
+        mpi = "; ".join(libraries)
+    counts = sorted(set(ranks))
+    rank_text = (f"{counts[0]} ranks" if len(counts) == 1 else
+                 f"{', '.join(map(str, counts))} ranks")
+    return f"machine: {'; '.join(machines)}; MPI: {mpi}; {rank_text}; statistic: {statistic}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -93,10 +113,16 @@ def _combined_note(cells: dict) -> list[str]:
 # Layouts
 
 
+EFFICIENCY_NOTE = ("eff = time of a memcpy of the same bytes, measured in the same run on the "
+                   "same ranks / median exchange time: the fraction of the single-copy floor "
+                   "reached")
+
+
 def chosen(records: Sequence[Record], metric: str = "median",
-           baseline: str = DEFAULT_BASELINE) -> Report:
+           baseline: str = DEFAULT_BASELINE, efficiency: bool = False) -> Report:
     """Per numbering order / decomposition: a table per toolchain, a row per variant, a column
-    per (halo, nfields); "(xN)" columns = baseline / variant when the table is one run."""
+    per (halo, nfields); "(xN)" columns = baseline / variant when the table is one run; with
+    `efficiency`, "eff" columns = the fraction of the single-copy floor each cell reaches."""
     labels = rec.toolchain_labels(records)
     sections = []
     for _, srecs in rec.group(records, context_key).items():
@@ -125,18 +151,41 @@ def chosen(records: Sequence[Record], metric: str = "median",
             if with_ratios:
                 columns += [f"{shape_labels[k]} (xN)" for k in shape_keys]
                 kinds += ["ratio"] * len(shape_keys)
+            if efficiency:
+                columns += [f"{shape_labels[k]} eff" for k in shape_keys]
+                kinds += ["ratio"] * len(shape_keys)
+                notes.append(EFFICIENCY_NOTE)
             rows = []
             for v in variants:
                 values = [rec.cell_value(cells.get((v, k), []), metric) for k in shape_keys]
+                times = list(values)
                 if with_ratios:
                     base = [rec.cell_value(cells.get((baseline, k), []), metric)
                             for k in shape_keys]
-                    values += [b / x if x > 0 else math.nan for b, x in zip(base, values)]
+                    values += [b / x if x > 0 else math.nan for b, x in zip(base, times)]
+                if efficiency:
+                    values += [_efficiency(cells.get((v, k), [])) for k in shape_keys]
                 rows.append((v, values))
             tables.append(Table(labels[toolchain], "transport/algorithm/fields", columns, kinds,
                                 rows, notes))
-        sections.append(Section(_order_heading(first), [context_details(first)], tables))
+        sections.append(Section(_order_heading(first), [
+            context_details(first), _records_context(srecs, metric, labels)], tables))
     return Report(_preamble(records, metric, labels), sections)
+
+
+def _efficiency(cell: Sequence[Record]) -> float:
+    values = [r.efficiency for r in cell if r.efficiency > 0]
+    if not values:
+        return math.nan
+    return values[0] if len(values) == 1 else float(sorted(values)[len(values) // 2])
+
+
+def _records_context(records: Sequence[Record], metric: str,
+                     labels: dict[tuple[str, str], str]) -> str:
+    description, unit, _ = rec.METRICS[metric]
+    used = {k: v for k, v in labels.items() if any(rec.toolchain_id(r) == k for r in records)}
+    return context_line([r.raw for r in records], (r.ranks for r in records),
+                        f"{description} [{unit}]", used)
 
 
 def full(records: Sequence[Record], metric: str = "median") -> Report:
@@ -196,7 +245,7 @@ def full(records: Sequence[Record], metric: str = "median") -> Report:
                 rows.append((halos[hk], values))
             tables.append(Table(title, "halo \\ fields", columns, ["value"] * len(columns), rows,
                                 _combined_note(cells)))
-        details = [context_details(first)]
+        details = [context_details(first), _records_context(srecs, metric, labels)]
         if len(groups) > 1:
             details.append(f"columns without a suffix: {suffixes[groups[0]]}")
         if not split_tc:
@@ -251,7 +300,8 @@ def decomposition(records: Sequence[Record], metric: str = "median") -> Report:
         heading = f"halo width: {first.halo_label}, number of fields: {first.nfields}"
         if several_types:
             heading += f", type: {first.type}"
-        details = [context_details(first, decomposition=False)]
+        details = [context_details(first, decomposition=False),
+                   _records_context(srecs, metric, labels)]
         described = {}
         for rs in column_recs.values():
             described.setdefault(decomp_label(rs[0]), rec.decomposition_text(rs[0]) +
@@ -268,9 +318,9 @@ def _order_heading(r: Record) -> str:
 
 
 def build(records: Sequence[Record], layout: str = "chosen", metric: str = "median",
-          baseline: str = DEFAULT_BASELINE) -> Report:
+          baseline: str = DEFAULT_BASELINE, efficiency: bool = False) -> Report:
     if layout == "chosen":
-        return chosen(records, metric, baseline)
+        return chosen(records, metric, baseline, efficiency)
     if layout == "full":
         return full(records, metric)
     if layout == "decomposition":
@@ -295,33 +345,64 @@ def _preamble(records: Sequence[Record], metric: str, labels: dict[str, str]) ->
 # Rendering
 
 
-def format_value(value: float, kind: str = "value") -> str:
-    if value is None or math.isnan(value):
+FORMATS = {"ratio": "{:.2f}", "sec6": "{:.6f}", "us2": "{:.2f}", "eff3": "{:.3f}",
+           "count": "{:.0f}"}
+
+
+def format_value(value: float | None, kind: str = "value") -> str:
+    """None: not available (a mechanism this machine lacks); NaN: not measured."""
+    if value is None:
+        return "n/a"
+    if math.isnan(value):
         return "NaN"
-    if kind == "ratio":
-        return f"{value:.2f}"
+    if kind in FORMATS:
+        return FORMATS[kind].format(value)
     if abs(value) >= 1e5:
         return f"{value:.0f}"
     return f"{value:.5g}"
 
 
+def _group_header(table: Table, widths: list[int]) -> str:
+    """Titles centred over their columns; a title wider than its columns widens the last."""
+    line, i = "", 0
+    for title, span in table.groups:
+        width = sum(widths[i:i + span])
+        if len(title) + 2 > width:
+            widths[i + span - 1] += len(title) + 2 - width
+            width = len(title) + 2
+        line += title.center(width)
+        i += span
+    return line
+
+
 def render_table_text(table: Table) -> list[str]:
     cells = [[format_value(v, k) for v, k in zip(values, table.kinds)] for _, values in table.rows]
-    label_width = max([len(label) for label, _ in table.rows] + [0]) + 4
+    label_width = max([len(label) for label, _ in table.rows] +
+                      [len(table.row_header) if table.label_header else 0]) + 4
     widths = []
     for i, name in enumerate(table.columns):
         widest = max([len(name), 6] + [len(row[i]) for row in cells])
         widths.append(widest + 4)
+    groups = _group_header(table, widths) if table.groups else ""
     lines = []
     if table.title:
         lines.append(table.title)
     indent = " " * (4 + label_width)
-    lines.append((indent + "".join(n.rjust(w) for n, w in zip(table.columns, widths))).rstrip())
-    lines.append((indent + "".join(("_" * max(len(n), 6)).rjust(w)
-                                   for n, w in zip(table.columns, widths))).rstrip())
+    if groups:
+        lines.append((indent + groups).rstrip())
+    # A named row column holds numbers (bytes, IOV_size): right-aligned like the others.
+    def label_cell(text: str) -> str:
+        return text.rjust(label_width - 4) + " " * 4 if table.label_header else \
+            text.ljust(label_width)
+
+    first = "    " + (label_cell(table.row_header) if table.label_header else " " * label_width)
+    lines.append((first + "".join(n.rjust(w) for n, w in zip(table.columns, widths))).rstrip())
+    rule = ("    " + label_cell("_" * len(table.row_header))) if table.label_header else indent
+    lines.append((rule + "".join(("_" * max(len(n), 6)).rjust(w)
+                                 for n, w in zip(table.columns, widths))).rstrip())
     lines.append("")
     for (label, _), row in zip(table.rows, cells):
-        lines.append(("    " + label.ljust(label_width) +
+        lines.append(("    " + label_cell(label) +
                       "".join(c.rjust(w) for c, w in zip(row, widths))).rstrip())
     for note in table.notes:
         lines.append(f"  note: {note}")
@@ -347,7 +428,14 @@ def render_table_markdown(table: Table) -> list[str]:
     lines = []
     if table.title:
         lines += [f"**{_md_escape(table.title)}**", ""]
-    header = [table.row_header] + table.columns
+    columns = list(table.columns)
+    if table.groups:  # markdown has one header row: the group goes into each column's name
+        i = 0
+        for title, span in table.groups:
+            for j in range(i, i + span):
+                columns[j] = f"{title}, {columns[j]}" if title else columns[j]
+            i += span
+    header = [table.row_header] + columns
     lines.append("| " + " | ".join(_md_escape(h) for h in header) + " |")
     lines.append("|" + "|".join([":---"] + ["---:"] * len(table.columns)) + "|")
     for label, values in table.rows:
@@ -358,13 +446,16 @@ def render_table_markdown(table: Table) -> list[str]:
     return lines
 
 
-def render_markdown(report: Report) -> str:
+def render_markdown(report: Report, level: int = 3, images: dict[int, list[str]] | None = None
+                    ) -> str:
+    """GitHub markdown; `images` adds figures (relative paths) after the given sections."""
     lines = [" ".join(report.preamble)]
-    for section in report.sections:
-        lines += ["", f"### {section.heading}", ""]
+    for number, section in enumerate(report.sections):
+        lines += ["", f"{'#' * level} {section.heading}", ""]
         lines += [f"{d}  " for d in section.details]
         for table in section.tables:
             lines.append("")
             lines += render_table_markdown(table)
+        for image in (images or {}).get(number, []):
+            lines += ["", f"![{section.heading}]({image})"]
     return "\n".join(lines) + "\n"
-

@@ -1,508 +1,531 @@
-"""`halox sweep SPEC.toml`: runs a matrix of halox-bench configurations described in TOML.
+"""`halox sweep SPEC.toml`: runs the invocations of a spec (see spec.py), resumably.
 
-Each `[[sweep.run]]` entry is one invocation of halox-bench under scripts/mpirun.sh, with the
-whole `[matrix]` passed as comma lists, so that every variant of an entry is measured in one
-run (one run_id) and ratios between them are meaningful.  Entries are repeated `repeat` times,
-interleaved (run1, run2, run1, run2, ...).  The spec is checked completely - keys, types,
-values, the build and the output file - before anything is launched.
+Each invocation appends its records to a staging file of its own (in OUTPUT's `.sweep` folder
+beside it); when it ends, the sweep moves the whole records it finds there into OUTPUT, each
+stamped with its sweep coordinates (sweep name, MPI, run entry, repetition, expanded matrix
+values, the settings and the exact launch line), and then a `complete` mark for the invocation.
+Running the same sweep into the same OUTPUT again skips every invocation marked complete and
+every configuration already recorded, so a sweep killed with `kill -9` (its whole process group,
+as a batch system does) loses at most the configurations that were in flight.  All appends to
+OUTPUT are whole lines under a lock (resultfile.py); a record whose coordinates and
+configuration are already in OUTPUT is never appended again.
+
+A run that fails or outlives its timeout is recorded as a `failure` (exit status, signal, the
+tail of its error output, the launch line), the sweep goes on, lists the failures at the end
+and exits with status 1.
 """
 from __future__ import annotations
 
 import dataclasses
 import datetime
-import difflib
+import fcntl
+import json
 import os
 import pathlib
-import re
 import shlex
+import signal
 import subprocess
 import time
-import tomllib
-from typing import Any
+from typing import Any, Iterable
 
-PROGRAM = "halox-bench"
-MPI_FLAVORS = ("openmpi", "mpich")
+from . import resultfile
+from .spec import (MPI_FLAVORS, Invocation, Plan, SpecError, make_plan)  # noqa: F401
 
-# [matrix]: halox-bench options that take comma lists.
-MATRIX_KEYS: dict[str, str] = {  # key: element kind
-    "halo": "nonneg_int", "nfields": "pos_int", "type": "str", "transport": "str",
-    "algorithm": "str", "fields": "str",
-}
-CHOICES: dict[str, tuple[str, ...]] = {
-    "type": ("float", "double"),
-    "algorithm": ("standard", "staged", "faces", "all"),
-    "fields": ("compact", "sequence", "all"),
-}
-
-# [bench]: every other halox-bench option, passed through as --key (underscores -> dashes).
-BENCH_KEYS: dict[str, str] = {
-    "domain": "xyz_pos", "global_domain": "xyz_pos", "halo_lo": "xyz_nonneg",
-    "halo_hi": "xyz_nonneg", "nrep": "pos_int", "time": "pos_number", "warmup": "nonneg_int",
-    "rounds": "pos_int", "timing": "timing", "baseline": "variant", "no_check": "bool",
-    "quiet": "bool",
-    # decomposition (usually per run, in [[sweep.run]] args, but allowed for all runs here)
-    "decomposition": "decomposition", "mpicart": "xyz_nonneg", "periodic": "xyz_01",
-    "reorder": "bool", "node": "xyz_pos", "socket": "xyz_pos", "numa": "xyz_pos", "l3": "xyz_pos",
-    "l2": "xyz_pos", "l1": "xyz_pos", "core": "xyz_pos", "hwthread": "xyz_pos",
-    "slot": "xyz_pos", "order": "order", "ranks_per_node": "nonneg_int", "topology": "str",
-    "assume_binding": "binding",
-}
-RESERVED_BENCH_KEYS = {"json": "the output file is set by halox sweep (use --output or "
-                               "sweep.output)",
-                       "help": "not a benchmark option", "print": "it runs no benchmark"}
-SWEEP_KEYS = {"ranks", "repeat", "mpi", "run", "name", "description", "output", "build_dir", "env"}
-RUN_KEYS = {"name", "args", "ranks", "env"}
-TOP_KEYS = {"sweep", "matrix", "bench"}
+SWEEP_TOOL = "halox-sweep"
+RECORD_SCHEMA_VERSION = 1
+TAIL_LINES = 20
+KILL_GRACE_S = 10.0
 
 
-class SpecError(Exception):
-    """A bad spec; the message is one line."""
+class RunError(Exception):
+    """The sweep could not go on; the message is one line."""
 
 
-@dataclasses.dataclass
-class Invocation:
-    name: str
-    repeat: int          # 0-based repetition
-    ranks: int
-    argv: list[str]      # the full command line
-    env: dict[str, str]  # environment settings added to the caller's
-
-    def shell_line(self) -> str:
-        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
-        return (prefix + " " if prefix else "") + shlex.join(self.argv)
-
-
-@dataclasses.dataclass
-class Plan:
-    spec_path: pathlib.Path
-    name: str
-    mpi: str
-    build_dir: pathlib.Path
-    bench: pathlib.Path
-    output: pathlib.Path
-    configurations: int           # per invocation
-    invocations: list[Invocation]
-    estimate_s: float | None      # per invocation, from --time x rounds, when known
+class Terminated(Exception):
+    """SIGTERM (a batch system ending the job): stop, leaving OUTPUT resumable."""
 
 
 # ---------------------------------------------------------------------------------------------
-# Value checks
+# Identities: which records belong to which invocation and configuration
 
 
-def _type_name(value: Any) -> str:
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-            list: "a list", dict: "a table"}.get(type(value), type(value).__name__)
+def settings_of(plan: Plan, inv: Invocation) -> list[str]:
+    """What, besides the coordinates, must be equal for a record to count as this invocation's:
+    the ranks and the program's options (without the output file, and - for a program that
+    writes a record per configuration - without the matrix lists, which the records name)."""
+    words = [f"ranks={inv.ranks}", plan.program.name]
+    if not plan.program.per_configuration:
+        for key, values in inv.lists.items():
+            words += [f"--{key.replace('_', '-')}", ",".join(values)]
+    return words + inv.other_args
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _check_scalar(where: str, kind: str, v: Any) -> None:
-    if kind in ("pos_int", "nonneg_int"):
-        if not _is_int(v):
-            raise SpecError(f"{where} must be an integer, not {_type_name(v)} ({v!r})")
-        if kind == "pos_int" and v <= 0:
-            raise SpecError(f"{where} must be positive, got {v}")
-        if v < 0:
-            raise SpecError(f"{where} must not be negative, got {v}")
-    elif kind == "pos_number":
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise SpecError(f"{where} must be a number, not {_type_name(v)} ({v!r})")
-        if v <= 0:
-            raise SpecError(f"{where} must be positive, got {v}")
-    elif kind == "bool":
-        if not isinstance(v, bool):
-            raise SpecError(f"{where} must be true or false, not {_type_name(v)} ({v!r})")
-    else:
-        if not isinstance(v, str):
-            raise SpecError(f"{where} must be a string, not {_type_name(v)} ({v!r})")
-        if not v:
-            raise SpecError(f"{where} must not be empty")
-        allowed = {"timing": ("throughput", "latency"),
-                   "decomposition": ("cart", "hw", "auto"),
-                   "order": ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"),
-                   "binding": ("real", "spread", "core", "hwthread")}.get(kind)
-        if allowed and v not in allowed:
-            raise SpecError(f"{where} must be one of {', '.join(allowed)}, got {v!r}")
-        if kind == "variant" and v.count("/") != 2:
-            raise SpecError(f"{where} must be transport/algorithm/fields, got {v!r}")
-
-
-def _check_bench_value(where: str, kind: str, v: Any) -> list[str]:
-    """Checks a [bench] value and returns its command-line words (after the option)."""
-    if kind.startswith("xyz_"):
-        if not isinstance(v, list) or len(v) != 3:
-            raise SpecError(f"{where} must be a list of 3 integers [X, Y, Z], got {v!r}")
-        for x in v:
-            if not _is_int(x):
-                raise SpecError(f"{where} must be a list of 3 integers [X, Y, Z], got {v!r}")
-            if kind == "xyz_pos" and x <= 0:
-                raise SpecError(f"{where} entries must be positive, got {v!r}")
-            if kind in ("xyz_nonneg", "xyz_01") and x < 0:
-                raise SpecError(f"{where} entries must not be negative, got {v!r}")
-            if kind == "xyz_01" and x > 1:
-                raise SpecError(f"{where} entries must be 0 or 1, got {v!r}")
-        return [str(x) for x in v]
-    _check_scalar(where, kind, v)
-    if kind == "bool":
-        return []
-    return [repr(v) if isinstance(v, float) else str(v)]
-
-
-def _normalise_keys(table: dict, where: str) -> dict:
-    out = {}
-    for key, value in table.items():
-        norm = key.replace("-", "_")
-        if norm in out:
-            raise SpecError(f"{where}: key '{key}' is given twice")
-        out[norm] = value
+def coordinates(plan: Plan, inv: Invocation) -> dict[str, Any]:
+    out = {"name": plan.name, "mpi": plan.mpi, "run": inv.name, "repeat": inv.repeat + 1}
+    if inv.point:
+        out["point"] = inv.point
+    out["settings"] = settings_of(plan, inv)
     return out
 
 
-def _unknown(where: str, key: str, known: set | dict) -> SpecError:
-    what = f"key '{where}.{key}'" if where else f"table '{key}'"
-    close = difflib.get_close_matches(key, list(known), n=1)
-    hint = f"did you mean '{close[0]}'?" if close else f"known: {', '.join(sorted(known))}"
-    return SpecError(f"unknown {what} ({hint})")
+def identity(coords: dict) -> tuple:
+    return (coords.get("name"), coords.get("mpi"), coords.get("run"), coords.get("repeat"),
+            json.dumps(coords.get("point") or {}, sort_keys=True),
+            tuple(coords.get("settings") or ()))
 
 
-def _need_table(where: str, value: Any) -> dict:
-    if not isinstance(value, dict):
-        raise SpecError(f"{where} must be a table, not {_type_name(value)}")
-    return value
+def config_key(plan: Plan, record: dict) -> tuple:
+    """The matrix values a record was measured with, in the order of the spec's lists."""
+    if not plan.program.per_configuration:
+        return ()
+    config = record.get("config") or {}
+    return tuple(str(config.get(key)) for key in plan.invocations[0].lists)
 
 
-def _env_table(where: str, value: Any) -> dict[str, str]:
-    table = _need_table(where, value)
-    env = {}
-    for k, v in table.items():
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
-            raise SpecError(f"{where}: '{k}' is not an environment variable name")
-        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
-            raise SpecError(f"{where}.{k} must be a string, not {_type_name(v)}")
-        env[k] = str(v)
-    return env
-
-
-# ---------------------------------------------------------------------------------------------
-# Spec -> plan
-
-
-def repo_root() -> pathlib.Path:
-    """The halox checkout: HALOX_ROOT, else the one this package lives in, else the cwd."""
-    candidates = []
-    if os.environ.get("HALOX_ROOT"):
-        candidates.append(pathlib.Path(os.environ["HALOX_ROOT"]))
-    candidates.append(pathlib.Path(__file__).resolve().parents[2])
-    candidates.append(pathlib.Path.cwd())
-    for c in candidates:
-        if (c / "scripts" / "mpirun.sh").is_file():
-            return c.resolve()
-    raise SpecError("cannot find the halox checkout (scripts/mpirun.sh); set HALOX_ROOT")
-
-
-def bench_transports(bench: pathlib.Path) -> tuple[str, ...] | None:
-    """The transport names the built halox-bench knows (from its --help), or None."""
-    try:
-        out = subprocess.run([str(bench), "--help"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    match = re.search(r"Transport\(s\):\s*(.*?),?\s+or all", out.stdout, re.S)
-    if not match:
-        return None
-    return tuple(t.strip() for t in match.group(1).split(",") if t.strip())
-
-
-def _list_words(where: str, kind: str, value: Any) -> list[str]:
-    values = value if isinstance(value, list) else [value]
-    if not values:
-        raise SpecError(f"{where} must not be empty")
-    words = []
-    for v in values:
-        if kind == "str":
-            _check_scalar(where, "str", v)
-            if "," in v:
-                raise SpecError(f"{where}: write lists as TOML lists, not '{v}'")
-        else:
-            _check_scalar(where, kind, v)
-        words.append(str(v))
-    return words
-
-
-def load_spec(path: str | pathlib.Path) -> dict:
-    path = pathlib.Path(path)
-    try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such file") from None
-    except OSError as e:
-        raise SpecError(f"{path}: cannot read: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise SpecError(f"{path}: not valid TOML: {e}") from None
-
-
-def make_plan(spec_path: str | pathlib.Path, *, output: str | None = None,
-              build_dir: str | None = None, mpi: str | None = None,
-              require_build: bool = True, now: datetime.datetime | None = None) -> Plan:
-    """Checks the spec and returns the invocations; raises SpecError (one line) when bad."""
-    spec_path = pathlib.Path(spec_path)
-    try:
-        return _make_plan(spec_path, load_spec(spec_path), output, build_dir, mpi, require_build,
-                          now)
-    except SpecError as e:
-        message = str(e)
-        if not message.startswith(str(spec_path)):
-            message = f"{spec_path}: {message}"
-        raise SpecError(message) from None
-
-
-def _make_plan(spec_path, spec, output, build_dir, mpi, require_build, now) -> Plan:
-    for key in spec:
-        if key not in TOP_KEYS:
-            raise _unknown("", key, TOP_KEYS)
-    if "sweep" not in spec:
-        raise SpecError("missing table [sweep]")
-    sweep = _normalise_keys(_need_table("[sweep]", spec["sweep"]), "[sweep]")
-    matrix = _normalise_keys(_need_table("[matrix]", spec.get("matrix", {})), "[matrix]")
-    bench_opts = _normalise_keys(_need_table("[bench]", spec.get("bench", {})), "[bench]")
-
-    for key in sweep:
-        if key not in SWEEP_KEYS:
-            raise _unknown("sweep", key, SWEEP_KEYS)
-    if "ranks" not in sweep:
-        raise SpecError("sweep.ranks is missing (the number of MPI ranks)")
-    _check_scalar("sweep.ranks", "pos_int", sweep["ranks"])
-    repeat = sweep.get("repeat", 1)
-    _check_scalar("sweep.repeat", "pos_int", repeat)
-    flavor = mpi or sweep.get("mpi", "openmpi")
-    _check_scalar("sweep.mpi", "str", flavor)
-    if flavor not in MPI_FLAVORS:
-        raise SpecError(f"sweep.mpi must be one of {', '.join(MPI_FLAVORS)}, got {flavor!r}")
-    name = sweep.get("name", spec_path.stem)
-    _check_scalar("sweep.name", "str", name)
-    if not re.fullmatch(r"[A-Za-z0-9._-]+", name):
-        raise SpecError(f"sweep.name may hold only letters, digits, '.', '_' and '-', got {name!r}")
-    for key in ("description",):
-        if key in sweep:
-            _check_scalar(f"sweep.{key}", "str", sweep[key])
-    sweep_env = _env_table("sweep.env", sweep["env"]) if "env" in sweep else {}
-
-    # Matrix: comma lists.
-    matrix_words: list[str] = []
-    configurations = 1
-    for key, value in matrix.items():
-        if key not in MATRIX_KEYS:
-            if key in BENCH_KEYS:
-                raise SpecError(f"matrix.{key} is not a list option of {PROGRAM}; "
-                                "put it in [bench]")
-            raise _unknown("matrix", key, MATRIX_KEYS)
-        words = _list_words(f"matrix.{key}", MATRIX_KEYS[key], value)
-        if key in CHOICES:
-            for w in words:
-                if w not in CHOICES[key]:
-                    raise SpecError(f"matrix.{key}: unknown value '{w}' "
-                                    f"(expected {', '.join(CHOICES[key])})")
-        matrix_words += [f"--{key}", ",".join(words)]
-
-    # Bench: everything else, passed through.
-    bench_words: list[str] = []
-    for key, value in bench_opts.items():
-        if key in RESERVED_BENCH_KEYS:
-            raise SpecError(f"bench.{key} cannot be set: {RESERVED_BENCH_KEYS[key]}")
-        if key in MATRIX_KEYS:
-            raise SpecError(f"bench.{key} is a list option; put it in [matrix]")
-        if key not in BENCH_KEYS:
-            raise _unknown("bench", key, BENCH_KEYS)
-        words = _check_bench_value(f"bench.{key}", BENCH_KEYS[key], value)
-        option = "--" + key.replace("_", "-")
-        if BENCH_KEYS[key] == "bool":
-            if value:
-                bench_words.append(option)
-        else:
-            bench_words += [option, *words]
-
-    # Runs.
-    runs_raw = sweep.get("run", [{"name": "default"}])
-    if not isinstance(runs_raw, list) or not runs_raw:
-        raise SpecError("sweep.run must be a non-empty array of tables ([[sweep.run]])")
-    runs = []
-    names = set()
-    for i, run in enumerate(runs_raw, start=1):
-        where = f"sweep.run[{i}]"
-        run = _normalise_keys(_need_table(where, run), where)
-        for key in run:
-            if key not in RUN_KEYS:
-                raise _unknown(where, key, RUN_KEYS)
-        if "name" not in run:
-            raise SpecError(f"{where}.name is missing")
-        _check_scalar(f"{where}.name", "str", run["name"])
-        if run["name"] in names:
-            raise SpecError(f"{where}.name '{run['name']}' is used twice")
-        names.add(run["name"])
-        args = run.get("args", [])
-        if not isinstance(args, list) or any(not isinstance(a, (str, int, float)) or
-                                             isinstance(a, bool) for a in args):
-            raise SpecError(f"{where}.args must be a list of strings, got {args!r}")
-        args = [str(a) for a in args]
-        for a in args:
-            if a in ("--json", "--help", "-h", "--print") or a.startswith("--json="):
-                raise SpecError(f"{where}.args cannot contain {a}")
-        ranks = run.get("ranks", sweep["ranks"])
-        _check_scalar(f"{where}.ranks", "pos_int", ranks)
-        env = dict(sweep_env)
-        if "env" in run:
-            env.update(_env_table(f"{where}.env", run["env"]))
-        runs.append((run["name"], ranks, args, env))
-
-    # Build, launcher, output.
-    root = repo_root()
-    launcher = root / "scripts" / "mpirun.sh"
-    if build_dir is not None:  # from the command line: relative to the current folder
-        build = pathlib.Path(build_dir).resolve()
-    elif "build_dir" in sweep:  # from the spec: relative to the checkout
-        _check_scalar("sweep.build_dir", "str", sweep["build_dir"])
-        build = (root / sweep["build_dir"]).resolve()
-    else:
-        build = root / "build" / flavor
-    bench = build / PROGRAM
-    built = bench.is_file() and os.access(bench, os.X_OK)
-    if require_build and not built:
-        raise SpecError(f"{bench} is not built (run `make build MPI={flavor}`)")
-    known = bench_transports(bench) if built else None
-    if known is not None and "transport" in matrix:
-        for t in _list_words("matrix.transport", "str", matrix["transport"]):
-            if t != "all" and t not in known:
-                raise SpecError(f"matrix.transport: unknown transport '{t}' "
-                                f"({PROGRAM} knows {', '.join(known)}, all)")
-
-    if output is None and "output" in sweep:
-        _check_scalar("sweep.output", "str", sweep["output"])
-        output = str(root / sweep["output"]) if not pathlib.Path(sweep["output"]).is_absolute() \
-            else sweep["output"]
-    if output is None:
-        stamp = (now or datetime.datetime.now()).strftime("%Y%m%d-%H%M%S")
-        output = str(root / "results" / f"sweep-{name}-{flavor}-{stamp}.jsonl")
-    out = pathlib.Path(output).resolve()
-
-    # Number of configurations and a duration estimate, for the progress display.
-    for key in MATRIX_KEYS:
-        if key not in matrix:
-            continue
-        words = _list_words(f"matrix.{key}", MATRIX_KEYS[key], matrix[key])
-        count = len(words)
+def expected_configs(plan: Plan, inv: Invocation) -> set[tuple] | None:
+    """Every configuration of an invocation, or None when "all" stands for values the sweep
+    cannot list (a build that does not say which transports it has)."""
+    import itertools
+    if not plan.program.per_configuration:
+        return {()}
+    axes = []
+    for key, words in inv.lists.items():
         if "all" in words:
-            every = {"algorithm": 3, "fields": 2}
-            count = every[key] if key in every else (len(known) if known else 0)
-        configurations *= count
-    estimate = None
-    if "time" in bench_opts and configurations:
-        estimate = configurations * float(bench_opts["time"]) * int(bench_opts.get("rounds", 1))
-
-    invocations = []
-    for r in range(repeat):
-        for run_name, ranks, args, env in runs:
-            argv = [str(launcher), str(ranks), str(bench), *matrix_words, *bench_words, *args,
-                    "--json", str(out)]
-            invocations.append(Invocation(run_name, r, ranks, argv,
-                                          {"HALOX_MPI": flavor, **env}))
-    return Plan(spec_path, name, flavor, build, bench, out, configurations, invocations, estimate)
+            if key not in plan.known:
+                return None
+            words = [w for w in words if w != "all"] + list(plan.known[key])
+        axes.append(list(dict.fromkeys(words)))
+    return set(itertools.product(*axes))
 
 
-def prepare_output(path: pathlib.Path) -> None:
-    """Creates the output's folder and checks that the file can be appended to."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a"):
-            pass
-    except OSError as e:
-        raise SpecError(f"cannot append to {path}: {e.strerror}") from None
+def product_cover(points: Iterable[tuple]) -> list[tuple[list, ...]]:
+    """Splits a set of configurations into products (one list of values per axis) whose union
+    is exactly that set: the configurations that agree on all axes but the first are grouped,
+    those groups with the same first-axis values merged, and the rest split the same way."""
+    points = list(points)
+    if not points:
+        return []
+    if not points[0]:
+        return [()]
+    firsts_by_rest: dict[tuple, list] = {}
+    for p in points:
+        firsts = firsts_by_rest.setdefault(p[1:], [])
+        if p[0] not in firsts:
+            firsts.append(p[0])
+    rests_by_firsts: dict[tuple, list[tuple]] = {}
+    for rest, firsts in firsts_by_rest.items():
+        rests_by_firsts.setdefault(tuple(firsts), []).append(rest)
+    blocks = []
+    for firsts, rests in rests_by_firsts.items():
+        for sub in product_cover(rests):
+            blocks.append((list(firsts),) + sub)
+    return blocks
+
+
+@dataclasses.dataclass
+class Recorded:
+    """What OUTPUT already holds for this sweep."""
+    configs: dict[tuple, set[tuple]] = dataclasses.field(default_factory=dict)
+    complete: set[tuple] = dataclasses.field(default_factory=set)
+
+    def add(self, plan: Plan, record: dict) -> None:
+        coords = record.get("sweep")
+        if not isinstance(coords, dict):
+            return
+        key = identity(coords)
+        if record.get("tool") == SWEEP_TOOL:
+            if record.get("event") == "complete":
+                self.complete.add(key)
+        elif record.get("tool") == plan.program.name:
+            self.configs.setdefault(key, set()).add(config_key(plan, record))
+
+
+def read_recorded(plan: Plan, objects: Iterable[dict]) -> Recorded:
+    recorded = Recorded()
+    for obj in objects:
+        recorded.add(plan, obj)
+    return recorded
+
+
+@dataclasses.dataclass
+class Step:
+    """What to do for one invocation: nothing, the whole matrix, or the missing parts."""
+    inv: Invocation
+    lists: list[dict[str, list[str]]]   # one program run per entry; empty: already recorded
+    missing: int | None                 # configurations missing, when known
+    resumed: bool                       # some of its configurations were recorded before
+
+
+def decide(plan: Plan, inv: Invocation, recorded: Recorded) -> Step:
+    key = identity(coordinates(plan, inv))
+    if key in recorded.complete:
+        return Step(inv, [], 0, True)
+    have = recorded.configs.get(key, set())
+    expected = expected_configs(plan, inv)
+    if not have:
+        return Step(inv, [inv.lists], len(expected) if expected else None, False)
+    if expected is None:  # cannot tell what is missing: run it all, keep only the new records
+        return Step(inv, [inv.lists], None, True)
+    missing = expected - have
+    if not missing:
+        return Step(inv, [], 0, True)
+    axes = list(inv.lists)
+    lists = [dict(zip(axes, block)) for block in product_cover(sorted(
+        missing, key=lambda c: tuple(_axis_position(plan, inv, axes, c)))) ]
+    return Step(inv, lists, len(missing), True)
+
+
+def _axis_position(plan: Plan, inv: Invocation, axes: list[str], config: tuple) -> list[int]:
+    """Sort key that keeps the spec's order of values within each axis."""
+    out = []
+    for key, value in zip(axes, config):
+        words = inv.lists[key]
+        if "all" in words:
+            words = [w for w in words if w != "all"] + list(plan.known.get(key, ()))
+        out.append(words.index(value) if value in words else len(words))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
-# Running
+# Moving records from an invocation's staging file into OUTPUT
 
 
-def describe(plan: Plan) -> list[str]:
-    """The dry-run text: comment lines, then one exact command line per invocation."""
-    lines = [f"# sweep '{plan.name}' from {plan.spec_path}: {len(plan.invocations)} invocation(s)"
-             + (f" x {plan.configurations} configurations" if plan.configurations else "")
-             + (f", ~{plan.estimate_s:.0f} s of timed exchanges each" if plan.estimate_s else ""),
-             f"# records are appended to {plan.output}"]
-    if not plan.bench.is_file():
-        lines.append(f"# note: {plan.bench} is not built yet")
-    lines += [inv.shell_line() for inv in plan.invocations]
-    return lines
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _count_lines(path: pathlib.Path) -> int:
+def harvest(plan: Plan, inv: Invocation, launch_line: str | None) -> int:
+    """Appends the whole records of the invocation's staging file that OUTPUT does not hold yet,
+    stamped with their sweep coordinates; removes the staging file. Returns how many."""
     try:
-        with path.open("rb") as f:
-            return sum(1 for line in f if line.strip())
+        lines, _ = resultfile.read_lines(inv.staging)
     except FileNotFoundError:
         return 0
+    if launch_line is None:  # an attempt killed before its records were moved
+        try:
+            launch_line = inv.staging.with_suffix(".launch").read_text().strip()
+        except OSError:
+            launch_line = "unknown"
+    coords = coordinates(plan, inv)
+    key = identity(coords)
+    fresh = []
+    for line in lines:
+        try:
+            record = json.loads(line.text)
+        except json.JSONDecodeError:
+            continue  # not a whole record: lost with the run that wrote it
+        if not isinstance(record, dict) or record.get("tool") != plan.program.name:
+            continue
+        record["sweep"] = {**coords, "launch": launch_line,
+                           "launcher": plan.launch.launcher, "spec": str(plan.spec_path)}
+        fresh.append(record)
+    written = 0
+    with resultfile.locked(plan.output) as out:
+        have = read_recorded(plan, out.objects()).configs.get(key, set())
+        new = []
+        for record in fresh:
+            config = config_key(plan, record)
+            if config not in have:
+                have.add(config)
+                new.append(record)
+        written = out.append(new)
+    inv.staging.unlink(missing_ok=True)
+    return written
 
 
-def _error_summary(prog: str, stdout: str, stderr: str) -> str:
-    for line in (stdout + "\n" + stderr).splitlines():
-        if line.startswith(f"{prog}: error:"):
+def mark_complete(plan: Plan, inv: Invocation, records: int) -> None:
+    resultfile.append(plan.output, [{
+        "tool": SWEEP_TOOL, "event": "complete", "schema_version": RECORD_SCHEMA_VERSION,
+        "timestamp": _now(), "sweep": coordinates(plan, inv), "records": records}])
+
+
+# ---------------------------------------------------------------------------------------------
+# Running one program
+
+
+@dataclasses.dataclass
+class Outcome:
+    returncode: int | None
+    timed_out: bool
+    duration_s: float
+    stdout_path: pathlib.Path
+    stderr_path: pathlib.Path
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+
+def kill_tree(process: subprocess.Popen, grace_s: float = KILL_GRACE_S) -> None:
+    """Ends a launcher and everything it started: SIGTERM first, so that mpirun and srun can
+    take their ranks down, then SIGKILL for whatever is left."""
+    import psutil
+    try:
+        root = psutil.Process(process.pid)
+        tree = [root] + root.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return
+    for p in tree:
+        try:
+            p.terminate()
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(tree, timeout=grace_s)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(alive, timeout=grace_s)
+    process.poll()
+
+
+def execute(argv: list[str], env: dict[str, str], timeout: float | None,
+            log_stem: pathlib.Path) -> Outcome:
+    out_path = log_stem.with_suffix(".out")
+    err_path = log_stem.with_suffix(".err")
+    full_env = dict(os.environ)
+    full_env.update(env)
+    started = time.monotonic()
+    timed_out = False
+    with out_path.open("wb") as out, err_path.open("wb") as err:
+        # Same process group as the sweep: killing the sweep's group kills the runs too.
+        process = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                   env=full_env)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            kill_tree(process)
+        except BaseException:
+            kill_tree(process, grace_s=2.0)
+            raise
+    return Outcome(process.returncode, timed_out, time.monotonic() - started, out_path, err_path)
+
+
+def _tail(path: pathlib.Path, lines: int = TAIL_LINES) -> list[str]:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return []
+    return [l.rstrip() for l in text.splitlines() if l.strip()][-lines:]
+
+
+def error_summary(program: str, outcome: Outcome) -> str:
+    lines = _tail(outcome.stdout_path, 200) + _tail(outcome.stderr_path, 200)
+    for line in lines:
+        if line.startswith(f"{program}: error:"):
             return line
-    tail = [l for l in stderr.splitlines() if l.strip()]
+    tail = _tail(outcome.stderr_path)
     return tail[-1].strip() if tail else "no error message"
 
 
-def run(plan: Plan, *, console=None, log=None, verbose: bool = False) -> int:
-    """Runs every invocation with a rich progress display; returns the records written."""
+def describe_failure(outcome: Outcome, timeout: float | None) -> str:
+    if outcome.timed_out:
+        return f"timed out after {timeout:g} s"
+    if outcome.returncode is not None and outcome.returncode < 0:
+        return f"was killed by {signal.Signals(-outcome.returncode).name}"
+    return f"failed with exit code {outcome.returncode}"
+
+
+def failure_record(plan: Plan, inv: Invocation, outcome: Outcome, launch_line: str,
+                   summary: str) -> dict:
+    rc = outcome.returncode
+    return {
+        "tool": SWEEP_TOOL, "event": "failure", "schema_version": RECORD_SCHEMA_VERSION,
+        "timestamp": _now(), "program": plan.program.name,
+        "sweep": {**coordinates(plan, inv), "launch": launch_line,
+                  "launcher": plan.launch.launcher, "spec": str(plan.spec_path)},
+        "exit_status": rc if rc is not None and rc >= 0 else None,
+        "signal": signal.Signals(-rc).name if rc is not None and rc < 0 else None,
+        "timed_out": outcome.timed_out, "timeout_s": inv.timeout,
+        "duration_s": round(outcome.duration_s, 3), "error": summary,
+        "stderr_tail": _tail(outcome.stderr_path), "stdout_tail": _tail(outcome.stdout_path, 5),
+        "logs": [str(outcome.stdout_path), str(outcome.stderr_path)],
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# The sweep
+
+
+def prepare_output(plan: Plan) -> None:
+    """Creates OUTPUT's folder and its work folder, and checks that OUTPUT can be appended to."""
+    try:
+        plan.output.parent.mkdir(parents=True, exist_ok=True)
+        with plan.output.open("a"):
+            pass
+        plan.work_dir.mkdir(exist_ok=True)
+    except OSError as e:
+        raise SpecError(f"cannot append to {plan.output}: {e.strerror}") from None
+
+
+def _hold_sweep_lock(plan: Plan):
+    """One sweep at a time per (sweep, MPI, OUTPUT): a second one would run the same staging
+    files."""
+    path = plan.work_dir / f"{plan.name}.{plan.mpi}.lock"
+    handle = path.open("w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise RunError(f"another halox sweep is running '{plan.name}' ({plan.mpi}) into "
+                       f"{plan.output}") from None
+    return handle
+
+
+def read_output(plan: Plan) -> Recorded:
+    return read_recorded(plan, resultfile.read_objects(plan.output))
+
+
+def describe(plan: Plan, recorded: Recorded | None = None) -> list[str]:
+    """The dry-run text: comment lines, then one exact command line per program run."""
+    lines = [f"# sweep '{plan.name}' ({plan.program.name}) from {plan.spec_path}: "
+             f"{len(plan.invocations)} invocation(s)"
+             + (f" x {plan.configurations} configurations" if plan.configurations else "")
+             + (f", ~{plan.estimate_s:.0f} s of timed exchanges each" if plan.estimate_s else ""),
+             f"# records are appended to {plan.output}"]
+    if not plan.executable.is_file():
+        lines.append(f"# note: {plan.executable} is not built yet")
+    for inv in plan.invocations:
+        step = decide(plan, inv, recorded) if recorded else Step(inv, [inv.lists], None, False)
+        if not step.lists:
+            lines.append(f"# {inv.label}: recorded, skipped")
+            continue
+        if step.resumed:
+            lines.append(f"# {inv.label}: resumed, "
+                         + (f"{step.missing} configuration(s) missing" if step.missing
+                            else "the missing configurations are kept"))
+        lines += [inv.shell_line(lists) for lists in step.lists]
+    return lines
+
+
+@dataclasses.dataclass
+class Summary:
+    written: int = 0
+    ran: int = 0
+    skipped: int = 0
+    failures: list[str] = dataclasses.field(default_factory=list)
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
+def run(plan: Plan, *, console=None, verbose: bool = False) -> Summary:
+    """Runs every invocation not yet recorded, with a progress display."""
     from rich.console import Console
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn,
                                TextColumn, TimeElapsedColumn)
 
     console = console or Console(stderr=True)
-    prepare_output(plan.output)
-    before = _count_lines(plan.output)
+    prepare_output(plan)
+    lock = _hold_sweep_lock(plan)
+    summary = Summary()
+    previous_handler = signal.signal(signal.SIGTERM, _on_sigterm)
     columns = [SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
                MofNCompleteColumn(), TimeElapsedColumn()]
-    with Progress(*columns, console=console, transient=False) as progress:
-        task = progress.add_task(f"sweep {plan.name}", total=len(plan.invocations))
-        for i, inv in enumerate(plan.invocations, start=1):
-            label = f"{inv.name} (repeat {inv.repeat + 1})" if any(
-                j.repeat for j in plan.invocations) else inv.name
-            progress.update(task, description=f"sweep {plan.name}: {label}")
-            env = dict(os.environ)
-            env.update(inv.env)
-            if log is not None:
-                log.write(f"$ {inv.shell_line()}\n")
-            started = time.monotonic()
-            done = subprocess.run(inv.argv, capture_output=True, text=True, env=env)
-            if log is not None:
-                log.write(done.stdout)
-                log.write(done.stderr)
-            if done.returncode != 0:
-                progress.stop()
-                raise RunError(f"run '{inv.name}' ({i}/{len(plan.invocations)}) failed with exit "
-                               f"code {done.returncode}: "
-                               f"{_error_summary(PROGRAM, done.stdout, done.stderr)}")
-            if verbose:
-                progress.console.print(done.stdout.rstrip(), markup=False, highlight=False,
-                                       soft_wrap=True)
-            progress.console.print(f"  {label}: done in {time.monotonic() - started:.1f} s",
-                                   markup=False, highlight=False)
-            progress.advance(task)
-    return _count_lines(plan.output) - before
+    total = len(plan.invocations)
+    try:
+        with Progress(*columns, console=console, transient=False) as progress:
+            task = progress.add_task(f"sweep {plan.name}", total=total)
 
+            def say(text: str) -> None:
+                progress.console.print(text, markup=False, highlight=False, soft_wrap=True)
 
-class RunError(Exception):
-    """A launched benchmark failed; the message is one line."""
+            for i, inv in enumerate(plan.invocations, start=1):
+                progress.update(task, description=f"sweep {plan.name}: {inv.label}")
+                # Records left by an attempt that was killed before they were moved.
+                if inv.staging.exists():
+                    summary.written += harvest(plan, inv, None)
+                step = decide(plan, inv, read_output(plan))
+                if not step.lists:
+                    summary.skipped += 1
+                    say(f"  {inv.label}: recorded, skipped")
+                    progress.advance(task)
+                    continue
+                if step.resumed:
+                    say(f"  {inv.label}: resuming, "
+                        + (f"{step.missing} configuration(s) missing" if step.missing
+                           else "running it again for the missing configurations"))
+                summary.ran += 1
+                started = time.monotonic()
+                failed = False
+                records = 0
+                for lists in step.lists:
+                    line = inv.shell_line(lists)
+                    inv.staging.with_suffix(".launch").write_text(line + "\n")
+                    outcome = execute(inv.argv(lists), inv.env, inv.timeout,
+                                      inv.staging.with_suffix(""))
+                    records += harvest(plan, inv, line)
+                    if verbose:
+                        say(outcome.stdout_path.read_text(errors="replace").rstrip())
+                    if outcome.ok:
+                        continue
+                    failed = True
+                    what = describe_failure(outcome, inv.timeout)
+                    error = error_summary(plan.program.name, outcome)
+                    resultfile.append(plan.output, [failure_record(plan, inv, outcome, line,
+                                                                   error)])
+                    summary.failures.append(f"run '{inv.name}' ({i}/{total}) {what}: {error}")
+                    say(f"  {inv.label}: {what} after {outcome.duration_s:.1f} s "
+                        f"(recorded; logs: {outcome.stderr_path})")
+                summary.written += records
+                if not failed:
+                    # What a successful run did not record (a transport its "all" leaves out)
+                    # would not appear on a second try either.
+                    mark_complete(plan, inv, records)
+                    say(f"  {inv.label}: done in {time.monotonic() - started:.1f} s, "
+                        f"{records} records")
+                progress.advance(task)
+    finally:
+        signal.signal(signal.SIGTERM, previous_handler)
+        lock.close()
+    return summary
 
 
 def main(args) -> int:
+    # A batch script starts every run with srun: check the spec for that launcher.
     plan = make_plan(args.spec, output=args.output, build_dir=args.build_dir, mpi=args.mpi,
-                     require_build=not args.dry_run)
-    if args.dry_run:
-        print("\n".join(describe(plan)))
+                     launcher="srun" if args.emit_sbatch else args.launcher,
+                     timeout=args.timeout, require_build=not args.dry_run)
+    if args.emit_sbatch:
+        from . import sbatch
+        path = sbatch.write(plan, args.emit_sbatch, spec_arguments(args))
+        print(f"batch script written to {path}; submit it with: sbatch {shlex.quote(str(path))}")
+        print(f"records will be appended to {plan.output}")
         return 0
-    written = run(plan, verbose=args.verbose)
-    print(f"{written} records appended to {plan.output}")
-    print(f"tables: halox report {shlex.quote(str(plan.output))}")
+    if args.dry_run:
+        print("\n".join(describe(plan, read_output(plan) if plan.output.exists() else None)))
+        return 0
+    try:
+        summary = run(plan, verbose=args.verbose)
+    except Terminated:
+        print(f"halox sweep: terminated; the records so far are in {plan.output}; run the same "
+              "command again to resume", flush=True)
+        return 143
+    note = f" ({summary.skipped} of {len(plan.invocations)} runs were recorded already)" \
+        if summary.skipped else ""
+    print(f"{summary.written} records appended to {plan.output}{note}")
+    if summary.written or summary.skipped:
+        print(f"tables: halox report {shlex.quote(str(plan.output))}")
+    if summary.failures:
+        import sys
+        for failure in summary.failures:
+            print(f"halox sweep: error: {failure}", file=sys.stderr)
+        print(f"{len(summary.failures)} run(s) failed; they are recorded in {plan.output}; "
+              "running the sweep again retries them", file=sys.stderr)
+        return 1
     return 0
+
+
+def spec_arguments(args) -> list[str]:
+    """The options of this command that a batch script must repeat."""
+    words = []
+    if args.mpi:
+        words += ["--mpi", args.mpi]
+    if args.build_dir:
+        words += ["--build-dir", str(pathlib.Path(args.build_dir).resolve())]
+    if args.timeout is not None:
+        words += ["--timeout", repr(args.timeout)]
+    return words

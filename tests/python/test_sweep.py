@@ -55,12 +55,17 @@ SPEC = f"""
 """
 
 
-def expected_line(out, run_args):
+def staging(out, run, repeat, sweep="spec"):
+    """Each run appends to a file of its own beside OUT; the sweep moves the records over."""
+    return out.parent / "sweep.sweep" / f"{sweep}.{mpi_flavor()}.{run}.{repeat}.jsonl"
+
+
+def expected_line(json_path, run_args):
     argv = [str(ROOT / "scripts" / "mpirun.sh"), "2", str(build_dir() / "halox-bench"),
             "--halo", "1,2", "--nfields", "1,2", "--transport", "all",
             "--algorithm", "standard,staged", "--fields", "compact,sequence",
             "--domain", "8", "8", "8", "--nrep", "5", "--warmup", "1", *run_args,
-            "--json", str(out)]
+            "--json", str(json_path)]
     return f"HALOX_MPI={mpi_flavor()} " + shlex.join(argv)
 
 
@@ -70,10 +75,14 @@ def test_dry_run_prints_the_exact_command_lines(tmp_path):
     done = halox("sweep", spec, "--dry-run", "--output", out, "--build-dir", build_dir())
     assert done.returncode == 0, done.stderr
     commands = [l for l in done.stdout.splitlines() if not l.startswith("#")]
-    mpicart = expected_line(out, ["--mpicart", "2", "1", "1"])
-    slots = expected_line(out, ["--slot", "2", "1", "1", "--order", "ZYX"])
+    mpicart = ["--mpicart", "2", "1", "1"]
+    slots = ["--slot", "2", "1", "1", "--order", "ZYX"]
     # repeat = 2, interleaved: every entry once, then again.
-    assert commands == [mpicart, slots, mpicart, slots]
+    assert commands == [expected_line(staging(out, "mpicart", 1), mpicart),
+                        expected_line(staging(out, "slots", 1), slots),
+                        expected_line(staging(out, "mpicart", 2), mpicart),
+                        expected_line(staging(out, "slots", 2), slots)]
+    assert f"# records are appended to {out}" in done.stdout
     assert "4 invocation(s) x 48 configurations" in done.stdout
     assert not out.exists() and not out.parent.exists()  # nothing launched, nothing created
 
@@ -94,7 +103,9 @@ def test_dry_run_uses_the_spec_defaults_for_build_and_output(tmp_path):
         "HALOX_MPI=mpich " + shlex.join([str(ROOT / "scripts" / "mpirun.sh"), "3",
                                          str(ROOT / "build" / "mpich" / "halox-bench"),
                                          "--nrep", "7", "--json",
-                                         str(ROOT / "results" / "fixed-name.jsonl")])]
+                                         str(ROOT / "results" / "fixed-name.sweep" /
+                                             "spec.mpich.default.1.jsonl")])]
+    assert f"# records are appended to {ROOT / 'results' / 'fixed-name.jsonl'}" in done.stdout
 
 
 def test_example_specs_are_valid(tmp_path):
@@ -148,21 +159,34 @@ def test_real_sweep_appends_records(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     per_run = 3 * 2 * 2  # transports x nfields x algorithms
     first = out.read_text().splitlines()
-    assert len(first) == 2 * per_run
+    objects = [json.loads(l) for l in first]
+    records = [r for r in objects if r["tool"] == "halox-bench"]
+    marks = [r for r in objects if r["tool"] == "halox-sweep"]
+    assert len(records) == 2 * per_run
     assert f"{2 * per_run} records appended to {out}" in done.stdout
-    records = [json.loads(l) for l in first]
     runs = {}
     for r in records:
         runs.setdefault(r["run_id"], []).append(r)
     assert len(runs) == 2 and all(len(v) == per_run for v in runs.values())
     assert sorted(r["decomposition"]["kind"] for r in records[::per_run]) == ["cart", "hw"]
     assert all(r["verification"] == "passed" and r["ranks"] == 2 for r in records)
-    # A second sweep appends: the first records stay as they were.
+    # Every record names its sweep, run entry, repetition and launch line; every run that
+    # finished is marked complete after its records.
+    for r in records:
+        coords = r["sweep"]
+        assert (coords["name"], coords["mpi"], coords["repeat"]) == ("spec", mpi_flavor(), 1)
+        assert coords["run"] == ("mpicart" if r["decomposition"]["kind"] == "cart" else "slots")
+        assert coords["launch"].endswith(f"--json {staging(out, coords['run'], 1)}")
+        assert "--mpicart 2 1 1" in coords["launch"] or "--slot 2 1 1" in coords["launch"]
+    assert [(m["event"], m["sweep"]["run"], m["records"]) for m in marks] == [
+        ("complete", "mpicart", per_run), ("complete", "slots", per_run)]
+    assert objects.index(marks[0]) == per_run and objects.index(marks[1]) == 2 * per_run + 1
+    assert not list((out.parent / "sweep.sweep").glob("*.jsonl"))  # staging files moved
+    # The same sweep into the same output again: everything is recorded, nothing runs.
     done = halox("sweep", spec, "--output", out, "--build-dir", build_dir())
     assert done.returncode == 0, done.stderr
-    lines = out.read_text().splitlines()
-    assert len(lines) == 4 * per_run and lines[:len(first)] == first
-    assert len({json.loads(l)["run_id"] for l in lines}) == 4
+    assert f"0 records appended to {out} (2 of 2 runs were recorded already)" in done.stdout
+    assert out.read_text().splitlines() == first
     # And the report reads them.
     report = halox("report", out, "--run-id", records[0]["run_id"])
     assert report.returncode == 0, report.stderr
@@ -170,7 +194,7 @@ def test_real_sweep_appends_records(tmp_path):
     assert "mpi-p2p/staged/compact" in report.stdout
 
 
-def test_failing_benchmark_is_one_line_and_stops_the_sweep(tmp_path):
+def test_failing_benchmark_is_recorded_and_the_sweep_goes_on(tmp_path):
     spec = write_spec(tmp_path, f"""
         [sweep]
         ranks = 2
@@ -179,7 +203,7 @@ def test_failing_benchmark_is_one_line_and_stops_the_sweep(tmp_path):
         name = "too-big"
         args = ["--mpicart", "3", "1", "1"]
         [[sweep.run]]
-        name = "never"
+        name = "after"
         [bench]
         domain = [8, 8, 8]
         nrep = 5
@@ -192,7 +216,17 @@ def test_failing_benchmark_is_one_line_and_stops_the_sweep(tmp_path):
     assert re.fullmatch(r"halox sweep: error: run 'too-big' \(1/2\) failed with exit code "
                         r"[1-9]\d*: "
                         r"halox-bench: error: rank grid 3x1x1 does not fit 2 ranks", errors[0])
-    assert out.read_text() == ""
+    objects = [json.loads(l) for l in out.read_text().splitlines()]
+    failure, record, mark = objects
+    assert failure["tool"] == "halox-sweep" and failure["event"] == "failure"
+    assert failure["sweep"]["run"] == "too-big" and failure["exit_status"] > 0
+    assert failure["signal"] is None and failure["timed_out"] is False
+    assert "--mpicart 3 1 1" in failure["sweep"]["launch"]
+    assert any("rank grid 3x1x1 does not fit 2 ranks" in l for l in failure["stderr_tail"])
+    # The sweep went on.
+    assert record["tool"] == "halox-bench" and record["sweep"]["run"] == "after"
+    assert (mark["event"], mark["sweep"]["run"]) == ("complete", "after")
+    assert "1 records appended" in done.stdout
 
 
 BAD_SPECS = [

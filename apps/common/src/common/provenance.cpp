@@ -2,12 +2,14 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <fstream>
 #include <stdexcept>
 #include <vector>
 
@@ -54,6 +56,16 @@ std::string cpu_binding_string() {
 }
 
 std::string git_revision() { return HALOX_GIT_REVISION; }
+
+// The CPU model as the kernel names it ("Intel(R) Xeon(R) ..."), for reports.
+static std::string cpu_model() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);)
+    if (line.starts_with("model name"))
+      if (auto colon = line.find(':'); colon != std::string::npos)
+        return line.substr(line.find_first_not_of(" \t", colon + 1));
+  return "unknown";
+}
 
 static std::vector<std::string> gather_strings(MPI_Comm comm, const std::string& mine) {
   int size = 1;
@@ -109,6 +121,7 @@ nlohmann::json collect_provenance(MPI_Comm comm) {
           {"mpi_library", mpi_library_version()},
           {"ranks", size},
           {"rank_map", ranks},
+          {"machine", {{"cpu_model", cpu_model()}, {"cpus", sysconf(_SC_NPROCESSORS_ONLN)}}},
           {"environment", settings}};
 }
 
@@ -131,6 +144,9 @@ void append_json_line(const std::string& path, const nlohmann::json& record) {
   std::string line = record.dump() + "\n";
   int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
   if (fd < 0) throw std::runtime_error(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
+  // The lock every writer of a results file takes (halox sweep too), so that lines from
+  // concurrent writers never interleave, also on file systems where O_APPEND alone does not.
+  ::flock(fd, LOCK_EX);
   ssize_t written = ::write(fd, line.data(), line.size());
   ::close(fd);
   if (written != static_cast<ssize_t>(line.size()))

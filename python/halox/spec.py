@@ -1,0 +1,613 @@
+"""Sweep specifications: the TOML file of `halox sweep`, checked completely, turned into a plan.
+
+A spec names one program (`sweep.executable`: halox-bench, halox-halo2d or halox-ipc).  Each
+`[[sweep.run]]` entry is one invocation of it over the whole `[matrix]`: the matrix keys the
+program takes as comma lists (halox-bench: halo, nfields, type, transport, algorithm, fields)
+are measured in that one job, so ratios between them come from one run; matrix keys the
+program takes one value of (halox-ipc: bufsize, layout, ...) give one invocation per value.
+Entries are repeated `repeat` times, interleaved (run1, run2, run1, run2, ...).  Everything -
+keys, types, values, launcher settings, the build and the output file - is checked before
+anything is launched; a problem is one line.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import itertools
+import os
+import pathlib
+import re
+import shlex
+import subprocess
+import tomllib
+from typing import Any
+
+from . import launch
+
+MPI_FLAVORS = ("openmpi", "mpich")
+DEFAULT_EXECUTABLE = "halox-bench"
+
+
+class SpecError(Exception):
+    """A bad spec; the message is one line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+    """What a sweep needs to know about one halox program."""
+    name: str
+    list_keys: dict[str, str]    # [matrix] keys it takes as comma lists: one invocation
+    expand_keys: dict[str, str]  # [matrix] keys it takes one value of: one invocation per value
+    options: dict[str, str]      # [bench] keys: every other option, by kind
+    allowed: dict[str, tuple[str, ...]]  # the values a [matrix] key may take ("all" included)
+    every: dict[str, tuple[str, ...]]    # what "all" stands for, where the sweep knows it
+    per_configuration: bool      # one record per matrix configuration (else one per run)
+    reserved: dict[str, str]
+
+
+_RESERVED = {"json": "the output file is set by halox sweep (use --output or sweep.output)",
+             "help": "not a benchmark option"}
+
+BENCH = Program(
+    name="halox-bench",
+    list_keys={"halo": "nonneg_int", "nfields": "pos_int", "type": "str", "transport": "str",
+               "algorithm": "str", "fields": "str"},
+    expand_keys={},
+    options={
+        "domain": "xyz_pos", "global_domain": "xyz_pos", "halo_lo": "xyz_nonneg",
+        "halo_hi": "xyz_nonneg", "nrep": "pos_int", "time": "pos_number", "warmup": "nonneg_int",
+        "rounds": "pos_int", "timing": "timing", "baseline": "variant", "no_check": "bool",
+        "quiet": "bool", "memory": "memory",
+        # decomposition (usually per run, in [[sweep.run]] args, but allowed for all runs here)
+        "decomposition": "decomposition", "mpicart": "xyz_nonneg", "periodic": "xyz_01",
+        "reorder": "bool", "node": "xyz_pos", "socket": "xyz_pos", "numa": "xyz_pos",
+        "l3": "xyz_pos", "l2": "xyz_pos", "l1": "xyz_pos", "core": "xyz_pos",
+        "hwthread": "xyz_pos", "slot": "xyz_pos", "order": "order",
+        "ranks_per_node": "nonneg_int", "topology": "str", "assume_binding": "binding",
+    },
+    allowed={"type": ("float", "double"), "algorithm": ("standard", "staged", "faces", "all"),
+             "fields": ("compact", "sequence", "all")},
+    every={"algorithm": ("standard", "staged", "faces"), "fields": ("compact", "sequence")},
+    per_configuration=True,
+    reserved={**_RESERVED, "print": "it runs no benchmark"},
+)
+
+HALO2D = Program(
+    name="halox-halo2d",
+    list_keys={"tests": "str", "neighbors": "pos_int", "sizes": "size"},
+    expand_keys={},
+    options={"mesh": "xy_nonneg", "periodic": "negatable", "reorder": "bool",
+             "min_size": "size", "max_size": "size", "nrep": "pos_int", "warmup": "nonneg_int",
+             "trials": "pos_int", "check": "negatable", "no_check": "bool", "digits": "pos_int"},
+    allowed={"tests": ("single", "all", "phased", "persistent", "irecv-first", "sendrecv"),
+             "neighbors": ("2", "4", "8")},
+    every={},
+    per_configuration=False,
+    reserved={**_RESERVED, "inject_fault": "a debugging aid, not a measurement"},
+)
+
+IPC = Program(
+    name="halox-ipc",
+    list_keys={"mechanisms": "str"},
+    expand_keys={"bufsize": "size", "layout": "layout", "stride_factor": "pos_int",
+                 "chunk": "size"},
+    options={"min_block": "size", "max_block": "size", "pairs": "bool", "nrep": "pos_int",
+             "warmup": "nonneg_int", "cell_time": "nonneg_number", "no_check": "bool",
+             "no_populate": "bool"},
+    allowed={"mechanisms": ("SHMEM_NP", "SHMEM_P", "CMA", "MAP_NC", "MAP_C", "MPI_DT",
+                            "XPMEM_NC", "XPMEM_C", "all")},
+    every={},
+    per_configuration=False,
+    reserved=_RESERVED,
+)
+
+PROGRAMS = {p.name: p for p in (BENCH, HALO2D, IPC)}
+
+SWEEP_KEYS = {"ranks", "repeat", "mpi", "run", "name", "description", "output", "build_dir",
+              "env", "executable", "timeout", "launcher", "nodes", "ranks_per_node",
+              "ranks_per_socket", "cpus_per_rank", "bind", "launcher_args", "srun_mpi"}
+RUN_KEYS = {"name", "args", "ranks", "env", "timeout"}
+SLURM_KEYS = {"time", "partition", "account", "qos", "constraint", "job_name", "extra"}
+TOP_KEYS = {"sweep", "matrix", "bench", "slurm"}
+
+
+@dataclasses.dataclass
+class Invocation:
+    name: str                     # the [[sweep.run]] entry
+    repeat: int                   # 0-based repetition
+    point: dict[str, str]         # values of the expanded matrix keys, {} if none
+    ranks: int
+    launcher: list[str]           # the words before the program
+    program: pathlib.Path
+    lists: dict[str, list[str]]   # matrix list key -> values, in spec order
+    other_args: list[str]         # [bench] options, expanded values, run args
+    env: dict[str, str]           # environment settings added to the caller's
+    timeout: float | None
+    staging: pathlib.Path         # where the program appends its records
+
+    def program_args(self, lists: dict[str, list[str]] | None = None) -> list[str]:
+        words = []
+        for key, values in (self.lists if lists is None else lists).items():
+            words += [f"--{key.replace('_', '-')}", ",".join(values)]
+        return words + self.other_args
+
+    def argv(self, lists: dict[str, list[str]] | None = None) -> list[str]:
+        return [*self.launcher, str(self.program), *self.program_args(lists),
+                "--json", str(self.staging)]
+
+    def shell_line(self, lists: dict[str, list[str]] | None = None) -> str:
+        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
+        return (prefix + " " if prefix else "") + shlex.join(self.argv(lists))
+
+    @property
+    def label(self) -> str:
+        point = ",".join(f"{k}={v}" for k, v in self.point.items())
+        return self.name + (f"[{point}]" if point else "") + f" #{self.repeat + 1}"
+
+
+@dataclasses.dataclass
+class Plan:
+    spec_path: pathlib.Path
+    name: str
+    mpi: str
+    program: Program
+    build_dir: pathlib.Path
+    executable: pathlib.Path
+    output: pathlib.Path
+    work_dir: pathlib.Path        # staging files, logs and the sweep's lock, beside the output
+    launch: launch.LaunchSettings
+    slurm: dict[str, Any]
+    configurations: int           # per invocation (halox-bench), 0 when unknown
+    invocations: list[Invocation]
+    estimate_s: float | None      # per invocation, from --time x rounds, when known
+    known: dict[str, tuple[str, ...]]  # what "all" stands for, per list key, where known
+
+    @property
+    def max_ranks(self) -> int:
+        return max(inv.ranks for inv in self.invocations)
+
+
+# ---------------------------------------------------------------------------------------------
+# Value checks
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            list: "a list", dict: "a table"}.get(type(value), type(value).__name__)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+_CHOICES = {"timing": ("throughput", "latency"),
+            "decomposition": ("cart", "hw", "auto"),
+            "order": ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"),
+            "binding": ("real", "spread", "core", "hwthread"),
+            "memory": ("auto", "private", "shared"),
+            "layout": ("contiguous", "strided"),
+            "launcher": launch.LAUNCHERS,
+            "bind": launch.BINDINGS}
+
+
+def check_scalar(where: str, kind: str, v: Any) -> None:
+    if kind in ("pos_int", "nonneg_int"):
+        if not _is_int(v):
+            raise SpecError(f"{where} must be an integer, not {_type_name(v)} ({v!r})")
+        if kind == "pos_int" and v <= 0:
+            raise SpecError(f"{where} must be positive, got {v}")
+        if v < 0:
+            raise SpecError(f"{where} must not be negative, got {v}")
+    elif kind in ("pos_number", "nonneg_number"):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise SpecError(f"{where} must be a number, not {_type_name(v)} ({v!r})")
+        if kind == "pos_number" and v <= 0:
+            raise SpecError(f"{where} must be positive, got {v}")
+        if v < 0:
+            raise SpecError(f"{where} must not be negative, got {v}")
+    elif kind in ("bool", "negatable"):
+        if not isinstance(v, bool):
+            raise SpecError(f"{where} must be true or false, not {_type_name(v)} ({v!r})")
+    elif kind == "size":
+        # A byte count, or text with a unit ("64KiB") that the program itself parses.
+        if _is_int(v):
+            if v < 0:
+                raise SpecError(f"{where} must not be negative, got {v}")
+        elif not isinstance(v, str) or not re.fullmatch(r"\d+\s*[A-Za-z]{0,3}", v):
+            raise SpecError(f"{where} must be a size in bytes (4194304 or \"4MiB\"), got {v!r}")
+    else:
+        if not isinstance(v, str):
+            raise SpecError(f"{where} must be a string, not {_type_name(v)} ({v!r})")
+        if not v:
+            raise SpecError(f"{where} must not be empty")
+        allowed = _CHOICES.get(kind)
+        if allowed and v not in allowed:
+            raise SpecError(f"{where} must be one of {', '.join(allowed)}, got {v!r}")
+        if kind == "variant" and v.count("/") != 2:
+            raise SpecError(f"{where} must be transport/algorithm/fields, got {v!r}")
+
+
+def _option_words(where: str, kind: str, v: Any) -> list[str]:
+    """Checks an option value and returns its command-line words (after the option)."""
+    if kind.startswith(("xyz_", "xy_")):
+        n = 3 if kind.startswith("xyz_") else 2
+        shape = "[X, Y, Z]" if n == 3 else "[X, Y]"
+        if not isinstance(v, list) or len(v) != n or not all(_is_int(x) for x in v):
+            raise SpecError(f"{where} must be a list of {n} integers {shape}, got {v!r}")
+        for x in v:
+            if kind.endswith("_pos") and x <= 0:
+                raise SpecError(f"{where} entries must be positive, got {v!r}")
+            if kind.endswith(("_nonneg", "_01")) and x < 0:
+                raise SpecError(f"{where} entries must not be negative, got {v!r}")
+            if kind.endswith("_01") and x > 1:
+                raise SpecError(f"{where} entries must be 0 or 1, got {v!r}")
+        return [str(x) for x in v]
+    check_scalar(where, kind, v)
+    if kind in ("bool", "negatable"):
+        return []
+    return [repr(v) if isinstance(v, float) else str(v)]
+
+
+def _normalise_keys(table: dict, where: str) -> dict:
+    out = {}
+    for key, value in table.items():
+        norm = key.replace("-", "_")
+        if norm in out:
+            raise SpecError(f"{where}: key '{key}' is given twice")
+        out[norm] = value
+    return out
+
+
+def _unknown(where: str, key: str, known) -> SpecError:
+    what = f"key '{where}.{key}'" if where else f"table '{key}'"
+    close = difflib.get_close_matches(key, list(known), n=1)
+    hint = f"did you mean '{close[0]}'?" if close else f"known: {', '.join(sorted(known))}"
+    return SpecError(f"unknown {what} ({hint})")
+
+
+def _need_table(where: str, value: Any) -> dict:
+    if not isinstance(value, dict):
+        raise SpecError(f"{where} must be a table, not {_type_name(value)}")
+    return value
+
+
+def _env_table(where: str, value: Any) -> dict[str, str]:
+    table = _need_table(where, value)
+    env = {}
+    for k, v in table.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+            raise SpecError(f"{where}: '{k}' is not an environment variable name")
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            raise SpecError(f"{where}.{k} must be a string, not {_type_name(v)}")
+        env[k] = str(v)
+    return env
+
+
+def _string_list(where: str, value: Any) -> list[str]:
+    if not isinstance(value, list) or any(not isinstance(a, (str, int, float)) or
+                                          isinstance(a, bool) for a in value):
+        raise SpecError(f"{where} must be a list of strings, got {value!r}")
+    return [str(a) for a in value]
+
+
+def _list_words(where: str, kind: str, value: Any) -> list[str]:
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise SpecError(f"{where} must not be empty")
+    words = []
+    for v in values:
+        check_scalar(where, kind, v)
+        if isinstance(v, str) and "," in v:
+            raise SpecError(f"{where}: write lists as TOML lists, not '{v}'")
+        words.append(str(v))
+    return words
+
+
+# ---------------------------------------------------------------------------------------------
+# The checkout and the built programs
+
+
+def repo_root() -> pathlib.Path:
+    """The halox checkout: HALOX_ROOT, else the one this package lives in, else the cwd."""
+    candidates = []
+    if os.environ.get("HALOX_ROOT"):
+        candidates.append(pathlib.Path(os.environ["HALOX_ROOT"]))
+    candidates.append(pathlib.Path(__file__).resolve().parents[2])
+    candidates.append(pathlib.Path.cwd())
+    for c in candidates:
+        if (c / "scripts" / "mpirun.sh").is_file():
+            return c.resolve()
+    raise SpecError("cannot find the halox checkout (scripts/mpirun.sh); set HALOX_ROOT")
+
+
+def _names_in(text: str) -> tuple[str, ...]:
+    """Transport names from `halox-bench --list-transports`: the first word of each line that
+    looks like a name (headers, rules and blank lines are passed over)."""
+    names = []
+    for line in text.splitlines():
+        words = line.split()
+        if not words:
+            continue
+        word = words[0].rstrip(":,")
+        if re.fullmatch(r"[a-z][a-z0-9_]*(-[a-z0-9_]+)*(\+[a-z][a-z0-9_-]*)?", word) and \
+                word not in ("name", "transport", "transports", "available"):
+            names.append(word)
+    return tuple(dict.fromkeys(names))
+
+
+def bench_transports(bench: pathlib.Path) -> tuple[str, ...] | None:
+    """The transports the built halox-bench knows: from `--list-transports`, or for a build
+    without that option from its --help; None when neither says."""
+    def run(*args):
+        try:
+            return subprocess.run([str(bench), *args], capture_output=True, text=True,
+                                  timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+    listed = run("--list-transports")
+    if listed is not None and listed.returncode == 0:
+        names = _names_in(listed.stdout)
+        if names:
+            return names
+    helped = run("--help")
+    if helped is None:
+        return None
+    match = re.search(r"Transport\(s\):\s*(.*?),?\s+or all", helped.stdout, re.S)
+    if not match:
+        return None
+    return tuple(t.strip() for t in match.group(1).split(",") if t.strip())
+
+
+def load_spec(path: str | pathlib.Path) -> dict:
+    path = pathlib.Path(path)
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such file") from None
+    except OSError as e:
+        raise SpecError(f"{path}: cannot read: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(f"{path}: not valid TOML: {e}") from None
+
+
+def default_output(root: pathlib.Path, name: str, flavor: str) -> pathlib.Path:
+    """Stable, so that running the same command again resumes the sweep."""
+    return root / "results" / f"sweep-{name}-{flavor}.jsonl"
+
+
+def work_dir_of(output: pathlib.Path) -> pathlib.Path:
+    return output.with_name(output.name.removesuffix(".jsonl") + ".sweep")
+
+
+# ---------------------------------------------------------------------------------------------
+# Spec -> plan
+
+
+def make_plan(spec_path: str | pathlib.Path, *, output: str | None = None,
+              build_dir: str | None = None, mpi: str | None = None,
+              launcher: str | None = None, timeout: float | None = None,
+              require_build: bool = True) -> Plan:
+    """Checks the spec and returns the invocations; raises SpecError (one line) when bad."""
+    spec_path = pathlib.Path(spec_path)
+    try:
+        return _make_plan(spec_path, load_spec(spec_path), output, build_dir, mpi, launcher,
+                          timeout, require_build)
+    except (SpecError, launch.LaunchError) as e:
+        message = str(e)
+        if not message.startswith(str(spec_path)):
+            message = f"{spec_path}: {message}"
+        raise SpecError(message) from None
+
+
+def _launch_settings(sweep: dict, launcher: str | None) -> launch.LaunchSettings:
+    name = launcher or sweep.get("launcher", "local")
+    check_scalar("sweep.launcher", "launcher", name)
+    for key in ("nodes", "ranks_per_node", "ranks_per_socket", "cpus_per_rank"):
+        if key in sweep:
+            check_scalar(f"sweep.{key}", "pos_int", sweep[key])
+    bind = sweep.get("bind", "core")
+    check_scalar("sweep.bind", "bind", bind)
+    if "srun_mpi" in sweep:
+        check_scalar("sweep.srun_mpi", "str", sweep["srun_mpi"])
+    extra = _string_list("sweep.launcher_args", sweep.get("launcher_args", []))
+    return launch.LaunchSettings(
+        launcher=name, nodes=sweep.get("nodes"), ranks_per_node=sweep.get("ranks_per_node"),
+        ranks_per_socket=sweep.get("ranks_per_socket"),
+        cpus_per_rank=sweep.get("cpus_per_rank"), bind=bind, srun_mpi=sweep.get("srun_mpi"),
+        extra=tuple(extra))
+
+
+def _slurm_table(spec: dict) -> dict[str, Any]:
+    slurm = _normalise_keys(_need_table("[slurm]", spec.get("slurm", {})), "[slurm]")
+    for key, value in slurm.items():
+        if key not in SLURM_KEYS:
+            raise _unknown("slurm", key, SLURM_KEYS)
+        if key == "extra":
+            _string_list("slurm.extra", value)
+        else:
+            check_scalar(f"slurm.{key}", "str", value)
+    return slurm
+
+
+def _option_table(program: Program, table: dict) -> list[str]:
+    """[bench]: the program's other options, passed through as --key value."""
+    words: list[str] = []
+    for key, value in table.items():
+        if key in program.reserved:
+            raise SpecError(f"bench.{key} cannot be set: {program.reserved[key]}")
+        if key in program.list_keys or key in program.expand_keys:
+            raise SpecError(f"bench.{key} is a list option; put it in [matrix]")
+        if key not in program.options:
+            raise _unknown("bench", key, program.options)
+        kind = program.options[key]
+        option_words = _option_words(f"bench.{key}", kind, value)
+        option = "--" + key.replace("_", "-")
+        if kind == "bool":
+            if value:
+                words.append(option)
+        elif kind == "negatable":
+            words.append(option if value else "--no-" + key.replace("_", "-"))
+        else:
+            words += [option, *option_words]
+    return words
+
+
+def _make_plan(spec_path, spec, output, build_dir, mpi, launcher_name, timeout,
+               require_build) -> Plan:
+    for key in spec:
+        if key not in TOP_KEYS:
+            raise _unknown("", key, TOP_KEYS)
+    if "sweep" not in spec:
+        raise SpecError("missing table [sweep]")
+    sweep = _normalise_keys(_need_table("[sweep]", spec["sweep"]), "[sweep]")
+    matrix = _normalise_keys(_need_table("[matrix]", spec.get("matrix", {})), "[matrix]")
+    bench_opts = _normalise_keys(_need_table("[bench]", spec.get("bench", {})), "[bench]")
+
+    for key in sweep:
+        if key not in SWEEP_KEYS:
+            raise _unknown("sweep", key, SWEEP_KEYS)
+    executable = sweep.get("executable", DEFAULT_EXECUTABLE)
+    check_scalar("sweep.executable", "str", executable)
+    if executable not in PROGRAMS:
+        raise SpecError(f"sweep.executable must be one of {', '.join(PROGRAMS)}, "
+                        f"got {executable!r}")
+    program = PROGRAMS[executable]
+    if "ranks" not in sweep:
+        raise SpecError("sweep.ranks is missing (the number of MPI ranks)")
+    check_scalar("sweep.ranks", "pos_int", sweep["ranks"])
+    repeat = sweep.get("repeat", 1)
+    check_scalar("sweep.repeat", "pos_int", repeat)
+    flavor = mpi or sweep.get("mpi", "openmpi")
+    check_scalar("sweep.mpi", "str", flavor)
+    if flavor not in MPI_FLAVORS:
+        raise SpecError(f"sweep.mpi must be one of {', '.join(MPI_FLAVORS)}, got {flavor!r}")
+    name = sweep.get("name", spec_path.stem)
+    check_scalar("sweep.name", "str", name)
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", name):
+        raise SpecError(f"sweep.name may hold only letters, digits, '.', '_' and '-', got {name!r}")
+    if "description" in sweep:
+        check_scalar("sweep.description", "str", sweep["description"])
+    sweep_env = _env_table("sweep.env", sweep["env"]) if "env" in sweep else {}
+    if "timeout" in sweep:
+        check_scalar("sweep.timeout", "pos_number", sweep["timeout"])
+    settings = _launch_settings(sweep, launcher_name)
+    slurm = _slurm_table(spec)
+
+    # Matrix: comma lists within one invocation, expanded keys across invocations.
+    lists: dict[str, list[str]] = {}
+    expanded: dict[str, list[str]] = {}
+    for key, value in matrix.items():
+        kind = program.list_keys.get(key) or program.expand_keys.get(key)
+        if kind is None:
+            if key in program.options:
+                raise SpecError(f"matrix.{key} is not a list option of {program.name}; "
+                                "put it in [bench]")
+            raise _unknown("matrix", key, {**program.list_keys, **program.expand_keys})
+        words = _list_words(f"matrix.{key}", kind, value)
+        allowed = program.allowed.get(key) or _CHOICES.get(kind)
+        for w in words if allowed else ():
+            if w not in allowed:
+                raise SpecError(f"matrix.{key}: unknown value '{w}' "
+                                f"(expected {', '.join(allowed)})")
+        (lists if key in program.list_keys else expanded)[key] = words
+
+    bench_words = _option_table(program, bench_opts)
+
+    # Runs.
+    runs_raw = sweep.get("run", [{"name": "default"}])
+    if not isinstance(runs_raw, list) or not runs_raw:
+        raise SpecError("sweep.run must be a non-empty array of tables ([[sweep.run]])")
+    runs = []
+    names = set()
+    for i, run in enumerate(runs_raw, start=1):
+        where = f"sweep.run[{i}]"
+        run = _normalise_keys(_need_table(where, run), where)
+        for key in run:
+            if key not in RUN_KEYS:
+                raise _unknown(where, key, RUN_KEYS)
+        if "name" not in run:
+            raise SpecError(f"{where}.name is missing")
+        check_scalar(f"{where}.name", "str", run["name"])
+        if not re.fullmatch(r"[A-Za-z0-9._+-]+", run["name"]):
+            raise SpecError(f"{where}.name may hold only letters, digits, '.', '_', '+' and "
+                            f"'-', got {run['name']!r}")
+        if run["name"] in names:
+            raise SpecError(f"{where}.name '{run['name']}' is used twice")
+        names.add(run["name"])
+        args = _string_list(f"{where}.args", run.get("args", []))
+        for a in args:
+            if a in ("--json", "--help", "-h", "--print") or a.startswith("--json="):
+                raise SpecError(f"{where}.args cannot contain {a}")
+        ranks = run.get("ranks", sweep["ranks"])
+        check_scalar(f"{where}.ranks", "pos_int", ranks)
+        run_timeout = timeout
+        if run_timeout is None and "timeout" in run:
+            check_scalar(f"{where}.timeout", "pos_number", run["timeout"])
+            run_timeout = run["timeout"]
+        if run_timeout is None:
+            run_timeout = sweep.get("timeout")
+        env = dict(sweep_env)
+        if "env" in run:
+            env.update(_env_table(f"{where}.env", run["env"]))
+        runs.append((run["name"], ranks, args, env, run_timeout))
+
+    # Build, output.
+    root = repo_root()
+    if build_dir is not None:  # from the command line: relative to the current folder
+        build = pathlib.Path(build_dir).resolve()
+    elif "build_dir" in sweep:  # from the spec: relative to the checkout
+        check_scalar("sweep.build_dir", "str", sweep["build_dir"])
+        build = (root / sweep["build_dir"]).resolve()
+    else:
+        build = root / "build" / flavor
+    exe = build / program.name
+    built = exe.is_file() and os.access(exe, os.X_OK)
+    if require_build and not built:
+        raise SpecError(f"{exe} is not built (run `make build MPI={flavor}`)")
+    known = dict(program.every)
+    if program is BENCH and built:
+        transports = bench_transports(exe)
+        if transports is not None:
+            known["transport"] = transports
+            for t in lists.get("transport", []):
+                if t != "all" and t not in transports:
+                    raise SpecError(f"matrix.transport: unknown transport '{t}' "
+                                    f"({program.name} knows {', '.join(transports)}, all)")
+
+    if output is None and "output" in sweep:
+        check_scalar("sweep.output", "str", sweep["output"])
+        output = str(root / sweep["output"]) if not pathlib.Path(sweep["output"]).is_absolute() \
+            else sweep["output"]
+    out = pathlib.Path(output).resolve() if output else default_output(root, name, flavor)
+    work = work_dir_of(out)
+
+    # Configurations per invocation and a duration estimate, for the progress display.
+    configurations = 0
+    if program.per_configuration:
+        configurations = 1
+        for key, words in lists.items():
+            if "all" in words:
+                configurations *= len(known[key]) if key in known else 0
+            else:
+                configurations *= len(words)
+    estimate = None
+    if "time" in bench_opts and configurations:
+        estimate = configurations * float(bench_opts["time"]) * int(bench_opts.get("rounds", 1))
+
+    points = [dict(zip(expanded, values)) for values in itertools.product(*expanded.values())]
+    invocations = []
+    for r in range(repeat):
+        for run_name, ranks, args, env, run_timeout in runs:
+            for point in points:
+                point_words = []
+                for key, value in point.items():
+                    point_words += [f"--{key.replace('_', '-')}", value]
+                tag = "".join(f".{k}-{v}" for k, v in point.items())
+                staging = work / f"{name}.{flavor}.{run_name}.{r + 1}{tag}.jsonl"
+                invocations.append(Invocation(
+                    run_name, r, point, ranks, launch.command(settings, flavor, ranks, root), exe,
+                    lists, [*bench_words, *point_words, *args], {"HALOX_MPI": flavor, **env},
+                    run_timeout, staging))
+    return Plan(spec_path.resolve(), name, flavor, program, build, exe, out, work, settings,
+                slurm, configurations, invocations, estimate, known)
