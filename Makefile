@@ -5,20 +5,30 @@ MPI ?= openmpi
 BUILD_TYPE ?= Release
 BUILD_DIR ?= build/$(MPI)
 JOBS ?= $(shell nproc)
-VENV ?= .venv
-PYTHON := $(VENV)/bin/python
 
 ifeq ($(MPI),openmpi)
   MPICXX := mpicxx.openmpi
   MPICC := mpicc.openmpi
   MPIEXEC := mpiexec.openmpi
+  MPI_LIBRARY := Open MPI
+  DEFAULT_VENV := .venv
 else ifeq ($(MPI),mpich)
   MPICXX := mpicxx.mpich
   MPICC := mpicc.mpich
   MPIEXEC := mpiexec.mpich
+  MPI_LIBRARY := MPICH
+  DEFAULT_VENV := .venv-mpich
 else
   $(error MPI must be openmpi or mpich, not '$(MPI)')
 endif
+
+# One venv per MPI: the Python bindings and mpi4py are built against it.
+VENV ?= $(DEFAULT_VENV)
+PYTHON := $(VENV)/bin/python
+# What the compiled bindings are built from.
+PY_SOURCES := $(shell find python/halox python/src include src cmake -type f \
+  \( -name '*.py' -o -name '*.cpp' -o -name '*.hpp' -o -name '*.cmake' -o -name '*.in' \)) \
+  python/CMakeLists.txt python/pyproject.toml CMakeLists.txt src/CMakeLists.txt
 
 .PHONY: all deps venv configure build test bench sweep clean format
 
@@ -29,10 +39,26 @@ deps:
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: python/pyproject.toml
+# The venv's tools, and mpi4py compiled against this MPI (checked). mpi4py only
+# hands over communicators here, so -O0 keeps its long compile short.
+$(VENV)/.base: python/pyproject.toml
 	@python3 -m venv $(VENV) || (echo "make: python3 -m venv failed (install python3-venv)" && false)
 	@$(PYTHON) -m pip install --quiet --upgrade pip
-	@$(PYTHON) -m pip install --quiet -e 'python[test]'
+	@$(PYTHON) -m pip install --quiet scikit-build-core nanobind numpy matplotlib rich pytest
+	@echo "make: building mpi4py against $(MPI_LIBRARY)"
+	@MPICC=$(MPICC) CFLAGS="-O0 -g0" $(PYTHON) -m pip install --quiet --force-reinstall \
+	  --no-deps --no-binary=mpi4py --no-cache-dir mpi4py
+	@$(PYTHON) -c "from mpi4py import MPI; v = MPI.Get_library_version(); \
+	  assert '$(MPI_LIBRARY)' in v, 'mpi4py uses ' + v"
+	@touch $@
+
+# The halox package (bindings + sweep/report tools) against this MPI; the
+# build folder persists, so a rebuild compiles only what changed.
+$(VENV)/.installed: $(VENV)/.base $(PY_SOURCES)
+	@echo "make: installing the halox Python package into $(VENV)"
+	@CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PYTHON) -m pip install --quiet --no-build-isolation \
+	  ./python -C build-dir=$(abspath $(BUILD_DIR))/python \
+	  -C cmake.define.MPI_C_COMPILER=$(MPICC) -C cmake.define.MPI_CXX_COMPILER=$(MPICXX)
 	@touch $@
 
 configure: deps
@@ -52,7 +78,8 @@ test: build venv
 # The benchmark needs only halox-bench; the test suite is built by `make test`.
 bench: configure venv
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target halox-bench
-	@HALOX_BUILD_DIR=$(abspath $(BUILD_DIR)) HALOX_MPI=$(MPI) ./scripts/bench.sh
+	@HALOX_BUILD_DIR=$(abspath $(BUILD_DIR)) HALOX_MPI=$(MPI) HALOX_VENV=$(abspath $(VENV)) \
+	  ./scripts/bench.sh
 
 # make sweep SPEC=examples/sweeps/default.toml
 SPEC ?= examples/sweeps/default.toml

@@ -22,6 +22,7 @@ for grid in "${grids[@]}"; do
   echo
 done
 echo "results: $out"
-if [[ -x "$here/.venv/bin/halox" ]]; then
-  "$here/.venv/bin/halox" report "$out" --transport mpi-types,mpi-p2p,shm || true
+venv=${HALOX_VENV:-$here/.venv}
+if [[ -x "$venv/bin/halox" ]]; then
+  "$venv/bin/halox" report "$out" --transport mpi-types,mpi-p2p,shm || true
 fi

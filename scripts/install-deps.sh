@@ -2,7 +2,7 @@
 # Installs the Debian packages halox builds and runs with, when any is missing.
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config git python3 python3-venv python3-pip
+packages=(build-essential cmake pkg-config git python3 python3-venv python3-pip python3-dev
   libopenmpi-dev openmpi-bin libmpich-dev mpich libhwloc-dev hwloc
   libucx-dev libcli11-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev)

@@ -1,0 +1,440 @@
+// halox._core: the Python bindings of the core library (numpy fields, mpi4py
+// communicators). Every check that could fail on some ranks only is agreed on
+// by all ranks before any exchange, so a bad argument raises the same
+// ValueError everywhere instead of leaving ranks waiting for each other.
+#include <mpi.h>
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "halox/common/error.hpp"
+#include "halox/decomposition.hpp"
+#include "halox/exchange.hpp"
+#include "halox/grid.hpp"
+#include "halox/transport.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+using halox::ivec3;
+
+bool mpi_finalized() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  return finalized != 0;
+}
+
+std::string mpi_library_version() {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  MPI_Get_library_version(version, &length);
+  return std::string(version, static_cast<size_t>(length));
+}
+
+std::string repr_of(nb::handle object) {
+  return nb::cast<std::string>(nb::repr(object));
+}
+
+// MPI started by halox itself (no mpi4py): finalized at interpreter exit.
+void ensure_mpi_initialized() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) return;
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+  nb::module_::import_("atexit").attr("register")(nb::cpp_function([] {
+    if (!mpi_finalized()) MPI_Finalize();
+  }));
+}
+
+// The MPI_Comm inside an mpi4py communicator, or MPI_COMM_WORLD for None.
+MPI_Comm comm_of(nb::handle comm) {
+  if (comm.is_none()) {
+    ensure_mpi_initialized();
+    return MPI_COMM_WORLD;
+  }
+  nb::module_ mpi = nb::module_::import_("mpi4py.MPI");
+  if (!nb::isinstance(comm, mpi.attr("Comm")))
+    throw nb::type_error(
+        ("expected an mpi4py communicator (mpi4py.MPI.Comm) or None, got " + repr_of(comm))
+            .c_str());
+  // mpi4py must sit on the same MPI library: handles of two libraries do not mix.
+  auto theirs = nb::cast<std::string>(mpi.attr("Get_library_version")());
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (theirs != mpi_library_version() || !initialized)
+    throw std::runtime_error(
+        "mpi4py is built against another MPI library than halox (mpi4py: " +
+        theirs.substr(0, theirs.find('\n')) +
+        "; halox: " + mpi_library_version().substr(0, mpi_library_version().find('\n')) +
+        "); rebuild it: MPICC=<mpicc of halox's MPI> pip install --no-binary=mpi4py "
+        "--no-cache-dir mpi4py");
+  auto address = nb::cast<uintptr_t>(mpi.attr("_addressof")(comm));
+  MPI_Comm handle = *reinterpret_cast<const MPI_Comm*>(address);
+  if (handle == MPI_COMM_NULL) throw nb::value_error("the communicator is MPI.COMM_NULL");
+  return handle;
+}
+
+nb::tuple tuple_of(const ivec3& v) {
+  return nb::make_tuple(v[0], v[1], v[2]);
+}
+
+// 3 integers (x, y, z); a single integer stands for all three when allowed.
+ivec3 ivec3_of(nb::handle value, const char* what, bool scalar_ok) {
+  if (scalar_ok && nb::isinstance<int>(value)) {
+    int v = nb::cast<int>(value);
+    return {v, v, v};
+  }
+  ivec3 out{};
+  try {
+    auto items = nb::cast<std::vector<nb::object>>(value);
+    if (items.size() != 3) throw nb::cast_error();
+    for (int d = 0; d < 3; ++d) {
+      if (!nb::isinstance<int>(items[d]) && !nb::hasattr(items[d], "__index__"))
+        throw nb::cast_error();
+      out[d] = nb::cast<int>(items[d].attr("__index__")());
+    }
+  } catch (const nb::cast_error&) {
+    throw nb::value_error((std::string(what) + ": expected " + (scalar_ok ? "an integer or " : "") +
+                           "3 integers (x, y, z), got " + repr_of(value))
+                              .c_str());
+  }
+  return out;
+}
+
+std::array<bool, 3> bool3_of(nb::handle value, const char* what) {
+  std::array<bool, 3> out{};
+  try {
+    auto items = nb::cast<std::vector<nb::object>>(value);
+    if (items.size() != 3) throw nb::cast_error();
+    for (int d = 0; d < 3; ++d) out[d] = nb::cast<bool>(nb::bool_(items[d]));
+  } catch (const nb::cast_error&) {
+    throw nb::value_error(
+        (std::string(what) + ": expected 3 booleans (x, y, z), got " + repr_of(value)).c_str());
+  }
+  return out;
+}
+
+struct py_decomposition {
+  std::unique_ptr<halox::decomposition> d;
+  ~py_decomposition() {
+    if (mpi_finalized()) (void)d.release();  // too late to free the communicator
+  }
+};
+
+struct py_grid {
+  halox::local_grid g;
+};
+
+struct py_exchange {
+  nb::object decomp;  // keeps the communicator alive
+  nb::list arrays;    // keeps the field memory alive
+  std::unique_ptr<halox::halo_exchange> ex;
+  ~py_exchange() {
+    if (mpi_finalized()) (void)ex.release();  // its MPI requests went with MPI
+  }
+};
+
+// Shape (z, y, x) of the allocated box.
+nb::tuple shape_of(const halox::local_grid& g) {
+  auto a = g.allocated();
+  return nb::make_tuple(a[2], a[1], a[0]);
+}
+
+// Why `array` cannot be field `index` of an exchange on `g` (empty when it can).
+std::string array_problem(nb::handle array, size_t index, const halox::local_grid& g,
+                          nb::handle first_dtype) {
+  std::string field = "field " + std::to_string(index) + ": ";
+  nb::module_ np = nb::module_::import_("numpy");
+  if (!nb::isinstance(array, np.attr("ndarray")))
+    return field + "expected a numpy.ndarray, got " + nb::cast<std::string>(nb::str(array.type()));
+  nb::object dtype = array.attr("dtype");
+  bool f32 = dtype.equal(np.attr("dtype")("float32"));
+  bool f64 = dtype.equal(np.attr("dtype")("float64"));
+  if (!f32 && !f64)
+    return field + "expected dtype float32 or float64 (native byte order), got " +
+           nb::cast<std::string>(nb::str(dtype));
+  if (first_dtype.is_valid() && !dtype.equal(first_dtype))
+    return field + "expected dtype " + nb::cast<std::string>(nb::str(first_dtype)) +
+           " like field 0, got " + nb::cast<std::string>(nb::str(dtype));
+  nb::object shape = array.attr("shape");
+  nb::tuple expected = shape_of(g);
+  if (!shape.equal(expected))
+    return field + "expected shape (z, y, x) = " + repr_of(expected) +
+           " (the allocated box, halo included), got " + repr_of(shape);
+  nb::object flags = array.attr("flags");
+  if (!nb::cast<bool>(flags.attr("c_contiguous")))
+    return field + std::string("expected a C-contiguous array (x fastest), got ") +
+           (nb::cast<bool>(flags.attr("f_contiguous")) ? "a Fortran-ordered array"
+                                                       : "a non-contiguous view") +
+           " (allocate fields with Grid.zeros)";
+  if (!nb::cast<bool>(flags.attr("writeable")))
+    return field + "expected a writeable array, got a read-only one";
+  return {};
+}
+
+py_exchange* make_exchange(py_exchange* self, nb::object decomp_object, const py_grid& grid,
+                           nb::handle arrays, const std::string& alg, const std::string& mode,
+                           const std::string& transport) {
+  auto& decomp = *nb::cast<py_decomposition&>(decomp_object).d;
+  // Local checks first, then agreed on: every rank raises the same error.
+  std::string problem;
+  halox::exchange_options options;
+  halox::element_type type = halox::element_type::f64;
+  std::vector<void*> fields;
+  nb::list kept;
+  try {
+    options.alg = halox::parse_algorithm(alg);
+    options.mode = halox::parse_field_mode(mode);
+    options.transport = halox::parse_transport(transport);
+    halox::validate_grid(grid.g);
+  } catch (const halox::usage_error& e) {
+    problem = e.what();
+  }
+  if (problem.empty() && (!nb::isinstance<nb::list>(arrays) && !nb::isinstance<nb::tuple>(arrays)))
+    problem = "arrays: expected a list of numpy arrays, got " +
+              nb::cast<std::string>(nb::str(arrays.type()));
+  if (problem.empty() && nb::len(arrays) == 0) problem = "arrays: expected at least one field";
+  if (problem.empty()) {
+    nb::object first_dtype;
+    size_t index = 0;
+    for (nb::handle array : arrays) {
+      problem = array_problem(array, index, grid.g, first_dtype);
+      if (!problem.empty()) break;
+      if (index == 0) {
+        first_dtype = array.attr("dtype");
+        type = nb::cast<int>(first_dtype.attr("itemsize")) == 4 ? halox::element_type::f32
+                                                                : halox::element_type::f64;
+      }
+      auto data = nb::cast<uintptr_t>(array.attr("ctypes").attr("data"));
+      fields.push_back(reinterpret_cast<void*>(data));
+      kept.append(array);
+      ++index;
+    }
+  }
+  if (!problem.empty()) problem = "rank " + std::to_string(decomp.rank()) + ": " + problem;
+  std::string agreed;
+  {
+    nb::gil_scoped_release release;
+    agreed = halox::agree_on_error(decomp.comm(), problem);
+  }
+  if (!agreed.empty()) throw nb::value_error(agreed.c_str());
+
+  std::unique_ptr<halox::halo_exchange> ex;
+  {
+    nb::gil_scoped_release release;  // construction is collective
+    ex = std::make_unique<halox::halo_exchange>(decomp, grid.g, type, std::move(fields), options);
+  }
+  return new (self) py_exchange{std::move(decomp_object), std::move(kept), std::move(ex)};
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "halox core bindings: decomposition, grid, halo exchange on numpy arrays";
+
+  // Bad configurations are ValueErrors; run failures RuntimeErrors.
+  nb::exception<halox::usage_error>(m, "UsageError", PyExc_ValueError);
+  nb::exception<halox::run_error>(m, "RunError", PyExc_RuntimeError);
+
+  m.def("transports", &halox::transport_names, "Names of the transports this build offers.");
+  m.def(
+      "algorithms",
+      [] {
+        return std::vector<std::string>{"standard", "staged", "faces"};
+      },
+      "Names of the exchange algorithms.");
+  m.def("mpi_library_version", &mpi_library_version,
+        "The MPI library halox is built against (MPI_Get_library_version).");
+  m.attr("default_transport") = halox::to_string(halox::exchange_options{}.transport);
+
+  nb::class_<halox::subdomain>(m, "Subdomain", "This rank's part of the global domain, (x, y, z).")
+      .def_prop_ro(
+          "offset", [](const halox::subdomain& s) { return tuple_of(s.offset); },
+          "Global coordinates of the first interior cell.")
+      .def_prop_ro(
+          "extent", [](const halox::subdomain& s) { return tuple_of(s.extent); },
+          "Interior cells of this rank.")
+      .def_prop_ro(
+          "global_domain", [](const halox::subdomain& s) { return tuple_of(s.global); },
+          "Cells of the whole domain.")
+      .def("__repr__", [](const halox::subdomain& s) {
+        return "Subdomain(offset=" + repr_of(tuple_of(s.offset)) +
+               ", extent=" + repr_of(tuple_of(s.extent)) +
+               ", global_domain=" + repr_of(tuple_of(s.global)) + ")";
+      });
+
+  nb::class_<py_decomposition>(m, "Decomposition",
+                               "The Cartesian process grid (MPI_Dims_create / MPI_Cart_create).")
+      .def(
+          "__init__",
+          [](py_decomposition* self, nb::handle comm, nb::handle dims, nb::handle periodic,
+             bool reorder) {
+            MPI_Comm parent = comm_of(comm);
+            ivec3 d = ivec3_of(dims, "dims", false);
+            auto p = bool3_of(periodic, "periodic");
+            auto decomp = std::make_unique<halox::decomposition>([&] {
+              nb::gil_scoped_release release;  // collective
+              return halox::make_cart_decomposition(parent, d, p, reorder);
+            }());
+            new (self) py_decomposition{std::move(decomp)};
+          },
+          "comm"_a = nb::none(), "dims"_a = nb::make_tuple(0, 0, 0),
+          "periodic"_a = nb::make_tuple(true, true, true), "reorder"_a = false,
+          "Collective over comm (an mpi4py communicator; None: MPI_COMM_WORLD). dims entries of "
+          "0 are chosen by MPI_Dims_create; (x, y, z) order.")
+      .def_prop_ro("rank", [](const py_decomposition& s) { return s.d->rank(); })
+      .def_prop_ro("size", [](const py_decomposition& s) { return s.d->size(); })
+      .def_prop_ro("dims", [](const py_decomposition& s) { return tuple_of(s.d->dims()); })
+      .def_prop_ro("coords", [](const py_decomposition& s) { return tuple_of(s.d->coords()); })
+      .def_prop_ro("periodic",
+                   [](const py_decomposition& s) {
+                     auto p = s.d->periodic();
+                     return nb::make_tuple(p[0], p[1], p[2]);
+                   })
+      .def_prop_ro(
+          "comm",
+          [](const py_decomposition& s) {
+            // The decomposition's communicator, owned by it (do not free).
+            return nb::module_::import_("mpi4py.MPI")
+                .attr("Cartcomm")
+                .attr("f2py")(static_cast<int>(MPI_Comm_c2f(s.d->comm())));
+          },
+          "The decomposition's own communicator as an mpi4py Cartcomm (owned by it).")
+      .def(
+          "subdomain",
+          [](const py_decomposition& s, nb::handle global_domain, nb::handle per_rank) {
+            if (global_domain.is_none() == per_rank.is_none())
+              throw nb::value_error(
+                  "subdomain: expected global_domain=(x, y, z) or "
+                  "per_rank=(x, y, z), exactly one of them");
+            if (!per_rank.is_none())
+              return halox::subdomain_per_rank(*s.d, ivec3_of(per_rank, "per_rank", false));
+            return halox::subdomain_of_global(*s.d,
+                                              ivec3_of(global_domain, "global_domain", false));
+          },
+          nb::kw_only(), "global_domain"_a = nb::none(), "per_rank"_a = nb::none(),
+          "This rank's sub-domain: a global domain split over the ranks (remainders one cell "
+          "each over the first ranks), or per_rank cells on every rank.")
+      .def("__repr__", [](const py_decomposition& s) {
+        return "Decomposition(dims=" + repr_of(tuple_of(s.d->dims())) +
+               ", coords=" + repr_of(tuple_of(s.d->coords())) +
+               ", rank=" + std::to_string(s.d->rank()) + ")";
+      });
+
+  nb::class_<py_grid>(m, "Grid", "One rank's field layout: interior extent and halo widths.")
+      .def(
+          "__init__",
+          [](py_grid* self, nb::handle extent, nb::handle halo, nb::handle halo_lo,
+             nb::handle halo_hi) {
+            ivec3 n = ivec3_of(extent, "extent", false);
+            halox::halo_widths widths;
+            if (!halo.is_none()) {
+              if (!halo_lo.is_none() || !halo_hi.is_none())
+                throw nb::value_error("Grid: expected halo=, or halo_lo= and halo_hi=, not both");
+              widths.lo = widths.hi = ivec3_of(halo, "halo", true);
+            } else if (!halo_lo.is_none() && !halo_hi.is_none()) {
+              widths.lo = ivec3_of(halo_lo, "halo_lo", true);
+              widths.hi = ivec3_of(halo_hi, "halo_hi", true);
+            } else if (!halo_lo.is_none() || !halo_hi.is_none()) {
+              throw nb::value_error("Grid: expected halo_lo= and halo_hi= together");
+            } else {
+              widths = halox::halo_widths::uniform(1);
+            }
+            for (int d = 0; d < 3; ++d) {
+              if (n[d] <= 0)
+                throw nb::value_error(
+                    ("Grid: expected a positive extent, got " + repr_of(extent)).c_str());
+              if (widths.lo[d] < 0 || widths.hi[d] < 0)
+                throw nb::value_error("Grid: expected halo widths >= 0");
+            }
+            new (self) py_grid{halox::local_grid(n, widths)};
+          },
+          "extent"_a, nb::kw_only(), "halo"_a = nb::none(), "halo_lo"_a = nb::none(),
+          "halo_hi"_a = nb::none(),
+          "extent: interior cells (x, y, z); halo: one width or (x, y, z), or per side "
+          "halo_lo= (below) and halo_hi= (above). Default: halo 1.")
+      .def_prop_ro("extent", [](const py_grid& s) { return tuple_of(s.g.interior); })
+      .def_prop_ro("halo_lo", [](const py_grid& s) { return tuple_of(s.g.halo.lo); })
+      .def_prop_ro("halo_hi", [](const py_grid& s) { return tuple_of(s.g.halo.hi); })
+      .def_prop_ro(
+          "shape", [](const py_grid& s) { return shape_of(s.g); },
+          "Shape (z, y, x) of a field: the allocated box, halo included.")
+      .def_prop_ro(
+          "interior",
+          [](const py_grid& s) {
+            nb::object slice = nb::module_::import_("builtins").attr("slice");
+            auto part = [&](int d) {
+              return slice(s.g.halo.lo[d], s.g.halo.lo[d] + s.g.interior[d]);
+            };
+            return nb::make_tuple(part(2), part(1), part(0));
+          },
+          "Slices (z, y, x) of the interior: field[grid.interior].")
+      .def(
+          "zeros",
+          [](const py_grid& s, nb::handle dtype) {
+            nb::module_ np = nb::module_::import_("numpy");
+            nb::object dt = np.attr("dtype")(dtype);
+            if (!dt.equal(np.attr("dtype")("float32")) && !dt.equal(np.attr("dtype")("float64")))
+              throw nb::value_error(("Grid.zeros: expected dtype float32 or float64, got " +
+                                     nb::cast<std::string>(nb::str(dt)))
+                                        .c_str());
+            return np.attr("zeros")(shape_of(s.g), dt);
+          },
+          "dtype"_a = nb::none(),
+          "A zero field of shape (z, y, x) (the allocated box), float32 or float64 (default).")
+      .def("__repr__", [](const py_grid& s) {
+        return "Grid(extent=" + repr_of(tuple_of(s.g.interior)) +
+               ", halo_lo=" + repr_of(tuple_of(s.g.halo.lo)) +
+               ", halo_hi=" + repr_of(tuple_of(s.g.halo.hi)) + ")";
+      });
+
+  nb::class_<py_exchange>(m, "HaloExchange",
+                          "Exchanges the halos of numpy fields; collective over the "
+                          "decomposition's communicator.")
+      .def("__init__", &make_exchange, "decomp"_a, "grid"_a, "arrays"_a, nb::kw_only(),
+           "algorithm"_a = "standard", "fields"_a = "compact",
+           "transport"_a = halox::to_string(halox::exchange_options{}.transport),
+           "arrays: C-contiguous float32/float64 arrays of shape grid.shape (z, y, x), all of "
+           "one dtype. algorithm: standard | staged | faces; fields: compact | sequence; "
+           "transport: one of transports(). Raises ValueError, the same on every rank, when any "
+           "rank's arguments are wrong.")
+      .def(
+          "exchange",
+          [](py_exchange& s) {
+            nb::gil_scoped_release release;
+            s.ex->exchange();
+          },
+          "start() then wait(): every halo cell holds its neighbour's value.")
+      .def(
+          "start",
+          [](py_exchange& s) {
+            nb::gil_scoped_release release;
+            s.ex->start();
+          },
+          "Puts the first step in flight; overlap interior work, then wait().")
+      .def(
+          "wait",
+          [](py_exchange& s) {
+            nb::gil_scoped_release release;
+            s.ex->wait();
+          },
+          "Completes the exchange.")
+      .def_prop_ro("algorithm",
+                   [](const py_exchange& s) { return halox::to_string(s.ex->options().alg); })
+      .def_prop_ro("fields",
+                   [](const py_exchange& s) { return halox::to_string(s.ex->options().mode); })
+      .def_prop_ro("transport",
+                   [](const py_exchange& s) { return halox::to_string(s.ex->options().transport); })
+      .def_prop_ro("arrays", [](const py_exchange& s) { return s.arrays; });
+}
