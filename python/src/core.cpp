@@ -18,6 +18,7 @@
 #include "halox/common/error.hpp"
 #include "halox/decomposition.hpp"
 #include "halox/exchange.hpp"
+#include "halox/transport/registry.hpp"
 #include "halox/grid.hpp"
 #include "halox/transport.hpp"
 
@@ -196,7 +197,8 @@ py_exchange* make_exchange(py_exchange* self, nb::object decomp_object, const py
   try {
     options.alg = halox::parse_algorithm(alg);
     options.mode = halox::parse_field_mode(mode);
-    options.transport = halox::parse_transport(transport);
+    halox::parse_transport_choice(transport);  // a clear error before anything collective
+    options.transport = transport;
     halox::validate_grid(grid.g);
   } catch (const halox::usage_error& e) {
     problem = e.what();
@@ -246,8 +248,15 @@ NB_MODULE(_core, m) {
   // Bad configurations are ValueErrors; run failures RuntimeErrors.
   nb::exception<halox::usage_error>(m, "UsageError", PyExc_ValueError);
   nb::exception<halox::run_error>(m, "RunError", PyExc_RuntimeError);
+  nb::exception<halox::timeout_error>(m, "PeerTimeoutError", PyExc_TimeoutError);
 
-  m.def("transports", &halox::transport_names, "Names of the transports this build offers.");
+  m.def(
+      "transports", [] { return halox::available_transport_choices(); },
+      "Transports available here (a same-node one alone routes the other neighbours by "
+      "mpi-p2p; LOCAL+REMOTE names a routing).");
+  m.def(
+      "list_transports", [] { return halox::list_transports(); },
+      "One line per transport: name, availability (and why not), reach, description.");
   m.def(
       "algorithms",
       [] {
@@ -256,7 +265,7 @@ NB_MODULE(_core, m) {
       "Names of the exchange algorithms.");
   m.def("mpi_library_version", &mpi_library_version,
         "The MPI library halox is built against (MPI_Get_library_version).");
-  m.attr("default_transport") = halox::to_string(halox::exchange_options{}.transport);
+  m.attr("default_transport") = halox::exchange_options{}.transport;
 
   nb::class_<halox::subdomain>(m, "Subdomain", "This rank's part of the global domain, (x, y, z).")
       .def_prop_ro(
@@ -404,7 +413,7 @@ NB_MODULE(_core, m) {
                           "decomposition's communicator.")
       .def("__init__", &make_exchange, "decomp"_a, "grid"_a, "arrays"_a, nb::kw_only(),
            "algorithm"_a = "standard", "fields"_a = "compact",
-           "transport"_a = halox::to_string(halox::exchange_options{}.transport),
+           "transport"_a = halox::exchange_options{}.transport,
            "arrays: C-contiguous float32/float64 arrays of shape grid.shape (z, y, x), all of "
            "one dtype. algorithm: standard | staged | faces; fields: compact | sequence; "
            "transport: one of transports(). Raises ValueError, the same on every rank, when any "
