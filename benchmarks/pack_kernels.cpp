@@ -1,8 +1,9 @@
 // Pack/unpack kernels against memcpy of the same bytes, measured side by side.
 //
-// A box of 64 x 64 x-runs of N elements inside a field whose rows are N + 10
-// elements long (a halo of 5 on each side), the shape of the x-slab of a
-// 64^3 sub-domain for N = halo width and of y/z slabs for N >= 64.
+// The face a 64^3 sub-domain sends toward -x, -y or -z with halo width h,
+// inside its real field (rows of 64 + 2h elements): the x face is 64 x 64
+// runs of h elements at a stride of a row, the y face 64 planes of h runs of
+// 64, the z face h whole planes.
 // Counters: bytes_per_second (pack), memcpy_GBps (contiguous copy of the same
 // bytes, same buffers) and vs_memcpy = pack bandwidth / memcpy bandwidth.
 #include <benchmark/benchmark.h>
@@ -19,11 +20,13 @@ using namespace halox;
 
 template <class T, bool Unpack>
 void run_kernel(benchmark::State& state) {
-  const int n = static_cast<int>(state.range(0));
-  local_grid grid({n, 64, 64}, {{5, 0, 0}, {5, 0, 0}});
+  const int dim = static_cast<int>(state.range(0)), h = static_cast<int>(state.range(1));
+  local_grid grid({64, 64, 64}, halo_widths::uniform(h));
   std::vector<T> field(grid.cells(), T(1));
   std::byte* fields[1] = {reinterpret_cast<std::byte*>(field.data())};
-  std::vector<field_box> boxes{{0, box{{0, 0, 0}, {n, 64, 64}}}};
+  box face{{0, 0, 0}, {64, 64, 64}};
+  face.hi[dim] = h;
+  std::vector<field_box> boxes{{0, face}};
   const size_t bytes = packed_bytes(boxes, sizeof(T));
   std::vector<std::byte> buffer(bytes), contiguous_src(bytes, std::byte{2});
 
@@ -50,8 +53,11 @@ void run_kernel(benchmark::State& state) {
   state.counters["bytes"] = static_cast<double>(bytes);
 }
 
+// Args: face dimension (0 = x, 1 = y, 2 = z), halo width.
 void run_lengths(benchmark::internal::Benchmark* b) {
-  for (int n : {1, 2, 4, 5, 8, 16, 32, 64, 128, 256}) b->Arg(n);
+  b->ArgNames({"face", "halo"});
+  for (int dim : {0, 1, 2})
+    for (int h : {1, 2, 5}) b->Args({dim, h});
 }
 
 void pack_double(benchmark::State& s) { run_kernel<double, false>(s); }

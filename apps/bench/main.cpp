@@ -1,4 +1,4 @@
-// halox-bench: the 3-D halo-exchange benchmark (seeds 000-002). Every choice
+// halox-bench: the 3-D halo-exchange benchmark (after the ghexbench cartex benchmark). Every choice
 // is a run-time option; list-valued options run the whole matrix in one job,
 // so that ratios between variants are measured in the same run.
 #include <mpi.h>

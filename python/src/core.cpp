@@ -443,7 +443,9 @@ NB_MODULE(_core, m) {
                    [](const py_exchange& s) { return halox::to_string(s.ex->options().alg); })
       .def_prop_ro("fields",
                    [](const py_exchange& s) { return halox::to_string(s.ex->options().mode); })
-      .def_prop_ro("transport",
-                   [](const py_exchange& s) { return halox::to_string(s.ex->options().transport); })
+      .def_prop_ro("transport", [](const py_exchange& s) { return s.ex->transport_name(); })
+      .def_prop_ro(
+          "transport_path", [](const py_exchange& s) { return s.ex->transport_path(); },
+          "How the data moved, e.g. shm(staged)+mpi-p2p for fields in private memory.")
       .def_prop_ro("arrays", [](const py_exchange& s) { return s.arrays; });
 }

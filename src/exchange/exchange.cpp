@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 
 #include "halox/topology.hpp"
@@ -44,19 +45,19 @@ int cache_sized_field_block(const decomposition& decomp, const local_grid& grid,
   return static_cast<int>(std::clamp<size_t>(cache / 2 / per_field, 1, static_cast<size_t>(nfields)));
 }
 
-// Collective: every rank must build the same exchange, or none does.
-void require_agreement(MPI_Comm comm, const std::string& mine) {
+// Collective: every rank must build the same exchange, or none does. One
+// broadcast of rank 0's description and one agreement on the first problem
+// (a rank's own, or its disagreement with rank 0).
+void require_agreement(MPI_Comm comm, const std::string& mine, std::string problem) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  int length = static_cast<int>(mine.size());
-  MPI_Bcast(&length, 1, MPI_INT, 0, comm);
-  std::string first(static_cast<size_t>(length), '\0');
-  if (rank == 0) first = mine;
-  MPI_Bcast(first.data(), length, MPI_CHAR, 0, comm);
-  std::string problem;
-  if (first != mine)
+  constexpr size_t room = 512;
+  std::array<char, room> first{};
+  if (rank == 0) mine.copy(first.data(), room - 1);
+  MPI_Bcast(first.data(), static_cast<int>(room), MPI_CHAR, 0, comm);
+  if (problem.empty() && mine.compare(0, room - 1, first.data()) != 0)
     problem = fmt::format("ranks disagree on the exchange: rank 0 builds {}; rank {} builds {}",
-                          first, rank, mine);
+                          first.data(), rank, mine);
   require_all(comm, problem);
 }
 
@@ -133,8 +134,7 @@ void halo_exchange::finish(const decomposition& decomp, const local_grid& grid, 
   } catch (const usage_error& e) {
     problem = e.what();
   }
-  require_all(decomp.comm(), problem);
-  require_agreement(decomp.comm(), describe(s.plan, s.choice, options));
+  require_agreement(decomp.comm(), describe(s.plan, s.choice, options), problem);
 
   s.fields = std::move(fields);
   MPI_Comm_dup(decomp.comm(), &s.comm);

@@ -27,11 +27,13 @@ node_membership make_node_membership(MPI_Comm comm, int ranks_per_node) {
   node.node_rank_of.assign(static_cast<size_t>(comm_size), -1);
   for (int r = 0; r < node.size; ++r) node.node_rank_of[static_cast<size_t>(comm_ranks[static_cast<size_t>(r)])] = r;
   // Oversubscription is a property of the real node, whatever the grouping.
-  MPI_Comm shared = MPI_COMM_NULL;
-  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
-  int shared_size = 1;
-  MPI_Comm_size(shared, &shared_size);
-  MPI_Comm_free(&shared);
+  int shared_size = node.size;
+  if (resolve_ranks_per_node(comm, ranks_per_node) > 0) {
+    MPI_Comm shared = MPI_COMM_NULL;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
+    MPI_Comm_size(shared, &shared_size);
+    MPI_Comm_free(&shared);
+  }
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   node.oversubscribed = cores > 0 && shared_size > cores;
   return node;

@@ -1,4 +1,4 @@
-// Hardware-aware rank grids (the seeds' hwcart): one 3-D grid per level of the
+// Hardware-aware rank grids (ghexbench's hwcart): one 3-D grid per level of the
 // memory hierarchy, from the bottom up, the node level last.
 //
 // Reference: let l_0 < l_1 < ... < l_m = node be the levels given, g_i their
@@ -41,7 +41,7 @@ struct hw_grids {
   int nodes() const;
   int ranks_per_node() const;
   const level_grid* find(level l) const;
-  // "--node 3 3 3 --socket 1 1 2 ..." top-down as in the seeds; sub-node levels
+  // "--node 3 3 3 --socket 1 1 2 ..." top-down as in ghexbench's hwcart; sub-node levels
   // of 1x1x1 are left out unless keep_trivial.
   std::string options(bool keep_trivial = false) const;
 };

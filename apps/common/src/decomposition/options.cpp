@@ -14,7 +14,7 @@ namespace halox {
 
 namespace {
 
-// The per-level options, top-down as the seeds spell them.
+// The per-level options, top-down as ghexbench's hwcart spells them.
 constexpr level grid_levels[] = {level::node, level::socket, level::numa,     level::l3,  level::l2,
                                  level::l1,   level::core,   level::hwthread, level::slot};
 
