@@ -384,15 +384,35 @@ def work_dir_of(output: pathlib.Path) -> pathlib.Path:
 # Spec -> plan
 
 
+def apply_overrides(spec: dict, overrides: list[str]) -> dict:
+    """`--set TABLE.KEY=VALUE`: VALUE is read as TOML (0.05, [1, 5], true, "text"), or taken
+    as text when it is not TOML (ZYX)."""
+    for item in overrides:
+        path, sep, text = item.partition("=")
+        keys = path.strip().split(".")
+        if not sep or len(keys) != 2 or not all(keys):
+            raise SpecError(f"--set {item}: expected TABLE.KEY=VALUE, e.g. bench.time=0.05")
+        try:
+            value = tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = text
+        table = spec.setdefault(keys[0], {})
+        if not isinstance(table, dict):
+            raise SpecError(f"--set {item}: '{keys[0]}' is not a table")
+        table[keys[1]] = value
+    return spec
+
+
 def make_plan(spec_path: str | pathlib.Path, *, output: str | None = None,
               build_dir: str | None = None, mpi: str | None = None,
               launcher: str | None = None, timeout: float | None = None,
-              require_build: bool = True) -> Plan:
+              require_build: bool = True, overrides: list[str] | None = None) -> Plan:
     """Checks the spec and returns the invocations; raises SpecError (one line) when bad."""
     spec_path = pathlib.Path(spec_path)
     try:
-        return _make_plan(spec_path, load_spec(spec_path), output, build_dir, mpi, launcher,
-                          timeout, require_build)
+        spec = apply_overrides(load_spec(spec_path), overrides or [])
+        return _make_plan(spec_path, spec, output, build_dir, mpi, launcher, timeout,
+                          require_build)
     except (SpecError, launch.LaunchError) as e:
         message = str(e)
         if not message.startswith(str(spec_path)):

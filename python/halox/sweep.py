@@ -488,7 +488,8 @@ def main(args) -> int:
     # A batch script starts every run with srun: check the spec for that launcher.
     plan = make_plan(args.spec, output=args.output, build_dir=args.build_dir, mpi=args.mpi,
                      launcher="srun" if args.emit_sbatch else args.launcher,
-                     timeout=args.timeout, require_build=not args.dry_run)
+                     timeout=args.timeout, require_build=not args.dry_run,
+                     overrides=args.set or [])
     if args.emit_sbatch:
         from . import sbatch
         path = sbatch.write(plan, args.emit_sbatch, spec_arguments(args))
@@ -528,4 +529,6 @@ def spec_arguments(args) -> list[str]:
         words += ["--build-dir", str(pathlib.Path(args.build_dir).resolve())]
     if args.timeout is not None:
         words += ["--timeout", repr(args.timeout)]
+    for item in args.set or []:
+        words += ["--set", item]
     return words
