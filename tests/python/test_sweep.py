@@ -109,7 +109,11 @@ def test_dry_run_uses_the_spec_defaults_for_build_and_output(tmp_path):
 
 
 def test_example_specs_are_valid(tmp_path):
-    for name in ("default.toml", "seeds-halfcores.toml"):
+    names = sorted(p.name for p in EXAMPLES.glob("*.toml"))
+    assert names == ["betzy-allcores-1node.toml", "betzy-allcores-27nodes.toml",
+                     "betzy-halfcores-1node.toml", "betzy-halfcores-27nodes.toml",
+                     "default.toml", "halo2d.toml", "ipc.toml"]
+    for name in names:
         done = halox("sweep", EXAMPLES / name, "--dry-run", "--output", tmp_path / "x.jsonl")
         assert done.returncode == 0, done.stderr
     default = halox("sweep", EXAMPLES / "default.toml", "--dry-run", "--output",
@@ -124,7 +128,7 @@ def test_example_specs_are_valid(tmp_path):
                      "--transport all", "--algorithm all", "--fields all", "--time 0.2",
                      "--rounds 3", "--warmup 5", "--quiet"):
         assert all(fragment in line for line in lines)
-    seeds = tomllib.loads((EXAMPLES / "seeds-halfcores.toml").read_text())
+    seeds = tomllib.loads((EXAMPLES / "betzy-halfcores-27nodes.toml").read_text())
     assert seeds["matrix"]["halo"] == [1, 2, 4, 5]
     assert seeds["matrix"]["nfields"] == [1, 2, 4, 8]
     assert seeds["matrix"]["algorithm"] == ["standard", "staged"]
