@@ -20,12 +20,16 @@ else
   $(error MPI must be openmpi or mpich, not '$(MPI)')
 endif
 
-.PHONY: all deps venv configure build test bench sweep clean format
+.PHONY: all deps test-deps venv configure build test bench sweep clean format
 
 all: build
 
 deps:
 	@MPI=$(MPI) ./scripts/install-deps.sh
+
+# Only the tests need Slurm (halox sweep under sbatch and salloc); `make bench` stays lean.
+test-deps:
+	@MPI=$(MPI) ./scripts/install-deps.sh --test
 
 venv: $(VENV)/.installed
 
@@ -45,9 +49,9 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
-test: build venv
+test: build venv test-deps
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
-	@HALOX_BUILD_DIR=$(abspath $(BUILD_DIR)) HALOX_MPI=$(MPI) $(PYTHON) -m pytest -q tests/python
+	@HALOX_BUILD_DIR=$(abspath $(BUILD_DIR)) HALOX_MPI=$(MPI) $(PYTHON) -m pytest -q -rs tests/python
 
 # The benchmark needs only halox-bench; the test suite is built by `make test`.
 bench: configure venv

@@ -420,7 +420,12 @@ def make_plan(spec_path: str | pathlib.Path, *, output: str | None = None,
         raise SpecError(message) from None
 
 
-def _launch_settings(sweep: dict, launcher: str | None) -> launch.LaunchSettings:
+# How srun starts ranks of each library unless the spec says (sweep.srun_mpi): MPICH speaks
+# PMI-2; Open MPI takes the cluster's MpiDefault (pmix where Slurm has it).
+SRUN_MPI_DEFAULTS = {"openmpi": None, "mpich": "pmi2"}
+
+
+def _launch_settings(sweep: dict, launcher: str | None, flavor: str) -> launch.LaunchSettings:
     name = launcher or sweep.get("launcher", "local")
     check_scalar("sweep.launcher", "launcher", name)
     for key in ("nodes", "ranks_per_node", "ranks_per_socket", "cpus_per_rank"):
@@ -434,7 +439,8 @@ def _launch_settings(sweep: dict, launcher: str | None) -> launch.LaunchSettings
     return launch.LaunchSettings(
         launcher=name, nodes=sweep.get("nodes"), ranks_per_node=sweep.get("ranks_per_node"),
         ranks_per_socket=sweep.get("ranks_per_socket"),
-        cpus_per_rank=sweep.get("cpus_per_rank"), bind=bind, srun_mpi=sweep.get("srun_mpi"),
+        cpus_per_rank=sweep.get("cpus_per_rank"), bind=bind,
+        srun_mpi=sweep.get("srun_mpi", SRUN_MPI_DEFAULTS[flavor]),
         extra=tuple(extra))
 
 
@@ -511,7 +517,7 @@ def _make_plan(spec_path, spec, output, build_dir, mpi, launcher_name, timeout,
     sweep_env = _env_table("sweep.env", sweep["env"]) if "env" in sweep else {}
     if "timeout" in sweep:
         check_scalar("sweep.timeout", "pos_number", sweep["timeout"])
-    settings = _launch_settings(sweep, launcher_name)
+    settings = _launch_settings(sweep, launcher_name, flavor)
     slurm = _slurm_table(spec)
 
     # Matrix: comma lists within one invocation, expanded keys across invocations.
