@@ -30,12 +30,16 @@ PY_SOURCES := $(shell find python/halox python/src include src cmake -type f \
   \( -name '*.py' -o -name '*.cpp' -o -name '*.hpp' -o -name '*.cmake' -o -name '*.in' \)) \
   python/CMakeLists.txt python/pyproject.toml CMakeLists.txt src/CMakeLists.txt
 
-.PHONY: all deps venv configure build test bench sweep clean format
+.PHONY: all deps test-deps venv configure build test bench sweep clean format
 
 all: build
 
 deps:
 	@MPI=$(MPI) ./scripts/install-deps.sh
+
+# Only the tests need Slurm (halox sweep under sbatch and salloc); `make bench` stays lean.
+test-deps:
+	@MPI=$(MPI) ./scripts/install-deps.sh --test
 
 venv: $(VENV)/.installed
 
@@ -71,9 +75,9 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
-test: build venv
+test: build venv test-deps
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
-	@HALOX_BUILD_DIR=$(abspath $(BUILD_DIR)) HALOX_MPI=$(MPI) $(PYTHON) -m pytest -q tests/python
+	@HALOX_BUILD_DIR=$(abspath $(BUILD_DIR)) HALOX_MPI=$(MPI) $(PYTHON) -m pytest -q -rs tests/python
 
 # The benchmark needs only halox-bench; the test suite is built by `make test`.
 bench: configure venv

@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "mpirun, mpiexec, or srun (inside a Slurm allocation)")
     s.add_argument("--timeout", type=_positive_seconds, metavar="SECONDS",
                    help="override the per-run timeout (sweep.timeout, sweep.run.timeout)")
+    s.add_argument("--set", action="append", metavar="TABLE.KEY=VALUE",
+                   help="change one value of the spec, e.g. --set bench.time=0.05 "
+                        "--set 'matrix.halo=[1, 5]' (repeatable)")
     s.add_argument("--emit-sbatch", metavar="FILE.sh",
                    help="write a Slurm batch script that runs this sweep with srun inside its "
                         "allocation, appending to --output; run nothing")
@@ -135,8 +138,10 @@ def report_main(args) -> int:
         parts.append(render(report_ipc.build(loaded.ipc)))
     if loaded.failures:
         from .document import failure_lines
-        parts.append("\n".join([f"Failed runs ({len(loaded.failures)}):",
-                                *[f"  {l}" for l in failure_lines(loaded.failures)]]) + "\n")
+        lines = failure_lines(loaded.failures)
+        parts.append("\n".join(
+            [f"### Failed runs ({len(lines)})", "", *[f"- {l}" for l in lines]] if args.markdown
+            else [f"Failed runs ({len(lines)}):", *[f"  {l}" for l in lines]]) + "\n")
     sys.stdout.write("\n".join(parts))
     if args.plot and records:
         from . import plot

@@ -19,7 +19,9 @@ def failure_lines(failures: Sequence[dict]) -> list[str]:
     lines = []
     for f in failures:
         s = f.get("sweep") or {}
-        if f.get("timed_out"):
+        if f.get("what"):
+            what = f["what"]
+        elif f.get("timed_out"):
             what = f"timed out after {f.get('timeout_s')} s"
         elif f.get("signal"):
             what = f"was killed by {f['signal']}"

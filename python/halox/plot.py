@@ -29,13 +29,17 @@ from .records import Halo2dRun, IpcRun, Record  # noqa: E402
 
 
 def _suptitle(fig, title: str, context: str) -> None:
-    text = title + "\n" + "\n".join(textwrap.wrap(context, 130))
-    fig.suptitle(text, fontsize=8.5, y=0.995)
+    lines = [title] + textwrap.wrap(context, 130)
+    fig.suptitle("\n".join(lines), fontsize=8.5, y=0.995)
+    fig._halox_top = 1 - (0.16 * len(lines) + 0.12) / fig.get_figheight()
 
 
-def _save(fig, out: str | pathlib.Path) -> pathlib.Path:
+def _save(fig, out: str | pathlib.Path, bottom: float = 0.0) -> pathlib.Path:
+    """Lays the panels out below the title (and above a legend at the bottom), writes a PNG."""
     out = pathlib.Path(out)
-    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    top = getattr(fig, "_halox_top", 0.93)
+    fig.tight_layout(rect=(0, bottom, 1, top))
+    fig.subplots_adjust(top=top - 0.25 / fig.get_figheight())  # room for the panel titles
     fig.savefig(out, dpi=100, format="png")
     plt.close(fig)
     return out
@@ -138,11 +142,7 @@ def bench_variants(records: Sequence[Record], out: str | pathlib.Path,
     first = records[0]
     _suptitle(fig, f"transports and algorithms: {report.context_details(first)}",
               _bench_context(records, metric))
-    fig.tight_layout(rect=(0, 0.06, 1, 0.93))
-    out = pathlib.Path(out)
-    fig.savefig(out, dpi=100, format="png")
-    plt.close(fig)
-    return out
+    return _save(fig, out, bottom=0.5 / fig.get_figheight())
 
 
 def bench_placement(records: Sequence[Record], out: str | pathlib.Path,
@@ -183,11 +183,8 @@ def bench_placement(records: Sequence[Record], out: str | pathlib.Path,
     fig.legend(handles, names, fontsize=8, loc="lower center", ncols=min(4, len(names)))
     _suptitle(fig, "placement: the same exchanges on each rank grid",
               _bench_context(records, metric))
-    fig.tight_layout(rect=(0, 0.07, 1, 0.92))
-    out = pathlib.Path(out)
-    fig.savefig(out, dpi=100, format="png")
-    plt.close(fig)
-    return out
+    return _save(fig, out, bottom=(0.3 + 0.2 * math.ceil(len(columns) / 4)) /
+                 fig.get_figheight())
 
 
 def _log2_axis(ax) -> None:
@@ -208,7 +205,7 @@ def halo2d(runs: Sequence[Halo2dRun], out: str | pathlib.Path) -> pathlib.Path:
             sizes = sorted({k[2] for r in runs for k in r.cells if k[:2] == (test, n) and k[2]})
             if not sizes:
                 continue
-            values = [min(r.cells[(test, n, b)] for r in runs if (test, n, b) in r.cells)
+            values = [min(r.cells[(test, n, b)] for r in runs if (test, n, b) in r.cells) * 1e6
                       for b in sizes]
             ax.plot(sizes, values, marker="o", markersize=3,
                     label=report_halo2d.TEST_TITLES.get(test, test))
@@ -217,7 +214,7 @@ def halo2d(runs: Sequence[Halo2dRun], out: str | pathlib.Path) -> pathlib.Path:
         ax.set_title(f"{n} neighbours", fontsize=10)
         ax.set_xlabel("message size [bytes]")
         ax.grid(which="both", alpha=0.3)
-    axes[0][0].set_ylabel("seconds per message")
+    axes[0][0].set_ylabel("µs per message")
     axes[0][0].legend(fontsize=8)
     first = runs[0]
     _suptitle(fig, f"halox-halo2d: {report_halo2d.mesh_text(first)}",
@@ -241,6 +238,7 @@ def ipc(runs: Sequence[IpcRun], out: str | pathlib.Path) -> pathlib.Path:
     ax.plot(sizes, memcpy, color="black", linestyle="--", label="memcpy of the buffer")
     _log2_axis(ax)
     ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_xlabel("block size (IOV_size) [bytes]")
     ax.set_ylabel("copy time [µs]")
     ax.grid(which="both", alpha=0.3)

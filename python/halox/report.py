@@ -345,7 +345,7 @@ def _preamble(records: Sequence[Record], metric: str, labels: dict[str, str]) ->
 # Rendering
 
 
-FORMATS = {"ratio": "{:.2f}", "sec6": "{:.6f}", "us2": "{:.2f}", "eff3": "{:.3f}",
+FORMATS = {"ratio": "{:.2f}", "us3": "{:.3f}", "us2": "{:.2f}", "eff3": "{:.3f}",
            "count": "{:.0f}"}
 
 

@@ -60,6 +60,8 @@ def write(plan: Plan, path: str | pathlib.Path, extra_arguments: list[str]) -> p
     path = pathlib.Path(path).resolve()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        # Slurm opens the job's log there before anything of the script runs.
+        plan.output.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(script(plan, extra_arguments))
         path.chmod(0o755)
     except OSError as e:

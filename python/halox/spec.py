@@ -384,15 +384,35 @@ def work_dir_of(output: pathlib.Path) -> pathlib.Path:
 # Spec -> plan
 
 
+def apply_overrides(spec: dict, overrides: list[str]) -> dict:
+    """`--set TABLE.KEY=VALUE`: VALUE is read as TOML (0.05, [1, 5], true, "text"), or taken
+    as text when it is not TOML (ZYX)."""
+    for item in overrides:
+        path, sep, text = item.partition("=")
+        keys = path.strip().split(".")
+        if not sep or len(keys) != 2 or not all(keys):
+            raise SpecError(f"--set {item}: expected TABLE.KEY=VALUE, e.g. bench.time=0.05")
+        try:
+            value = tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = text
+        table = spec.setdefault(keys[0], {})
+        if not isinstance(table, dict):
+            raise SpecError(f"--set {item}: '{keys[0]}' is not a table")
+        table[keys[1]] = value
+    return spec
+
+
 def make_plan(spec_path: str | pathlib.Path, *, output: str | None = None,
               build_dir: str | None = None, mpi: str | None = None,
               launcher: str | None = None, timeout: float | None = None,
-              require_build: bool = True) -> Plan:
+              require_build: bool = True, overrides: list[str] | None = None) -> Plan:
     """Checks the spec and returns the invocations; raises SpecError (one line) when bad."""
     spec_path = pathlib.Path(spec_path)
     try:
-        return _make_plan(spec_path, load_spec(spec_path), output, build_dir, mpi, launcher,
-                          timeout, require_build)
+        spec = apply_overrides(load_spec(spec_path), overrides or [])
+        return _make_plan(spec_path, spec, output, build_dir, mpi, launcher, timeout,
+                          require_build)
     except (SpecError, launch.LaunchError) as e:
         message = str(e)
         if not message.startswith(str(spec_path)):
@@ -400,7 +420,12 @@ def make_plan(spec_path: str | pathlib.Path, *, output: str | None = None,
         raise SpecError(message) from None
 
 
-def _launch_settings(sweep: dict, launcher: str | None) -> launch.LaunchSettings:
+# How srun starts ranks of each library unless the spec says (sweep.srun_mpi): MPICH speaks
+# PMI-2; Open MPI takes the cluster's MpiDefault (pmix where Slurm has it).
+SRUN_MPI_DEFAULTS = {"openmpi": None, "mpich": "pmi2"}
+
+
+def _launch_settings(sweep: dict, launcher: str | None, flavor: str) -> launch.LaunchSettings:
     name = launcher or sweep.get("launcher", "local")
     check_scalar("sweep.launcher", "launcher", name)
     for key in ("nodes", "ranks_per_node", "ranks_per_socket", "cpus_per_rank"):
@@ -414,7 +439,8 @@ def _launch_settings(sweep: dict, launcher: str | None) -> launch.LaunchSettings
     return launch.LaunchSettings(
         launcher=name, nodes=sweep.get("nodes"), ranks_per_node=sweep.get("ranks_per_node"),
         ranks_per_socket=sweep.get("ranks_per_socket"),
-        cpus_per_rank=sweep.get("cpus_per_rank"), bind=bind, srun_mpi=sweep.get("srun_mpi"),
+        cpus_per_rank=sweep.get("cpus_per_rank"), bind=bind,
+        srun_mpi=sweep.get("srun_mpi", SRUN_MPI_DEFAULTS[flavor]),
         extra=tuple(extra))
 
 
@@ -491,7 +517,7 @@ def _make_plan(spec_path, spec, output, build_dir, mpi, launcher_name, timeout,
     sweep_env = _env_table("sweep.env", sweep["env"]) if "env" in sweep else {}
     if "timeout" in sweep:
         check_scalar("sweep.timeout", "pos_number", sweep["timeout"])
-    settings = _launch_settings(sweep, launcher_name)
+    settings = _launch_settings(sweep, launcher_name, flavor)
     slurm = _slurm_table(spec)
 
     # Matrix: comma lists within one invocation, expanded keys across invocations.

@@ -194,13 +194,21 @@ def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def harvest(plan: Plan, inv: Invocation, launch_line: str | None) -> int:
+@dataclasses.dataclass
+class Harvest:
+    written: int = 0
+    wrong_ranks: set[int] = dataclasses.field(default_factory=set)  # ranks records claim
+
+
+def harvest(plan: Plan, inv: Invocation, launch_line: str | None) -> Harvest:
     """Appends the whole records of the invocation's staging file that OUTPUT does not hold yet,
-    stamped with their sweep coordinates; removes the staging file. Returns how many."""
+    stamped with their sweep coordinates; removes the staging file. Records of another rank
+    count (the launcher started separate 1-rank jobs instead of one MPI job) are not kept."""
+    result = Harvest()
     try:
         lines, _ = resultfile.read_lines(inv.staging)
     except FileNotFoundError:
-        return 0
+        return result
     if launch_line is None:  # an attempt killed before its records were moved
         try:
             launch_line = inv.staging.with_suffix(".launch").read_text().strip()
@@ -216,10 +224,12 @@ def harvest(plan: Plan, inv: Invocation, launch_line: str | None) -> int:
             continue  # not a whole record: lost with the run that wrote it
         if not isinstance(record, dict) or record.get("tool") != plan.program.name:
             continue
+        if record.get("ranks") != inv.ranks:
+            result.wrong_ranks.add(record.get("ranks"))
+            continue
         record["sweep"] = {**coords, "launch": launch_line,
                            "launcher": plan.launch.launcher, "spec": str(plan.spec_path)}
         fresh.append(record)
-    written = 0
     with resultfile.locked(plan.output) as out:
         have = read_recorded(plan, out.objects()).configs.get(key, set())
         new = []
@@ -228,9 +238,9 @@ def harvest(plan: Plan, inv: Invocation, launch_line: str | None) -> int:
             if config not in have:
                 have.add(config)
                 new.append(record)
-        written = out.append(new)
+        result.written = out.append(new)
     inv.staging.unlink(missing_ok=True)
-    return written
+    return result
 
 
 def mark_complete(plan: Plan, inv: Invocation, records: int) -> None:
@@ -329,11 +339,11 @@ def describe_failure(outcome: Outcome, timeout: float | None) -> str:
 
 
 def failure_record(plan: Plan, inv: Invocation, outcome: Outcome, launch_line: str,
-                   summary: str) -> dict:
+                   what: str, summary: str) -> dict:
     rc = outcome.returncode
     return {
         "tool": SWEEP_TOOL, "event": "failure", "schema_version": RECORD_SCHEMA_VERSION,
-        "timestamp": _now(), "program": plan.program.name,
+        "timestamp": _now(), "program": plan.program.name, "what": what,
         "sweep": {**coordinates(plan, inv), "launch": launch_line,
                   "launcher": plan.launch.launcher, "spec": str(plan.spec_path)},
         "exit_status": rc if rc is not None and rc >= 0 else None,
@@ -437,7 +447,7 @@ def run(plan: Plan, *, console=None, verbose: bool = False) -> Summary:
                 progress.update(task, description=f"sweep {plan.name}: {inv.label}")
                 # Records left by an attempt that was killed before they were moved.
                 if inv.staging.exists():
-                    summary.written += harvest(plan, inv, None)
+                    summary.written += harvest(plan, inv, None).written
                 step = decide(plan, inv, read_output(plan))
                 if not step.lists:
                     summary.skipped += 1
@@ -457,16 +467,23 @@ def run(plan: Plan, *, console=None, verbose: bool = False) -> Summary:
                     inv.staging.with_suffix(".launch").write_text(line + "\n")
                     outcome = execute(inv.argv(lists), inv.env, inv.timeout,
                                       inv.staging.with_suffix(""))
-                    records += harvest(plan, inv, line)
+                    harvested = harvest(plan, inv, line)
+                    records += harvested.written
                     if verbose:
                         say(outcome.stdout_path.read_text(errors="replace").rstrip())
-                    if outcome.ok:
+                    if outcome.ok and not harvested.wrong_ranks:
                         continue
                     failed = True
                     what = describe_failure(outcome, inv.timeout)
                     error = error_summary(plan.program.name, outcome)
+                    if outcome.ok:
+                        what = "ran as separate processes"
+                        claimed = ", ".join(map(str, sorted(harvested.wrong_ranks)))
+                        error = (f"its records say {claimed} rank(s) instead of {inv.ranks}: the "
+                                 "launcher did not start one MPI job (with srun, set "
+                                 "sweep.srun_mpi to the PMI your MPI library speaks: pmix, pmi2)")
                     resultfile.append(plan.output, [failure_record(plan, inv, outcome, line,
-                                                                   error)])
+                                                                   what, error)])
                     summary.failures.append(f"run '{inv.name}' ({i}/{total}) {what}: {error}")
                     say(f"  {inv.label}: {what} after {outcome.duration_s:.1f} s "
                         f"(recorded; logs: {outcome.stderr_path})")
@@ -488,7 +505,8 @@ def main(args) -> int:
     # A batch script starts every run with srun: check the spec for that launcher.
     plan = make_plan(args.spec, output=args.output, build_dir=args.build_dir, mpi=args.mpi,
                      launcher="srun" if args.emit_sbatch else args.launcher,
-                     timeout=args.timeout, require_build=not args.dry_run)
+                     timeout=args.timeout, require_build=not args.dry_run,
+                     overrides=args.set or [])
     if args.emit_sbatch:
         from . import sbatch
         path = sbatch.write(plan, args.emit_sbatch, spec_arguments(args))
@@ -528,4 +546,6 @@ def spec_arguments(args) -> list[str]:
         words += ["--build-dir", str(pathlib.Path(args.build_dir).resolve())]
     if args.timeout is not None:
         words += ["--timeout", repr(args.timeout)]
+    for item in args.set or []:
+        words += ["--set", item]
     return words
