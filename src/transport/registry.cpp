@@ -4,7 +4,9 @@
 #include <fmt/ranges.h>
 
 #include "halox/common/error.hpp"
+#include "halox/transport/mpi_neighbor.hpp"
 #include "halox/transport/mpi_p2p.hpp"
+#include "halox/transport/mpi_rma.hpp"
 #include "halox/transport/mpi_types.hpp"
 #include "halox/transport/router.hpp"
 #include "halox/transport/shm.hpp"
@@ -15,9 +17,9 @@ namespace {
 
 std::string always_available() { return {}; }
 
-template <class T>
+template <class T, auto... options>
 std::unique_ptr<transport> make(const transport_context& ctx) {
-  return std::make_unique<T>(ctx);
+  return std::make_unique<T>(ctx, options...);
 }
 
 // The table. Order is the order of --list-transports and of "all".
@@ -28,6 +30,14 @@ const transport_entry registry[] = {
     {"mpi-types", "one MPI derived datatype per message over the fields, no packing by halox "
                   "(the plain-MPI reference)",
      transport_reach::any_peer, always_available, make<mpi_types_transport>},
+    {"mpi-neighbor", "a distributed-graph communicator of the neighbours; one "
+                     "MPI_Ineighbor_alltoallw per stage with derived datatypes (persistent with MPI 4)",
+     transport_reach::any_peer, always_available, make<mpi_neighbor_transport>},
+    {"mpi-rma", "MPI_Put into the neighbours' halos through a window per field; "
+                "post-start-complete-wait with the neighbours per stage",
+     transport_reach::any_peer, always_available, make<mpi_rma_transport, rma_sync::pscw>},
+    {"mpi-rma-fence", "mpi-rma synchronised by MPI_Win_fence (collective over all ranks) instead",
+     transport_reach::any_peer, always_available, make<mpi_rma_transport, rma_sync::fence>},
     {"shm", "single copy from the on-node neighbour's fields in node-shared memory (packed "
             "copy through a shared staging area when the fields are private)",
      transport_reach::same_node, always_available, make<shm_transport>},

@@ -1,0 +1,28 @@
+// MPI derived datatypes over halo boxes, shared by the transports that let
+// the MPI library read and write the field memory in place.
+//
+// Reference: a box b of a field laid out as `grid` (x fastest over the
+// allocated box [-lo, n + hi)) is the subarray of sizes grid.allocated(),
+// subsizes extent(b), starts b.lo + lo, in Fortran order.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "halox/plan.hpp"
+
+namespace halox {
+
+// MPI_FLOAT or MPI_DOUBLE.
+MPI_Datatype mpi_element_type(size_t element_bytes);
+
+// One box of one field, relative to the field's first allocated cell (committed).
+MPI_Datatype make_box_type(const box& region, const local_grid& grid, MPI_Datatype element);
+
+// All boxes of a message at absolute addresses, for MPI_BOTTOM (committed).
+MPI_Datatype make_boxes_type(const std::vector<field_box>& boxes, const local_grid& grid,
+                             MPI_Datatype element, const std::vector<std::byte*>& fields);
+
+}  // namespace halox

@@ -1,0 +1,223 @@
+#include "halox/transport/mpi_rma.hpp"
+
+#include <fmt/core.h>
+
+#include <set>
+
+#include "halox/pack.hpp"
+#include "mpi_datatypes.hpp"
+
+namespace halox {
+
+namespace {
+
+// Interior extents of the neighbours this rank puts into, from the neighbours
+// themselves: each rank tells those that put into it (the peers of its
+// receives) and hears from those it puts into (the peers of its sends).
+std::map<int, ivec3> exchange_interiors(const exchange_plan& plan, MPI_Comm comm,
+                                        const wait_policy& waits) {
+  std::set<int> origins, targets;
+  for (const auto& s : plan.stages) {
+    for (const auto& m : s.recvs) origins.insert(m.peer);
+    for (const auto& m : s.sends) targets.insert(m.peer);
+  }
+  std::map<int, ivec3> interiors;
+  std::vector<MPI_Request> requests;
+  std::vector<int> peers;
+  for (int peer : targets) {
+    requests.emplace_back();
+    peers.push_back(peer);
+    MPI_Irecv(interiors[peer].data(), 3, MPI_INT, peer, 0, comm, &requests.back());
+  }
+  const ivec3 mine = plan.grid.interior;
+  for (int peer : origins) {
+    requests.emplace_back();
+    peers.push_back(peer);
+    MPI_Isend(mine.data(), 3, MPI_INT, peer, 0, comm, &requests.back());
+  }
+  waits.wait_all(requests, {}, [&](size_t i) {
+    return fmt::format("the layout of rank {} (mpi-rma set-up)", peers[i]);
+  });
+  return interiors;
+}
+
+// `region` (in this rank's coordinates) in the coordinates of the neighbour
+// toward `direction`: that neighbour starts where this rank ends, or ends
+// where this rank starts (also across a periodic wrap).
+box in_peer_coordinates(const box& region, const ivec3& direction, const ivec3& mine,
+                        const ivec3& peer) {
+  box out = region;
+  for (int k = 0; k < 3; ++k) {
+    const int shift = direction[k] > 0 ? -mine[k] : direction[k] < 0 ? peer[k] : 0;
+    out.lo[k] += shift;
+    out.hi[k] += shift;
+  }
+  return out;
+}
+
+MPI_Group group_of(MPI_Comm comm, const std::set<int>& ranks) {
+  if (ranks.empty()) return MPI_GROUP_NULL;
+  MPI_Group all, group;
+  MPI_Comm_group(comm, &all);
+  std::vector<int> list(ranks.begin(), ranks.end());
+  MPI_Group_incl(all, static_cast<int>(list.size()), list.data(), &group);
+  MPI_Group_free(&all);
+  return group;
+}
+
+std::string describe_origins(size_t stage, size_t field, const std::vector<message>& recvs) {
+  std::string out = fmt::format("puts into field {} in stage {} (mpi-rma) from", field, stage);
+  bool first = true;
+  for (const auto& m : recvs)
+    for (const auto& fb : m.boxes)
+      if (static_cast<size_t>(fb.field) == field) {
+        out += fmt::format("{} rank {} (direction {},{},{})", first ? "" : ",", m.peer,
+                           m.direction[0], m.direction[1], m.direction[2]);
+        first = false;
+        break;
+      }
+  return out;
+}
+
+}  // namespace
+
+// A window per field rather than one dynamic window with every field
+// attached: with a dynamic window Open MPI 4.1 (osc/ucx) looks up the target's
+// attached regions remotely on every put, and MPICH 4.0 (ch4:ucx) moves such
+// puts as active messages; windows over fixed memory are registered once.
+mpi_rma_transport::mpi_rma_transport(const transport_context& ctx, rma_sync sync)
+    : plan_(ctx.plan), fields_(ctx.fields), waits_(ctx.waits), sync_(sync) {
+  MPI_Comm_dup(ctx.comm, &comm_);
+  // No windows when no rank has a message (one rank, or the off-node part of
+  // a routing on one node): Open MPI's osc/rdma cannot even create a window
+  // over a single process, and windows cost registration and a collective.
+  int mine = 0, anywhere = 0;
+  for (const auto& s : plan_.stages) mine |= !s.sends.empty() || !s.recvs.empty();
+  MPI_Allreduce(&mine, &anywhere, 1, MPI_INT, MPI_MAX, comm_);
+  if (!anywhere) {
+    stages_.resize(plan_.stages.size());
+    return;
+  }
+  const auto interiors = exchange_interiors(plan_, comm_, waits_);
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "no_locks", "true");  // active target only
+  MPI_Info_set(info, "same_disp_unit", "true");
+  const MPI_Aint bytes = static_cast<MPI_Aint>(plan_.grid.cells() * plan_.element_bytes);
+  for (auto* field : fields_.pointers) {
+    MPI_Win win;
+    MPI_Win_create(field, bytes, 1, info, comm_, &win);
+    windows_.push_back(win);
+  }
+  MPI_Info_free(&info);
+  build_schedule(interiors);
+  if (sync_ == rma_sync::fence) agree_on_fences(comm_);
+}
+
+void mpi_rma_transport::build_schedule(const std::map<int, ivec3>& interiors) {
+  const MPI_Datatype element = mpi_element_type(plan_.element_bytes);
+  const local_grid& grid = plan_.grid;
+  const size_t nfields = windows_.size();
+  for (size_t s = 0; s < plan_.stages.size(); ++s) {
+    const stage& st = plan_.stages[s];
+    stage_ops ops;
+    std::vector<std::set<int>> origins(nfields), targets(nfields);
+    for (const auto& m : st.sends) {
+      const ivec3 peer_interior = interiors.at(m.peer);
+      const local_grid peer_grid(peer_interior, grid.halo);
+      for (const auto& fb : m.boxes) {
+        const box there = in_peer_coordinates(fb.region, m.direction, grid.interior, peer_interior);
+        put_op put{fields_.pointers[static_cast<size_t>(fb.field)],
+                   make_box_type(fb.region, grid, element), m.peer,
+                   make_box_type(there, peer_grid, element), static_cast<size_t>(fb.field)};
+        types_.push_back(put.origin_type);
+        types_.push_back(put.target_type);
+        ops.puts.push_back(put);
+        targets[put.window].insert(m.peer);
+      }
+    }
+    for (const auto& m : st.recvs)
+      for (const auto& fb : m.boxes) origins[static_cast<size_t>(fb.field)].insert(m.peer);
+    for (size_t w = 0; w < nfields; ++w) {
+      if (origins[w].empty() && targets[w].empty()) continue;
+      epoch e;
+      e.window = w;
+      if (sync_ == rma_sync::pscw) {
+        e.origins = group_of(comm_, origins[w]);
+        e.targets = group_of(comm_, targets[w]);
+      }
+      e.what = describe_origins(s, w, st.recvs);
+      ops.epochs.push_back(std::move(e));
+    }
+    stages_.push_back(std::move(ops));
+  }
+}
+
+// A fence is collective over all ranks of the window: every rank fences the
+// windows that any rank uses in a stage.
+void mpi_rma_transport::agree_on_fences(MPI_Comm comm) {
+  const size_t nfields = windows_.size();
+  std::vector<int> used(stages_.size() * nfields, 0), any(used.size());
+  for (size_t s = 0; s < stages_.size(); ++s)
+    for (const auto& e : stages_[s].epochs) used[s * nfields + e.window] = 1;
+  MPI_Allreduce(used.data(), any.data(), static_cast<int>(used.size()), MPI_INT, MPI_MAX, comm);
+  for (size_t s = 0; s < stages_.size(); ++s) {
+    std::vector<epoch> epochs;
+    for (size_t w = 0; w < nfields; ++w)
+      if (any[s * nfields + w]) epochs.emplace_back().window = w;
+    stages_[s].epochs = std::move(epochs);
+  }
+}
+
+mpi_rma_transport::~mpi_rma_transport() {
+  for (auto& s : stages_)
+    for (auto& e : s.epochs)
+      for (auto* g : {&e.origins, &e.targets})
+        if (*g != MPI_GROUP_NULL) MPI_Group_free(g);
+  for (auto& t : types_) MPI_Type_free(&t);
+  for (auto& w : windows_) MPI_Win_free(&w);
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+void mpi_rma_transport::start(size_t stage_index) {
+  auto& ops = stages_[stage_index];
+  if (sync_ == rma_sync::fence) {
+    for (const auto& e : ops.epochs) MPI_Win_fence(MPI_MODE_NOPRECEDE, windows_[e.window]);
+  } else {
+    // Every exposure before any access: a blocking MPI_Win_start then waits
+    // only for posts that its targets issue unconditionally.
+    for (const auto& e : ops.epochs)
+      if (e.origins != MPI_GROUP_NULL) MPI_Win_post(e.origins, 0, windows_[e.window]);
+    for (const auto& e : ops.epochs)
+      if (e.targets != MPI_GROUP_NULL) MPI_Win_start(e.targets, 0, windows_[e.window]);
+  }
+  for (const auto& p : ops.puts)
+    MPI_Put(p.origin, 1, p.origin_type, p.target, 0, 1, p.target_type, windows_[p.window]);
+  // Self copies fill other halo cells than the puts write, from cells they only read.
+  for (const auto& copy : plan_.stages[stage_index].copies)
+    copy_boxes(copy.from, copy.to, fields_.pointers.data(), plan_.grid, plan_.element_bytes);
+}
+
+void mpi_rma_transport::wait(size_t stage_index) {
+  auto& ops = stages_[stage_index];
+  if (sync_ == rma_sync::fence) {
+    for (const auto& e : ops.epochs) MPI_Win_fence(MPI_MODE_NOSUCCEED, windows_[e.window]);
+    return;
+  }
+  // Access epochs first: the origins' MPI_Win_complete is what ends our exposure.
+  for (const auto& e : ops.epochs)
+    if (e.targets != MPI_GROUP_NULL) MPI_Win_complete(windows_[e.window]);
+  for (const auto& e : ops.epochs) {
+    if (e.origins == MPI_GROUP_NULL) continue;
+    MPI_Win win = windows_[e.window];
+    waits_.spin_until(
+        [win] {
+          int done = 0;
+          MPI_Win_test(win, &done);
+          return done != 0;
+        },
+        [&] { return e.what; });
+  }
+}
+
+}  // namespace halox

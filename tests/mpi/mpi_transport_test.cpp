@@ -1,0 +1,168 @@
+// Cases of the MPI-library transports that the registry matrix does not pin
+// down: the same peer in many directions (2 ranks per dimension, all messages
+// of distinct sizes so that a mispaired message cannot pass unnoticed), and a
+// wait that times out naming the peer that did not arrive.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <fmt/core.h>
+
+#include <string>
+#include <vector>
+
+#include "halox/common/error.hpp"
+#include "halox/exchange.hpp"
+#include "halox/transport/registry.hpp"
+#include "halox/verify.hpp"
+
+using namespace halox;
+
+namespace {
+
+int world_size() {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+// Every rank grid of 1 and 2 ranks per dimension for the current rank count.
+std::vector<ivec3> grids_of_one_and_two() {
+  switch (world_size()) {
+    case 1: return {{1, 1, 1}};
+    case 2: return {{2, 1, 1}, {1, 2, 1}, {1, 1, 2}};
+    case 4: return {{2, 2, 1}, {2, 1, 2}, {1, 2, 2}};
+    case 8: return {{2, 2, 2}};
+    default: return {};
+  }
+}
+
+// Every available transport that reaches any peer (MPI and the like).
+std::vector<std::string> message_transports() {
+  std::vector<std::string> out;
+  for (const auto& t : transport_registry())
+    if (t.reach == transport_reach::any_peer && t.unavailable().empty())
+      out.emplace_back(t.name);
+  return out;
+}
+
+std::string test_name(const testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param;
+  for (auto& c : name)
+    if (c == '-') c = '_';
+  return name;
+}
+
+class DuplicateNeighbours : public testing::TestWithParam<std::string> {};
+
+// Interior and halo widths are distinct primes, so the 26 boxes of a rank
+// all differ in size (unique factorisation): messages between two ranks
+// that pair in the wrong order fail loudly instead of swapping equal shapes.
+TEST_P(DuplicateNeighbours, PairByDirectionWithTwoRanksPerDimension) {
+  const auto grids = grids_of_one_and_two();
+  if (grids.empty()) GTEST_SKIP() << "for 1, 2, 4 or 8 ranks";
+  const ivec3 interior{5, 13, 23};
+  const halo_widths halo{{2, 7, 17}, {3, 11, 19}};
+  for (const auto& dims : grids)
+    for (auto alg : {algorithm::standard, algorithm::staged, algorithm::faces})
+      for (auto mode : {field_mode::compact, field_mode::sequence}) {
+        auto d = make_cart_decomposition(MPI_COMM_WORLD, dims, {true, true, true}, false);
+        local_grid grid(interior, halo);
+        subdomain sub = subdomain_per_rank(d, interior);
+        std::vector<std::vector<double>> memory(2, std::vector<double>(grid.cells()));
+        std::vector<double*> fields{memory[0].data(), memory[1].data()};
+        verify_context ctx{grid, sub, d.periodic(), alg};
+        halo_exchange ex(d, grid, std::span<double* const>(fields), {alg, mode, GetParam()});
+        std::string error;
+        for (int epoch = 0; epoch < 2 && error.empty(); ++epoch) {
+          fill_fields(fields, ctx, epoch);
+          ex.exchange();
+          size_t total = 0;
+          auto bad = check_fields(fields, ctx, epoch, 1, &total);
+          if (total > 0)
+            error = fmt::format("rank {}: {} wrong cells, first {}", d.rank(), total,
+                                describe(bad[0]));
+        }
+        std::string agreed = agree_on_error(MPI_COMM_WORLD, error);
+        ASSERT_TRUE(agreed.empty()) << fmt::format("dims {}x{}x{} {} {}: {}", dims[0], dims[1],
+                                                   dims[2], to_string(alg), to_string(mode),
+                                                   agreed);
+      }
+}
+
+INSTANTIATE_TEST_SUITE_P(MessageTransports, DuplicateNeighbours,
+                         testing::ValuesIn(message_transports()), test_name);
+
+TEST(MpiNeighbor, PathSaysWhetherTheCollectiveIsPersistent) {
+  auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
+  local_grid grid({4, 4, 4}, halo_widths::uniform(1));
+  std::vector<double> a(grid.cells());
+  std::vector<double*> fields{a.data()};
+  halo_exchange ex(d, grid, std::span<double* const>(fields), {.transport = "mpi-neighbor"});
+  const std::string path = ex.transport_path();
+  EXPECT_TRUE(path == "mpi-neighbor" || path == "mpi-neighbor(persistent)") << path;
+  // An MPI 4 library has MPI_Neighbor_alltoallw_init, and the build must find it.
+  if (MPI_VERSION >= 4) {
+    EXPECT_EQ(path, "mpi-neighbor(persistent)");
+  }
+}
+
+// Rank 1 sends to rank 0 and nothing comes back (open x, halo only above x):
+// rank 0 starts and waits alone, times out naming rank 1 and the direction;
+// then rank 1 joins and the same stage completes with exact halos.
+class Timeout : public testing::TestWithParam<std::string> {};
+
+TEST_P(Timeout, NamesThePeerThatDidNotArrive) {
+  if (world_size() != 2) GTEST_SKIP() << "needs exactly two ranks";
+  auto d = make_cart_decomposition(MPI_COMM_WORLD, {2, 1, 1}, {false, false, false}, false);
+  local_grid grid({4, 4, 4}, halo_widths{{0, 0, 0}, {1, 0, 0}});
+  subdomain sub = subdomain_per_rank(d, {4, 4, 4});
+  std::vector<double> a(grid.cells());
+  std::vector<double*> fields{a.data()};
+  verify_context vctx{grid, sub, d.periodic(), algorithm::standard};
+  fill_fields(fields, vctx, 0);
+  exchange_plan plan =
+      make_plan(d, grid, 1, sizeof(double), algorithm::standard, field_mode::compact);
+  ASSERT_EQ(plan.stages.size(), 1u);
+  ASSERT_EQ(plan.stages[0].sends.size(), d.rank() == 1 ? 1u : 0u);
+
+  MPI_Comm comm;
+  MPI_Comm_dup(d.comm(), &comm);
+  node_membership node = make_node_membership(comm, 0);
+  wait_policy waits;
+  waits.timeout_seconds = 0.5;
+  waits.oversubscribed = node.oversubscribed;
+  waits.comm = comm;
+  field_set set;
+  set.pointers.push_back(reinterpret_cast<std::byte*>(a.data()));
+  {
+    auto mover = make_transport(parse_transport_choice(GetParam()), {plan, comm, set, node, waits});
+    if (d.rank() == 0) {
+      mover->start(0);
+      try {
+        mover->wait(0);
+        ADD_FAILURE() << "no timeout";
+      } catch (const timeout_error& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("rank 1 (direction 1,0,0"), std::string::npos) << what;
+        EXPECT_NE(what.find("rank 0:"), std::string::npos) << what;
+      }
+      MPI_Barrier(MPI_COMM_WORLD);
+      mover->wait(0);
+    } else {
+      MPI_Barrier(MPI_COMM_WORLD);
+      mover->start(0);
+      mover->wait(0);
+    }
+  }
+  size_t total = 1;
+  auto bad = check_fields(fields, vctx, 0, 1, &total);
+  EXPECT_EQ(total, 0u) << "rank " << d.rank() << ": " << (bad.empty() ? "" : describe(bad[0]));
+  MPI_Comm_free(&node.comm);
+  MPI_Comm_free(&comm);
+}
+
+// A fence blocks like a barrier and cannot time out; the others can.
+INSTANTIATE_TEST_SUITE_P(MpiTransports, Timeout, testing::Values("mpi-neighbor", "mpi-rma"),
+                         test_name);
+
+}  // namespace
