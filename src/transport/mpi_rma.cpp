@@ -164,7 +164,13 @@ void mpi_rma_transport::agree_on_fences(MPI_Comm comm) {
   for (size_t s = 0; s < stages_.size(); ++s) {
     std::vector<epoch> epochs;
     for (size_t w = 0; w < nfields; ++w)
-      if (any[s * nfields + w]) epochs.emplace_back().window = w;
+      if (any[s * nfields + w]) {
+        epoch& e = epochs.emplace_back();
+        e.window = w;
+        // A fence waits for every rank; name the ones this rank gets data from.
+        e.what = "every rank at MPI_Win_fence, among them the " +
+                 describe_origins(s, w, plan_.stages[s].recvs) + " (mpi-rma-fence)";
+      }
     stages_[s].epochs = std::move(epochs);
   }
 }
@@ -182,14 +188,18 @@ mpi_rma_transport::~mpi_rma_transport() {
 void mpi_rma_transport::start(size_t stage_index) {
   auto& ops = stages_[stage_index];
   if (sync_ == rma_sync::fence) {
-    for (const auto& e : ops.epochs) MPI_Win_fence(MPI_MODE_NOPRECEDE, windows_[e.window]);
+    for (const auto& e : ops.epochs)
+      waits_.blocking([&] { MPI_Win_fence(MPI_MODE_NOPRECEDE, windows_[e.window]); },
+                      [&] { return e.what; });
   } else {
     // Every exposure before any access: a blocking MPI_Win_start then waits
     // only for posts that its targets issue unconditionally.
     for (const auto& e : ops.epochs)
       if (e.origins != MPI_GROUP_NULL) MPI_Win_post(e.origins, 0, windows_[e.window]);
     for (const auto& e : ops.epochs)
-      if (e.targets != MPI_GROUP_NULL) MPI_Win_start(e.targets, 0, windows_[e.window]);
+      if (e.targets != MPI_GROUP_NULL)
+        waits_.blocking([&] { MPI_Win_start(e.targets, 0, windows_[e.window]); },
+                        [&] { return e.what; });
   }
   for (const auto& p : ops.puts)
     MPI_Put(p.origin, 1, p.origin_type, p.target, 0, 1, p.target_type, windows_[p.window]);
@@ -201,12 +211,15 @@ void mpi_rma_transport::start(size_t stage_index) {
 void mpi_rma_transport::wait(size_t stage_index) {
   auto& ops = stages_[stage_index];
   if (sync_ == rma_sync::fence) {
-    for (const auto& e : ops.epochs) MPI_Win_fence(MPI_MODE_NOSUCCEED, windows_[e.window]);
+    for (const auto& e : ops.epochs)
+      waits_.blocking([&] { MPI_Win_fence(MPI_MODE_NOSUCCEED, windows_[e.window]); },
+                      [&] { return e.what; });
     return;
   }
   // Access epochs first: the origins' MPI_Win_complete is what ends our exposure.
   for (const auto& e : ops.epochs)
-    if (e.targets != MPI_GROUP_NULL) MPI_Win_complete(windows_[e.window]);
+    if (e.targets != MPI_GROUP_NULL)
+      waits_.blocking([&] { MPI_Win_complete(windows_[e.window]); }, [&] { return e.what; });
   for (const auto& e : ops.epochs) {
     if (e.origins == MPI_GROUP_NULL) continue;
     MPI_Win win = windows_[e.window];

@@ -3,6 +3,10 @@
 #include <sched.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <thread>
 #include <cstdlib>
 #include <fmt/core.h>
 #include <vector>
@@ -25,7 +29,65 @@ constexpr unsigned polls_between_clock_reads = 256;
                                   rank, seconds, what));
 }
 
+// One thread per process watches the blocking call in progress, if any.
+class watchdog {
+ public:
+  static watchdog& instance() {
+    static watchdog* w = new watchdog;  // never destroyed: the thread outlives main's statics
+    return *w;
+  }
+  // No MPI call on this thread (the program may run MPI_THREAD_SINGLE).
+  using clock = std::chrono::steady_clock;
+  void arm(clock::time_point deadline, const std::function<std::string()>* what, double seconds,
+           int rank) {
+    std::lock_guard lock(mutex_);
+    deadline_ = deadline;
+    what_ = what;
+    seconds_ = seconds;
+    rank_ = rank;
+    armed_ = true;
+  }
+  void disarm() {
+    std::lock_guard lock(mutex_);
+    armed_ = false;
+  }
+
+ private:
+  watchdog() { std::thread([this] { watch(); }).detach(); }
+  void watch() {
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      std::lock_guard lock(mutex_);
+      if (!armed_ || clock::now() < deadline_) continue;
+      std::fprintf(stderr, "%s: error: rank %d: nothing arrived for %g s while waiting for %s "
+                           "(a peer died, hangs, or built a different exchange; HALOX_TIMEOUT "
+                           "sets the limit)\n",
+                   program_invocation_short_name, rank_, seconds_, (*what_)().c_str());
+      std::fflush(stderr);
+      std::_Exit(1);
+    }
+  }
+  std::mutex mutex_;
+  bool armed_ = false;
+  clock::time_point deadline_;
+  double seconds_ = 0;
+  int rank_ = 0;
+  const std::function<std::string()>* what_ = nullptr;
+};
+
 }  // namespace
+
+void wait_policy::blocking(const std::function<void()>& call,
+                           const std::function<std::string()>& what) const {
+  int rank = 0;
+  if (comm != MPI_COMM_NULL) MPI_Comm_rank(comm, &rank);
+  auto& dog = watchdog::instance();
+  dog.arm(watchdog::clock::now() + std::chrono::duration_cast<watchdog::clock::duration>(
+                                      std::chrono::duration<double>(timeout_seconds)),
+          &what, timeout_seconds, rank);
+  call();
+  dog.disarm();
+}
 
 double wait_policy::default_timeout() {
   const char* text = std::getenv("HALOX_TIMEOUT");

@@ -28,9 +28,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "halox/transport.hpp"
+#include "halox/transport/node_signals.hpp"
 
 namespace halox {
 
@@ -38,7 +40,6 @@ class shm_transport final : public transport {
  public:
   // Collective over ctx.node.comm. Every peer of ctx.plan must be on this node.
   explicit shm_transport(const transport_context& ctx);
-  ~shm_transport() override;
   void start(size_t stage) override;
   void wait(size_t stage) override;
   std::string name() const override { return "shm"; }
@@ -68,8 +69,6 @@ class shm_transport final : public transport {
     std::vector<outbox_unpack> unpacks;
   };
 
-  void wait_for(int node_rank, int counter, uint64_t value) const;
-
   const exchange_plan& plan_;
   const field_set& fields_;
   const wait_policy& waits_;
@@ -77,10 +76,7 @@ class shm_transport final : public transport {
   std::vector<stage_work> stages_;
   std::vector<local_grid> peer_grids_;  // by node rank
   std::vector<int> readers_;            // node ranks that read my cells
-  std::vector<int> comm_rank_of_node_rank_;
-  MPI_Win control_window_ = MPI_WIN_NULL;
-  std::vector<uint64_t*> control_;      // by node rank: [0] ready, [8] done
-  std::vector<std::byte*> outbox_;      // by node rank
+  std::optional<node_signals> signals_;  // ready/done counters; the payload is the outbox
   uint64_t step_ = 0;
   bool direct_ = false;                 // fields of the whole node in shared memory
 };

@@ -27,6 +27,12 @@ struct wait_policy {
   // Spins until ready() is true. `what()` names what is awaited, for the error.
   void spin_until(const std::function<bool()>& ready, const std::function<std::string()>& what) const;
 
+  // Runs a blocking MPI call that cannot be polled (MPI_Win_fence,
+  // MPI_Win_start). If it outlasts the timeout, a watchdog prints the error
+  // naming what() and ends this process, which ends the job: the call cannot
+  // be interrupted and unwinding would leave the peers waiting.
+  void blocking(const std::function<void()>& call, const std::function<std::string()>& what) const;
+
   // Completes all requests; after each completion calls on_complete(index)
   // (e.g. to unpack as messages land). `what(index)` names a pending request.
   void wait_all(std::span<MPI_Request> requests, const std::function<void(size_t)>& on_complete,

@@ -1,0 +1,71 @@
+// What the owners of a node tell their readers once, when a single-copy
+// transport (shm, cma) is built: their layout with a few words of the
+// transport's own (field offsets, addresses, a pid), and their send boxes in
+// their own layout. A reader then copies what the owner's plan sends; nothing
+// is re-derived.
+//
+// Reference algorithm (set-up, collective over the node):
+//   publish (grid, words) and my send boxes; gather everybody's
+//   for each message m I receive in stage s:
+//     owner's boxes = those published with (stage s, sender m.peer, tag m.tag, receiver me)
+//     check they match m's boxes one to one (field, cell count), or fail on every rank
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "halox/transport.hpp"
+
+namespace halox {
+
+// Collective over ctx.comm: throws usage_error on every rank when a peer of
+// ctx.plan is not on this rank's node.
+void require_on_node(const transport_context& ctx, std::string_view transport);
+
+struct node_layout {
+  local_grid grid;
+  std::vector<uint64_t> words;  // what the transport published beside the grid
+};
+
+// Collective over node_comm (the same number of words on every rank): every
+// node rank's grid and words, by node rank.
+std::vector<node_layout> gather_layouts(const local_grid& mine, const std::vector<uint64_t>& words,
+                                        MPI_Comm node_comm);
+
+// One box an owner sends on the node, as it publishes it to its readers.
+struct published_box {
+  int stage = 0, sender = 0, receiver = 0, tag = 0, index = 0, field = 0;
+  int lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+  int staged = 0;              // packed into the owner's outbox
+  uint64_t outbox_offset = 0;  // where, when staged
+  box region() const { return {{lo[0], lo[1], lo[2]}, {hi[0], hi[1], hi[2]}}; }
+};
+
+class node_publication {
+ public:
+  // Collective over node_comm: gathers the send boxes of every rank of the
+  // node. `me` is this rank in the exchange's communicator.
+  node_publication(const std::vector<published_box>& mine, MPI_Comm node_comm, int me);
+  node_publication(const node_publication&) = delete;  // the index points into to_me_
+  node_publication& operator=(const node_publication&) = delete;
+
+  // The owner's boxes for message m that I receive in stage `stage`, in m's
+  // order; empty, with `problem` set, when the owner published none or they do
+  // not match m's boxes.
+  std::vector<const published_box*> boxes_of(size_t stage, const message& m,
+                                             std::string& problem) const;
+
+ private:
+  std::vector<published_box> to_me_;  // the boxes I receive
+  // by (stage, sender, tag), in the owner's order
+  std::map<std::tuple<int, int, int>, std::vector<const published_box*>> by_message_;
+  int me_ = 0;
+};
+
+}  // namespace halox

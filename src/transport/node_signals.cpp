@@ -1,0 +1,85 @@
+#include "halox/transport/node_signals.hpp"
+
+#include <fmt/core.h>
+
+#include <atomic>
+#include <exception>
+
+namespace halox {
+
+namespace {
+
+constexpr size_t counter_slot = 128;    // ready and done on separate cache lines
+constexpr size_t payload_start = 4096;  // the payload starts a page in
+constexpr int ready_counter = 0, done_counter = 1;
+
+uint64_t load_acquire(const uint64_t* p) {
+  return std::atomic_ref<const uint64_t>(*p).load(std::memory_order_acquire);
+}
+void store_release(uint64_t* p, uint64_t v) {
+  std::atomic_ref<uint64_t>(*p).store(v, std::memory_order_release);
+}
+
+}  // namespace
+
+node_signals::node_signals(const node_membership& node, const wait_policy& waits,
+                           std::string transport, size_t payload_bytes)
+    : waits_(waits), transport_(std::move(transport)), me_(node.rank) {
+  // Timeouts name exchange ranks, as every other wait does.
+  comm_rank_of_.resize(static_cast<size_t>(node.size));
+  for (size_t r = 0; r < node.node_rank_of.size(); ++r)
+    if (node.node_rank_of[r] >= 0) comm_rank_of_[static_cast<size_t>(node.node_rank_of[r])] = static_cast<int>(r);
+  void* base = nullptr;
+  MPI_Win_allocate_shared(static_cast<MPI_Aint>(payload_start + payload_bytes), 1, MPI_INFO_NULL,
+                          node.comm, &base, &window_);
+  for (int r = 0; r < node.size; ++r) {
+    MPI_Aint size = 0;
+    int unit = 1;
+    void* segment = nullptr;
+    MPI_Win_shared_query(window_, r, &size, &unit, &segment);
+    counters_.push_back(static_cast<uint64_t*>(segment));
+    payload_.push_back(static_cast<std::byte*>(segment) + payload_start);
+  }
+  store_release(counters_[static_cast<size_t>(me_)], 0);
+  store_release(counters_[static_cast<size_t>(me_)] + counter_slot / 8, 0);
+  MPI_Barrier(node.comm);  // counters are zero everywhere before the first step
+}
+
+node_signals::~node_signals() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  // Freeing is collective: while an error found on this rank alone unwinds
+  // (a timeout), the peers may never join, and the job is ending anyway.
+  if (!finalized && window_ != MPI_WIN_NULL && std::uncaught_exceptions() == 0)
+    MPI_Win_free(&window_);
+}
+
+void node_signals::raise_ready(uint64_t step) {
+  store_release(counters_[static_cast<size_t>(me_)] + ready_counter * (counter_slot / 8), step);
+}
+
+void node_signals::raise_done(uint64_t step) {
+  store_release(counters_[static_cast<size_t>(me_)] + done_counter * (counter_slot / 8), step);
+}
+
+void node_signals::wait_ready(int node_rank, uint64_t step) const {
+  wait_for(node_rank, ready_counter, step);
+}
+
+void node_signals::wait_done(int node_rank, uint64_t step) const {
+  wait_for(node_rank, done_counter, step);
+}
+
+void node_signals::wait_for(int node_rank, int counter, uint64_t step) const {
+  const uint64_t* flag = counters_[static_cast<size_t>(node_rank)] + counter * (counter_slot / 8);
+  if (load_acquire(flag) >= step) return;
+  waits_.spin_until([&] { return load_acquire(flag) >= step; },
+                    [&] {
+                      return fmt::format("rank {} to be {} with step {} ({})",
+                                         comm_rank_of_[static_cast<size_t>(node_rank)],
+                                         counter == ready_counter ? "ready" : "done", step,
+                                         transport_);
+                    });
+}
+
+}  // namespace halox
