@@ -1,4 +1,4 @@
-// halox-ipc: intra-node copy mechanisms for non-contiguous data (seed 004).
+// halox-ipc: intra-node copy mechanisms for non-contiguous data (after the mpidt benchmark).
 // An owner's buffer is cut into IOV_count blocks of IOV_size bytes; peers copy
 // the blocks with each mechanism in turn. One table row per block size, one
 // column per mechanism, all measured in the same run.
@@ -292,7 +292,7 @@ void print_table(const std::string& title, const std::vector<std::string>& heade
 
 int ipc_main(MPI_Comm world, int argc, char** argv) {
   CLI::App app{
-      "halox-ipc: intra-node copy mechanisms for a buffer cut into blocks (seed 004): "
+      "halox-ipc: intra-node copy mechanisms for a buffer cut into blocks (after the mpidt benchmark): "
       "copy-in/copy-out through shared memory, CMA, mapping the owner's memory, MPI "
       "datatypes, XPMEM where present",
       program};

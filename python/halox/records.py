@@ -83,7 +83,7 @@ class Record:
 
     @property
     def shape_label(self) -> str:
-        """The seeds' hXfY label (h(lo1:0:1/hi2:1:0)fY for per-side widths)."""
+        """The Betzy results' hXfY label (h(lo1:0:1/hi2:1:0)fY for per-side widths)."""
         halo = self.halo_label if self.halo >= 0 else f"({self.halo_label})"
         return f"h{halo}f{self.nfields}"
 
@@ -429,7 +429,7 @@ def sort_variants(variants: Iterable[str]) -> list[str]:
 
 
 def shape_key(r: Record) -> tuple:
-    """Columns in the seeds' order: h1f1 h5f1 h1f8 h5f8 (fields, then halo)."""
+    """Columns in the Betzy results' order: h1f1 h5f1 h1f8 h5f8 (fields, then halo)."""
     return (r.type, r.nfields, r.halo, r.halo_lo, r.halo_hi)
 
 
