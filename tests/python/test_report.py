@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, build_dir, launcher, mpi_flavor
+from conftest import ROOT, build_dir, launcher, list_transports, mpi_flavor
 from halox import cli, records
 
 BENCH = "halox-bench"
@@ -117,7 +117,8 @@ def test_chosen_table_shows_the_medians_and_ratios_of_one_run(capsys, bench_file
     assert table.title == records.toolchain_short(recs[0]["mpi_library"])
     assert table.columns == ["h1f1", "h2f1", "h1f2", "h2f2",
                              "h1f1 (xN)", "h2f1 (xN)", "h1f2 (xN)", "h2f2 (xN)"]
-    assert len(table.rows) == 12 == len({variant(r) for r in recs})
+    variants = 4 * len(list_transports())  # transports x 2 algorithms x 2 field modes
+    assert len(table.rows) == variants == len({variant(r) for r in recs})
     base = {shape(r): r["time_per_exchange_s"]["median"] for r in recs if variant(r) == BASELINE}
     for r in recs:
         median = r["time_per_exchange_s"]["median"]
@@ -229,7 +230,7 @@ def test_full_layout_rows_halo_columns_fields_and_staged(capsys, bench_files):
     code, out, _ = report(capsys, bench_files["main"], "--layout", "full")
     assert code == 0
     tables = parse_tables(out)
-    assert [t.title for t in tables] == [f"{t}/{f}" for t in ("mpi-p2p", "mpi-types", "shm")
+    assert [t.title for t in tables] == [f"{t}/{f}" for t in sorted(list_transports())
                                          for f in ("compact", "sequence")]
     assert "columns without a suffix: standard" in out
     for t in tables:
@@ -283,7 +284,7 @@ def test_markdown_tables(capsys, bench_files):
             break
         cells = [c.strip() for c in l.strip("|").split("|")]
         rows[cells[0]] = cells[1:]
-    assert len(rows) == 12
+    assert len(rows) == 4 * len(list_transports()) == len({variant(r) for r in recs})
     columns = ["h1f1", "h2f1", "h1f2", "h2f2"]
     for r in recs:
         expect_close(rows[variant(r)][columns.index(shape(r))],
@@ -363,7 +364,9 @@ def test_unsupported_schema_version(capsys, bench_files, tmp_path):
 def test_selection_matching_nothing(capsys, bench_files):
     code, out, err = report(capsys, bench_files["main"], "--halo", "7")
     assert code != 0 and out == ""
-    assert "none of the 48 records match the selection" in _one_error_line(err)
+    total = len(load(bench_files["main"]))
+    assert total == 16 * len(list_transports())  # 4 variants x 4 shapes per transport
+    assert f"none of the {total} records match the selection" in _one_error_line(err)
 
 
 def test_bad_option_is_one_line(capsys, bench_files):
