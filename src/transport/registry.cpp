@@ -10,6 +10,7 @@
 #include "halox/transport/mpi_types.hpp"
 #include "halox/transport/router.hpp"
 #include "halox/transport/shm.hpp"
+#include "halox/transport/ucx.hpp"
 
 namespace halox {
 
@@ -41,6 +42,9 @@ const transport_entry registry[] = {
     {"shm", "single copy from the on-node neighbour's fields in node-shared memory (packed "
             "copy through a shared staging area when the fields are private)",
      transport_reach::same_node, always_available, make<shm_transport>},
+    {"ucx", "packs each neighbour's boxes (all fields fused) into one buffer; UCX UCP tag "
+            "send/receive, progress from the waits; unpacks as messages land",
+     transport_reach::any_peer, ucx_transport_unavailable, make_ucx_transport},
 };
 
 std::vector<std::string_view> names() {

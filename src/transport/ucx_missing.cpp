@@ -1,0 +1,16 @@
+// The ucx transport of a build without UCX: listed, never available.
+#include <stdexcept>
+
+#include "halox/transport/ucx.hpp"
+
+namespace halox {
+
+std::string ucx_transport_unavailable() {
+  return "built without UCX (libucx-dev not found when configuring)";
+}
+
+std::unique_ptr<transport> make_ucx_transport(const transport_context&) {
+  throw std::logic_error("ucx transport requested in a build without UCX");
+}
+
+}  // namespace halox
