@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "halox/common/error.hpp"
+#include "halox/transport/cma.hpp"
 #include "halox/transport/mpi_p2p.hpp"
 #include "halox/transport/mpi_types.hpp"
 #include "halox/transport/router.hpp"
@@ -31,6 +32,9 @@ const transport_entry registry[] = {
     {"shm", "single copy from the on-node neighbour's fields in node-shared memory (packed "
             "copy through a shared staging area when the fields are private)",
      transport_reach::same_node, always_available, make<shm_transport>},
+    {"cma", "single copy with process_vm_readv straight from the on-node neighbour's fields, "
+            "wherever they were allocated (short runs packed by the owner first)",
+     transport_reach::same_node, cma_unavailable, make<cma_transport>},
 };
 
 std::vector<std::string_view> names() {
