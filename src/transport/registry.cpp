@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "halox/common/error.hpp"
+#include "halox/transport/cma.hpp"
 #include "halox/transport/mpi_neighbor.hpp"
 #include "halox/transport/mpi_p2p.hpp"
 #include "halox/transport/mpi_rma.hpp"
@@ -45,6 +46,9 @@ const transport_entry registry[] = {
     {"ucx", "packs each neighbour's boxes (all fields fused) into one buffer; UCX UCP tag "
             "send/receive, progress from the waits; unpacks as messages land",
      transport_reach::any_peer, ucx_transport_unavailable, make_ucx_transport},
+    {"cma", "single copy with process_vm_readv straight from the on-node neighbour's fields, "
+            "wherever they were allocated (short runs packed by the owner first)",
+     transport_reach::same_node, cma_unavailable, make<cma_transport>},
 };
 
 std::vector<std::string_view> names() {

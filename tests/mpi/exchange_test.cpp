@@ -400,6 +400,51 @@ TEST(Exchange, SingleCopyOnUserMemoryStagesThroughSharedMemory) {
   EXPECT_EQ(total, 0u);
 }
 
+// cma reads the neighbours' fields wherever the caller allocated them: here
+// one std::vector per field, read in place (every box directly), packed by
+// the owner first (every box), and split by the default rule.
+TEST(Exchange, CmaReadsUserVectorsInPlace) {
+  if (auto why = find_transport("cma").unavailable(); !why.empty()) GTEST_SKIP() << why;
+  auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, false, true}, false);
+  const ivec3 cells{7, 6, 5};
+  local_grid grid(cells, halo_widths{{2, 1, 3}, {1, 2, 2}});
+  subdomain sub = subdomain_per_rank(d, cells);
+  std::vector<std::vector<double>> memory(3, std::vector<double>(grid.cells()));
+  std::vector<double*> fields;
+  for (auto& m : memory) fields.push_back(m.data());
+  const char* saved = std::getenv("HALOX_CMA_DIRECT_MIN_RUN");
+  const std::string before = saved ? saved : "";
+  for (const char* min_run : {"0", "1000000", ""}) {
+    setenv("HALOX_CMA_DIRECT_MIN_RUN", min_run, 1);
+    for (auto alg : {algorithm::standard, algorithm::staged, algorithm::faces})
+      for (auto mode : {field_mode::compact, field_mode::sequence}) {
+        halo_exchange ex(d, grid, std::span<double* const>(fields),
+                         {.alg = alg, .mode = mode, .transport = "cma"});
+        EXPECT_EQ(ex.transport_name(), "cma");
+        EXPECT_EQ(ex.transport_path(), "cma+mpi-p2p");
+        verify_context ctx{grid, sub, d.periodic(), alg};
+        for (int epoch = 0; epoch < 3; ++epoch) {
+          fill_fields(fields, ctx, epoch);
+          if (epoch == 1) {
+            ex.start();
+            ex.wait();
+          } else {
+            ex.exchange();
+          }
+          size_t total = 1;
+          auto bad = check_fields(fields, ctx, epoch, 1, &total);
+          EXPECT_EQ(total, 0u) << "HALOX_CMA_DIRECT_MIN_RUN='" << min_run << "' "
+                               << to_string(alg) << " " << to_string(mode) << " epoch " << epoch
+                               << ": " << (bad.empty() ? std::string() : describe(bad[0]));
+        }
+      }
+  }
+  if (saved)
+    setenv("HALOX_CMA_DIRECT_MIN_RUN", before.c_str(), 1);
+  else
+    unsetenv("HALOX_CMA_DIRECT_MIN_RUN");
+}
+
 TEST(Exchange, RanksThatDisagreeFailClearlyOnEveryRank) {
   if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
   auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);

@@ -1,0 +1,362 @@
+#include "halox/transport/cma.hpp"
+
+#include <fmt/core.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include "halox/common/error.hpp"
+#include "halox/pack.hpp"
+#include "halox/transport/node_publication.hpp"
+
+namespace halox {
+
+namespace {
+
+constexpr const char* yama_path = "/proc/sys/kernel/yama/ptrace_scope";
+// The kernel caps one call at MAX_RW_COUNT (2 GiB - a page) and silently reads less.
+constexpr size_t max_batch_bytes = size_t{1} << 30;
+// What every rank publishes beside its layout, then one address per field.
+enum word : size_t { word_pid, word_probe_address, word_probe_value, word_outbox, word_fields };
+
+// Yama's ptrace_scope, or -1 without Yama.
+int yama_ptrace_scope() {
+  std::ifstream in(yama_path);
+  int scope = -1;
+  return in >> scope ? scope : -1;
+}
+
+bool has_cap_sys_ptrace() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("CapEff:", 0) == 0)
+      return (std::strtoull(line.c_str() + 7, nullptr, 16) >> CAP_SYS_PTRACE) & 1;
+  return false;
+}
+
+// Below this many bytes per merged run a box is packed by its owner and read
+// as one run (HALOX_CMA_DIRECT_MIN_RUN overrides; read at every set-up).
+size_t direct_min_run_bytes() {
+  const char* env = std::getenv("HALOX_CMA_DIRECT_MIN_RUN");
+  return env && *env ? static_cast<size_t>(std::strtoull(env, nullptr, 10)) : size_t{1024};
+}
+
+uintptr_t address(const void* p) {
+  return reinterpret_cast<uintptr_t>(p);
+}
+
+// Appends `bytes` at `at` to runs, extending the last run when they touch.
+void append_run(std::vector<iovec>& runs, uintptr_t at, size_t bytes) {
+  if (bytes == 0) return;
+  if (!runs.empty() && address(runs.back().iov_base) + runs.back().iov_len == at)
+    runs.back().iov_len += bytes;
+  else
+    runs.push_back({reinterpret_cast<void*>(at), bytes});
+}
+
+// Appends the x-runs of box b of the field at `field` (laid out as grid) in
+// pack order; whole rows and planes of the allocated extent merge.
+void append_box(std::vector<iovec>& runs, uintptr_t field, const local_grid& grid, const box& b,
+                size_t element_bytes) {
+  if (b.empty()) return;
+  const size_t run = static_cast<size_t>(b.extent(0)) * element_bytes;
+  for (int z = b.lo[2]; z < b.hi[2]; ++z)
+    for (int y = b.lo[1]; y < b.hi[1]; ++y)
+      append_run(runs, field + grid.index(b.lo[0], y, z) * element_bytes, run);
+}
+
+std::string ptrace_advice() {
+  const int scope = yama_ptrace_scope();
+  std::string yama =
+      scope < 0 ? std::string("Yama is not active")
+                : fmt::format("Yama ptrace_scope is {} in {}; 0 or 1 allow it", scope, yama_path);
+  return fmt::format(
+      "all ranks must run as the same user with ptrace permission ({}; in a "
+      "container grant CAP_SYS_PTRACE, e.g. docker run --cap-add SYS_PTRACE)",
+      yama);
+}
+
+// Empty when a word of the peer's memory reads back as the peer published it;
+// otherwise what failed, with a hint.
+std::string probe_peer(int me, int peer, const std::vector<uint64_t>& words) {
+  const auto pid = static_cast<pid_t>(words[word_pid]);
+  uint64_t value = 0;
+  iovec local{&value, sizeof value};
+  iovec remote{reinterpret_cast<void*>(words[word_probe_address]), sizeof value};
+  errno = 0;
+  const ssize_t got = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+  if (got == static_cast<ssize_t>(sizeof value) && value == words[word_probe_value]) return {};
+  const int error = errno;
+  std::string what, hint;
+  if (got == static_cast<ssize_t>(sizeof value) || error == ESRCH) {
+    what = got == static_cast<ssize_t>(sizeof value) ? fmt::format("pid {} is another process", pid)
+                                                     : fmt::format("no process {}", pid);
+    hint = "the ranks of a node must share a PID namespace (one container per node, or --pid=host)";
+  } else {
+    what = fmt::format("process_vm_readv: {}", std::strerror(error));
+    hint = error == EPERM || error == EACCES ? ptrace_advice()
+           : error == ENOSYS ? "this kernel has no cross-memory attach (CONFIG_CROSS_MEMORY_ATTACH)"
+                             : "the kernel refused the read";
+  }
+  return fmt::format(
+      "rank {}: transport cma cannot read the memory of rank {} (pid {}): {}; {}; "
+      "use another on-node transport (e.g. --transport shm)",
+      me, peer, pid, what, hint);
+}
+
+}  // namespace
+
+std::string cma_unavailable() {
+  static const std::string why = []() -> std::string {
+    uint64_t word = 1, copy = 0;
+    iovec local{&copy, sizeof copy}, remote{&word, sizeof word};
+    if (::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0) != sizeof word)
+      return fmt::format(
+          "process_vm_readv fails even within this process ({}): a seccomp filter "
+          "or a kernel without cross-memory attach",
+          std::strerror(errno));
+    const int scope = yama_ptrace_scope();
+    if (scope >= 3)
+      return fmt::format("Yama ptrace_scope is {} ({}): no process may read another's memory",
+                         scope, yama_path);
+    if (scope == 2 && !has_cap_sys_ptrace())
+      return fmt::format(
+          "Yama ptrace_scope is 2 ({}): reading another process's memory needs "
+          "CAP_SYS_PTRACE",
+          yama_path);
+    return {};
+  }();
+  return why;
+}
+
+cma_transport::cma_transport(const transport_context& ctx) : plan_(ctx.plan), fields_(ctx.fields) {
+  MPI_Comm_rank(ctx.comm, &me_);
+  require_on_node(ctx, "cma");
+  const node_membership& node = ctx.node;
+  const size_t element_bytes = plan_.element_bytes;
+  auto node_rank_of = [&](int peer) { return node.node_rank_of[static_cast<size_t>(peer)]; };
+
+  // My send boxes, published: read straight from my fields when their merged
+  // runs are long enough, otherwise packed into my outbox. A step's staged
+  // boxes are packed reader by reader, so that each reader reads one run.
+  const size_t min_run = direct_min_run_bytes();
+  std::vector<published_box> published;
+  size_t outbox_bytes = 0;
+  stages_.resize(plan_.stages.size());
+  std::vector<bool> reader(static_cast<size_t>(node.size), false);
+  std::vector<iovec> runs;
+  for (size_t s = 0; s < plan_.stages.size(); ++s) {
+    std::vector<const message*> sends;
+    for (const auto& m : plan_.stages[s].sends) sends.push_back(&m);
+    std::stable_sort(sends.begin(), sends.end(), [&](const message* a, const message* b) {
+      return node_rank_of(a->peer) < node_rank_of(b->peer);
+    });
+    staged_part& job = stages_[s].pack;
+    job.offset = outbox_bytes;
+    for (const message* m : sends) {
+      reader[static_cast<size_t>(node_rank_of(m->peer))] = true;
+      for (size_t i = 0; i < m->boxes.size(); ++i) {
+        const auto& fb = m->boxes[i];
+        published_box p{static_cast<int>(s), me_, m->peer, m->tag, static_cast<int>(i), fb.field};
+        for (int d = 0; d < 3; ++d) {
+          p.lo[d] = fb.region.lo[d];
+          p.hi[d] = fb.region.hi[d];
+        }
+        const size_t bytes = static_cast<size_t>(fb.region.volume()) * element_bytes;
+        runs.clear();
+        append_box(runs, address(fields_.pointers[static_cast<size_t>(fb.field)]), plan_.grid,
+                   fb.region, element_bytes);
+        p.staged = !runs.empty() && bytes / runs.size() < min_run;
+        if (p.staged) {
+          p.outbox_offset = outbox_bytes;
+          outbox_bytes += bytes;
+          job.boxes.push_back(fb);
+        }
+        published.push_back(p);
+      }
+    }
+  }
+  for (int r = 0; r < node.size; ++r)
+    if (reader[static_cast<size_t>(r)]) readers_.push_back(r);
+  outbox_.resize(outbox_bytes);
+
+  // Who I am to my node. Under Yama scope 1 only ancestors may read a
+  // process, so every rank admits its peers, as MPI libraries' CMA paths do.
+  probe_ = (std::random_device{}() | uint64_t{1}) ^ (static_cast<uint64_t>(::getpid()) << 32);
+  std::vector<uint64_t> words{static_cast<uint64_t>(::getpid()), address(&probe_), probe_,
+                              address(outbox_.data())};
+  for (auto* f : fields_.pointers) words.push_back(address(f));
+  if (yama_ptrace_scope() == 1 && !has_cap_sys_ptrace())
+    ::prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+  const auto layouts = gather_layouts(plan_.grid, words, node.comm);
+
+  // One trial read from every peer I read from: a refusal fails here, on
+  // every rank, rather than in the first exchange.
+  std::string problem;
+  std::vector<bool> probed(static_cast<size_t>(node.size), false);
+  for (const auto& s : plan_.stages)
+    for (const auto& m : s.recvs) {
+      const auto r = static_cast<size_t>(node_rank_of(m.peer));
+      if (probed[r] || !problem.empty()) continue;
+      probed[r] = true;
+      problem = probe_peer(me_, m.peer, layouts[r].words);
+    }
+  require_all(ctx.comm, problem);
+
+  node_publication publication(published, node.comm, me_);
+  signals_.emplace(node, ctx.waits, "cma");
+
+  // The owners' boxes of every message I receive; the inbox holds the staged
+  // ones of the largest step.
+  std::vector<std::vector<std::vector<const published_box*>>> owner_boxes(plan_.stages.size());
+  size_t inbox_bytes = 0;
+  for (size_t s = 0; s < plan_.stages.size() && problem.empty(); ++s) {
+    size_t step_bytes = 0;
+    for (const auto& m : plan_.stages[s].recvs) {
+      owner_boxes[s].push_back(publication.boxes_of(s, m, problem));
+      for (const auto* p : owner_boxes[s].back())
+        if (p->staged) step_bytes += static_cast<size_t>(p->region().volume()) * element_bytes;
+    }
+    inbox_bytes = std::max(inbox_bytes, step_bytes);
+  }
+  require_all(ctx.comm, problem);
+  inbox_.resize(inbox_bytes);
+
+  // Per step and peer: the owner's runs (remote) and mine (local), the same
+  // bytes in the same order: the direct boxes, then the staged ones in the
+  // owner's outbox order (one run there, one in my inbox).
+  const long iov_max = ::sysconf(_SC_IOV_MAX);
+  const size_t max_iov = iov_max > 0 ? static_cast<size_t>(iov_max) : 1024;
+  for (size_t s = 0; s < plan_.stages.size(); ++s) {
+    auto& reads = stages_[s].reads;
+    std::map<int, size_t> read_of;  // node rank -> index in reads
+    std::vector<std::vector<std::pair<uint64_t, field_box>>>
+        staged;  // per read: outbox offset, my box
+    const auto& recvs = plan_.stages[s].recvs;
+    for (size_t k = 0; k < recvs.size(); ++k) {
+      const auto& m = recvs[k];
+      const int from = node_rank_of(m.peer);
+      const auto& owner = layouts[static_cast<size_t>(from)];
+      auto [entry, fresh] = read_of.try_emplace(from, reads.size());
+      if (fresh) {
+        reads.emplace_back();
+        reads.back().peer = m.peer;
+        reads.back().node_rank = from;
+        reads.back().pid = static_cast<pid_t>(owner.words[word_pid]);
+        staged.emplace_back();
+      }
+      peer_read& r = reads[entry->second];
+      for (size_t i = 0; i < m.boxes.size(); ++i) {
+        const published_box& p = *owner_boxes[s][k][i];
+        const field_box& to = m.boxes[i];
+        if (p.staged) {
+          staged[entry->second].emplace_back(p.outbox_offset, to);
+          continue;
+        }
+        append_box(r.remote, owner.words[word_fields + static_cast<size_t>(p.field)], owner.grid,
+                   p.region(), element_bytes);
+        append_box(r.local, address(fields_.pointers[static_cast<size_t>(to.field)]), plan_.grid,
+                   to.region, element_bytes);
+      }
+    }
+    size_t cursor = 0;  // in my inbox
+    for (size_t k = 0; k < reads.size(); ++k) {
+      peer_read& r = reads[k];
+      const auto& owner = layouts[static_cast<size_t>(r.node_rank)];
+      std::stable_sort(staged[k].begin(), staged[k].end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      r.unpack.offset = cursor;
+      for (const auto& [offset, to] : staged[k]) {
+        const size_t bytes = static_cast<size_t>(to.region.volume()) * element_bytes;
+        append_run(r.remote, owner.words[word_outbox] + offset, bytes);
+        append_run(r.local, address(inbox_.data()) + cursor, bytes);
+        cursor += bytes;
+        r.unpack.boxes.push_back(to);
+      }
+      cut_into_batches(r, max_iov);
+    }
+  }
+}
+
+void cma_transport::cut_into_batches(peer_read& r, size_t max_iov) {
+  std::vector<iovec> local, remote;
+  batch current;
+  size_t i = 0, j = 0, used_local = 0, used_remote = 0;  // runs, and bytes taken of them
+  auto close = [&] {
+    r.batches.push_back(current);
+    current = {local.size(), 0, remote.size(), 0, 0};
+  };
+  while (i < r.local.size() && j < r.remote.size()) {
+    if (current.bytes == max_batch_bytes) close();
+    const size_t take =
+        std::min({r.local[i].iov_len - used_local, r.remote[j].iov_len - used_remote,
+                  max_batch_bytes - current.bytes});
+    const uintptr_t at_local = address(r.local[i].iov_base) + used_local;
+    const uintptr_t at_remote = address(r.remote[j].iov_base) + used_remote;
+    auto continues = [](const std::vector<iovec>& runs, size_t count, uintptr_t at) {
+      return count > 0 && address(runs.back().iov_base) + runs.back().iov_len == at;
+    };
+    if ((!continues(local, current.local_count, at_local) && current.local_count == max_iov) ||
+        (!continues(remote, current.remote_count, at_remote) && current.remote_count == max_iov))
+      close();
+    current.local_count += continues(local, current.local_count, at_local) ? 0 : 1;
+    append_run(local, at_local, take);
+    current.remote_count += continues(remote, current.remote_count, at_remote) ? 0 : 1;
+    append_run(remote, at_remote, take);
+    current.bytes += take;
+    if ((used_local += take) == r.local[i].iov_len) ++i, used_local = 0;
+    if ((used_remote += take) == r.remote[j].iov_len) ++j, used_remote = 0;
+  }
+  if (current.bytes > 0) r.batches.push_back(current);
+  r.local = std::move(local);
+  r.remote = std::move(remote);
+}
+
+void cma_transport::read(const peer_read& r) const {
+  for (const auto& b : r.batches) {
+    const ssize_t got = ::process_vm_readv(r.pid, r.local.data() + b.local_first, b.local_count,
+                                           r.remote.data() + b.remote_first, b.remote_count, 0);
+    // Only this rank knows, and its peers may wait for it: end the job as a
+    // timeout does.
+    if (got != static_cast<ssize_t>(b.bytes))
+      throw timeout_error(
+          fmt::format("rank {}: process_vm_readv from rank {} (pid {}) read {} of "
+                      "{} bytes{}",
+                      me_, r.peer, r.pid, got, b.bytes,
+                      got < 0 ? fmt::format(": {}", std::strerror(errno)) : ""));
+  }
+}
+
+void cma_transport::start(size_t stage) {
+  const auto& job = stages_[stage].pack;
+  if (!job.boxes.empty())
+    pack(outbox_.data() + job.offset, job.boxes, fields_.pointers.data(), plan_.grid,
+         plan_.element_bytes);
+  ++step_;
+  signals_->raise_ready(step_);
+  for (const auto& c : plan_.stages[stage].copies)
+    copy_boxes(c.from, c.to, fields_.pointers.data(), plan_.grid, plan_.element_bytes);
+}
+
+void cma_transport::wait(size_t stage) {
+  for (const auto& r : stages_[stage].reads) {
+    signals_->wait_ready(r.node_rank, step_);
+    read(r);
+    if (!r.unpack.boxes.empty())
+      unpack(inbox_.data() + r.unpack.offset, r.unpack.boxes, fields_.pointers.data(), plan_.grid,
+             plan_.element_bytes);
+  }
+  signals_->raise_done(step_);
+  if (stage + 1 == plan_.stages.size())
+    for (int reader : readers_) signals_->wait_done(reader, step_);
+}
+
+}  // namespace halox
