@@ -72,7 +72,7 @@ struct exchange_options {
   // A file of earlier choices (JSON lines keyed by machine, MPI library, rank
   // grid, sub-domain, halo widths, fields and type); read before measuring,
   // appended after. Empty: HALOX_WISDOM, or none.
-  std::string wisdom_file;
+  std::string wisdom_file = {};
 };
 
 template <class T>
