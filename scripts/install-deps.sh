@@ -6,6 +6,10 @@ packages=(build-essential cmake pkg-config git python3 python3-venv python3-pip
   libopenmpi-dev openmpi-bin libmpich-dev mpich libhwloc-dev hwloc
   libucx-dev libcli11-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev)
+# Only the tests need these: test hosts in network namespaces (scripts/testhosts.sh) and a
+# two-node Slurm on them (scripts/slurm-testhosts.sh).
+test_packages=(iproute2 util-linux slurmctld slurmd slurm-client munge)
+packages+=("${test_packages[@]}")
 
 missing=()
 for p in "${packages[@]}"; do
