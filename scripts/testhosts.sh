@@ -7,12 +7,15 @@
 #   scripts/testhosts.sh launch            # how to launch MPI programs on them
 #   scripts/testhosts.sh down              # remove them all
 #
-# Each host is a network namespace hx<letter> with its own host name (a UTS namespace kept in
-# $HALOX_HOSTS_DIR), one interface eth0 with the address 10.77.0.<n>/24, and a hosts file
-# (/etc/netns/hx<letter>/hosts, which `ip netns exec` puts over /etc/hosts) that names all of
-# them. Two hosts are joined by a veth pair; more are joined by a bridge that lives in a
+# Each host is a network namespace hx<letter> with its own host name and System V IPC (UTS and
+# IPC namespaces kept in $HALOX_HOSTS_DIR), one interface eth0 with the address 10.77.0.<n>/24,
+# and a hosts file (/etc/netns/hx<letter>/hosts, which `ip netns exec` puts over /etc/hosts)
+# that names all of them. Two hosts are joined by a veth pair; more are joined by a bridge that lives in a
 # namespace of its own (hxsw), so that nothing is added to this machine's own network.
 # scripts/nsrsh is the remote-shell agent: `nsrsh HOST CMD` runs CMD on HOST like ssh would.
+# HALOX_HOSTS_IPC=shared (for `run` and nsrsh) keeps this machine's IPC namespace instead: then
+# UCX (MPICH's transport) takes shared memory between the hosts instead of TCP, whose clean-up
+# in UCX 1.13 can hang MPI_Finalize.
 #
 # Needs root. `up` and `down` are idempotent; concurrent calls wait for each other. On failure
 # the last line on stderr says why and the exit status is non-zero.
@@ -78,10 +81,12 @@ up() {
     ns=$(ns_of "$host")
     ip netns add "$ns" || fail "cannot create network namespace $ns (no CAP_SYS_ADMIN here?)"
     ip -n "$ns" link set lo up
-    # A UTS namespace per host, kept as a bind-mounted file, so every process on the host
-    # (the MPI daemons, slurmd) sees the same host name.
-    touch "$dir/$ns.uts"
-    unshare --uts="$dir/$ns.uts" hostname "$host" || fail "cannot create a UTS namespace for $host"
+    # A UTS and an IPC namespace per host, kept as bind-mounted files, so that every process
+    # on the host (the MPI daemons, slurmd) sees the same host name, and shared-memory
+    # transports that tell machines apart by IPC namespace (UCX's) do not reach across hosts.
+    touch "$dir/$ns.uts" "$dir/$ns.ipc"
+    unshare --uts="$dir/$ns.uts" --ipc="$dir/$ns.ipc" hostname "$host" ||
+      fail "cannot create UTS and IPC namespaces for $host"
     write_hosts_file "$ns" "$count"
     echo "$host" >>"$dir/hosts"
   done
@@ -108,7 +113,8 @@ up() {
 all_alive() {
   local host
   for host in $(hosts_up); do
-    [[ -e /run/netns/$(ns_of "$host") && -e $dir/$(ns_of "$host").uts ]] || return 1
+    [[ -e /run/netns/$(ns_of "$host") && -e $dir/$(ns_of "$host").uts && -e $dir/$(ns_of "$host").ipc ]] ||
+      return 1
   done
 }
 
@@ -120,10 +126,10 @@ teardown() { # everything a former `up` made, whatever is left of it
     ip netns del "$ns" 2>/dev/null || true
     rm -rf "/etc/netns/$ns"
   done
-  for uts in "$dir"/hx?.uts; do
-    [[ -e $uts ]] || continue
-    umount "$uts" 2>/dev/null || true
-    rm -f "$uts"
+  for kept in "$dir"/hx?.uts "$dir"/hx?.ipc; do
+    [[ -e $kept ]] || continue
+    umount "$kept" 2>/dev/null || true
+    rm -f "$kept"
   done
   rm -f "$dir/hosts"
 }
@@ -183,7 +189,9 @@ run() {
   grep -qx "$host" <(hosts_up) || fail "$host is not up (hosts up: $(hosts_up | tr '\n' ' '))"
   local ns
   ns=$(ns_of "$host")
-  exec ip netns exec "$ns" nsenter --uts="$dir/$ns.uts" -- "$@"
+  local ipc=(--ipc="$dir/$ns.ipc")
+  [[ ${HALOX_HOSTS_IPC:-} == shared ]] && ipc=()
+  exec ip netns exec "$ns" nsenter --uts="$dir/$ns.uts" "${ipc[@]}" -- "$@"
 }
 
 case ${1:-} in

@@ -116,6 +116,9 @@ class halo_exchange {
   std::string transport_name() const;
   // How the data moved, e.g. "shm(staged)+mpi-p2p" when the fields were private.
   std::string transport_path() const;
+  // Message bytes this rank sent so far, per transport of the choice, to
+  // ranks of its node and of other nodes (see transport_stats).
+  std::vector<transport_stats> stats() const;
 
  private:
   struct state;

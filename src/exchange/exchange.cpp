@@ -126,6 +126,7 @@ const exchange_plan& halo_exchange::plan() const { return state_->plan; }
 const exchange_options& halo_exchange::options() const { return state_->options; }
 std::string halo_exchange::transport_name() const { return state_->choice.name(); }
 std::string halo_exchange::transport_path() const { return state_->mover->path(); }
+std::vector<transport_stats> halo_exchange::stats() const { return state_->mover->stats(); }
 
 void halo_exchange::start() {
   if (state_->started) throw std::logic_error("halo_exchange::start called twice without wait");
