@@ -109,8 +109,8 @@ start() {
   if ! all_alive; then
     stop_daemons
     write_conf
-    # -i: ignore state saved by an earlier cluster.
-    on hosta slurmctld -f "$conf" -i 9>&- ||
+    # -c: a new cluster, without the jobs of an earlier one.
+    on hosta slurmctld -f "$conf" -c 9>&- ||
       fail "slurmctld did not start: $(tail -n 3 "$dir/slurmctld.log" 2>/dev/null)"
     for h in "${hosts[@]}"; do
       mkdir -p "$dir/spool-$h" "$dir/tmp-$h"
@@ -140,6 +140,14 @@ start() {
 }
 
 stop_daemons() {
+  if alive "$dir/slurmctld.pid"; then
+    # Jobs first: their steps would outlive the daemons and hold the hosts' cores.
+    client scancel --quiet --user=root 2>/dev/null || true
+    for _ in $(seq 50); do
+      [[ -z $(client squeue -h -o %i 2>/dev/null) ]] && break
+      sleep 0.2
+    done
+  fi
   for pidfile in "$dir"/slurmd-*.pid "$dir/slurmctld.pid"; do
     if alive "$pidfile"; then
       local pid
@@ -151,12 +159,12 @@ stop_daemons() {
   done
 }
 
-client() { on hosta env SLURM_CONF="$conf" "$@"; }
+client() { "$here/testhosts.sh" run hosta env SLURM_CONF="$conf" "$@"; }
 
 case ${1:-} in
   start) start ;;
   stop) stop_daemons ;;
   conf) echo "$conf" ;;
-  run) shift; client "$@" ;;
+  run) shift; exec "$here/testhosts.sh" run hosta env SLURM_CONF="$conf" "$@" ;;
   *) echo "usage: $0 start|stop|conf|run CMD..." >&2; exit 2 ;;
 esac
