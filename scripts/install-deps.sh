@@ -3,14 +3,17 @@
 #   scripts/install-deps.sh          what building and `make bench` need
 #   scripts/install-deps.sh --test   and what the test suite needs besides: a one-node Slurm
 #                                    (slurmctld, slurmd, the clients, munge) for the tests of
-#                                    halox sweep under sbatch and salloc
+#                                    halox sweep under sbatch and salloc, and the test hosts
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config git python3 python3-venv python3-pip python3-dev
   libopenmpi-dev openmpi-bin libmpich-dev mpich libhwloc-dev hwloc
   libucx-dev libcli11-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev)
-test_packages=(slurmctld slurmd slurm-client munge)
+# Only the tests need these: a Slurm (slurmctld, slurmd, the clients, munge) for the tests of
+# halox sweep under sbatch and salloc, and test hosts in network namespaces
+# (scripts/testhosts.sh) with a two-node Slurm on them (scripts/slurm-testhosts.sh).
+test_packages=(iproute2 util-linux slurmctld slurmd slurm-client munge)
 
 [[ ${1:-} == --test ]] && packages=("${test_packages[@]}")
 

@@ -115,6 +115,10 @@ struct result {
   std::string chosen;           // what auto choices chose
   int fields_per_message = 1;
   bool verified = false;
+  // Per exchange, summed over ranks: the plan's message bytes by whether the
+  // peer has this rank's host name, and what each transport sent by node.
+  unsigned long long plan_to_same_host = 0, plan_to_other_hosts = 0;
+  std::vector<transport_stats> sent;
 };
 
 ivec3 to_ivec3(const std::vector<int>& v) { return {v[0], v[1], v[2]}; }
@@ -354,8 +358,37 @@ std::string memory_kind(const bench_options& o, const config& cfg) {
   return cfg.transport.local == "shm" ? "shared" : "private";
 }
 
+// Collective: the plan's message bytes per exchange, summed over ranks, to
+// peers on this rank's host and on other hosts (by host name, as the rank map).
+void count_plan_by_host(MPI_Comm comm, const exchange_plan& plan,
+                        const std::vector<std::string>& hosts, result& r) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  unsigned long long bytes[2] = {0, 0};  // same host, other hosts
+  for (const auto& s : plan.stages)
+    for (const auto& m : s.sends)
+      bytes[hosts[static_cast<size_t>(m.peer)] == hosts[static_cast<size_t>(rank)] ? 0 : 1] += m.bytes;
+  MPI_Allreduce(MPI_IN_PLACE, bytes, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm);
+  r.plan_to_same_host = bytes[0];
+  r.plan_to_other_hosts = bytes[1];
+}
+
+// Collective: what the transports sent per exchange, summed over ranks.
+std::vector<transport_stats> sent_per_exchange(MPI_Comm comm, std::vector<transport_stats> sent,
+                                               long long exchanges) {
+  for (auto& t : sent) {
+    unsigned long long bytes[2] = {t.bytes_to_same_node / static_cast<unsigned long long>(exchanges),
+                                   t.bytes_to_other_nodes / static_cast<unsigned long long>(exchanges)};
+    MPI_Allreduce(MPI_IN_PLACE, bytes, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm);
+    t.bytes_to_same_node = bytes[0];
+    t.bytes_to_other_nodes = bytes[1];
+  }
+  return sent;
+}
+
 template <class T>
-result run_config(const decomposition& decomp, const bench_options& o, const config& cfg) {
+result run_config(const decomposition& decomp, const bench_options& o, const config& cfg,
+                  const std::vector<std::string>& hosts) {
   MPI_Comm comm = decomp.comm();
   subdomain sub = o.global_domain.empty() ? subdomain_per_rank(decomp, to_ivec3(o.domain))
                                           : subdomain_of_global(decomp, to_ivec3(o.global_domain));
@@ -408,17 +441,23 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
     unsigned long long mine = r.bytes_sent, most = 0;
     MPI_Allreduce(&mine, &most, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
     r.max_bytes_sent = most;
+    count_plan_by_host(comm, plan, hosts, r);
+    long long exchanges_run = 0;  // all of them, for the bytes per exchange
+    auto exchange = [&] {
+      ex.exchange();
+      ++exchanges_run;
+    };
 
-    ex.exchange();
+    exchange();
     if (!o.no_check) verify_or_fail(comm, fields, ctx, 0, cfg, "first");
 
-    for (int i = 0; i < o.warmup; ++i) ex.exchange();
+    for (int i = 0; i < o.warmup; ++i) exchange();
     long long nrep = o.nrep;
     if (o.time_budget > 0) {
       // Agree on a repetition count from a short calibration.
       double t0 = MPI_Wtime();
       int probe = 5;
-      for (int i = 0; i < probe; ++i) ex.exchange();
+      for (int i = 0; i < probe; ++i) exchange();
       double per = (MPI_Wtime() - t0) / probe, slowest = 0;
       MPI_Allreduce(&per, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
       nrep = std::clamp<long long>(static_cast<long long>(o.time_budget / std::max(slowest, 1e-9)),
@@ -435,6 +474,7 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
       samples[static_cast<size_t>(i)] = MPI_Wtime() - t0;
     }
     double loop = MPI_Wtime() - loop_start;
+    exchanges_run += nrep;
     MPI_Allreduce(&loop, &r.loop_seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
     r.samples.resize(samples.size());
     MPI_Reduce(samples.data(), r.samples.data(), static_cast<int>(samples.size()), MPI_DOUBLE,
@@ -444,19 +484,21 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
     if (!o.no_check) {
       // New values everywhere, so the last exchange must move them all again.
       fill_fields(fields, ctx, 1);
-      ex.exchange();
+      exchange();
       verify_or_fail(comm, fields, ctx, 1, cfg, "last");
       r.verified = true;
     }
+    r.sent = sent_per_exchange(comm, ex.stats(), exchanges_run);
   }
   r.memcpy_seconds = single_copy_floor(comm, r.bytes_received + r.bytes_copied,
                                        field_bytes * static_cast<size_t>(cfg.nfields));
   return r;
 }
 
-result run_any(const decomposition& decomp, const bench_options& o, const config& cfg) {
-  return cfg.type == element_type::f32 ? run_config<float>(decomp, o, cfg)
-                                       : run_config<double>(decomp, o, cfg);
+result run_any(const decomposition& decomp, const bench_options& o, const config& cfg,
+               const std::vector<std::string>& hosts) {
+  return cfg.type == element_type::f32 ? run_config<float>(decomp, o, cfg, hosts)
+                                       : run_config<double>(decomp, o, cfg, hosts);
 }
 
 void merge(result& into, const result& more) {
@@ -484,6 +526,12 @@ void print_result(const result& r, const summary& s) {
              "bytes {} us -> efficiency {:.1f} %\n",
              mean_per * 1e4, bytes / s.median / 1e9, us(r.memcpy_seconds),
              s.median > 0 ? 100.0 * r.memcpy_seconds / s.median : 0.0);
+  std::string sent;
+  for (const auto& t : r.sent)
+    sent += fmt::format("; {} {} B on node, {} B off node", t.transport, t.bytes_to_same_node,
+                        t.bytes_to_other_nodes);
+  fmt::print("  all ranks per exchange: plan {} B within hosts, {} B across hosts{}\n",
+             r.plan_to_same_host, r.plan_to_other_hosts, sent);
   fmt::print("  verification: {}\n", r.verified ? "passed (first and last exchange)" : "skipped");
 }
 
@@ -560,6 +608,16 @@ nlohmann::json to_json_record(const result& r, const summary& s, const bench_opt
                {"bytes_sent", r.bytes_sent},
                {"bytes_copied", r.bytes_copied},
                {"max_bytes_sent", r.max_bytes_sent}};
+  nlohmann::json sent = nlohmann::json::array();
+  for (const auto& t : r.sent)
+    sent.push_back({{"transport", t.transport},
+                    {"bytes_to_same_node", t.bytes_to_same_node},
+                    {"bytes_to_other_nodes", t.bytes_to_other_nodes}});
+  // Per exchange, summed over ranks: the plan by host name, and what the
+  // routing handed each transport by node.
+  j["traffic"] = {{"plan_bytes_to_same_host", r.plan_to_same_host},
+                  {"plan_bytes_to_other_hosts", r.plan_to_other_hosts},
+                  {"sent", sent}};
   double mean_per = r.loop_seconds / static_cast<double>(r.exchanges);
   j["exchanges"] = r.exchanges;
   j["time_per_exchange_s"] = s;
@@ -643,10 +701,13 @@ int bench_main(MPI_Comm world, int argc, char** argv) {
   run_id.resize(static_cast<size_t>(run_id_length));
   MPI_Bcast(run_id.data(), run_id_length, MPI_CHAR, 0, decomp.comm());
 
+  std::vector<std::string> hosts;
+  for (const auto& entry : provenance["rank_map"]) hosts.push_back(entry["host"].get<std::string>());
+
   std::vector<result> results;
   for (int round = 0; round < o.rounds; ++round)
     for (size_t i = 0; i < matrix.size(); ++i) {
-      result r = run_any(decomp, o, matrix[i]);
+      result r = run_any(decomp, o, matrix[i], hosts);
       if (round == 0)
         results.push_back(std::move(r));
       else

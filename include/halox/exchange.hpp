@@ -139,6 +139,9 @@ class halo_exchange {
   // What the measured choice found (empty without auto choices): e.g.
   // "chose shm/staged/compact of 12 candidates (measured)" or "(from wisdom)".
   const std::string& tuning() const;
+  // Message bytes this rank sent so far, per transport of the choice, to
+  // ranks of its node and of other nodes (see transport_stats).
+  std::vector<transport_stats> stats() const;
 
  private:
   struct state;

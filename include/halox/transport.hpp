@@ -35,7 +35,7 @@ struct node_membership {
   MPI_Comm comm = MPI_COMM_NULL;  // the ranks of this node
   int rank = 0, size = 1;         // on the node
   std::vector<int> node_rank_of;  // by exchange rank: rank on this node, or -1
-  bool oversubscribed = false;    // more ranks on the node than cores
+  bool oversubscribed = false;    // more ranks on this machine than cores (nodes may share one)
   bool on_node(int peer) const { return node_rank_of[static_cast<size_t>(peer)] >= 0; }
 };
 
@@ -55,6 +55,14 @@ struct transport_context {
   const wait_policy& waits;
 };
 
+// The message bytes a transport was handed to send, by where the receiving
+// rank is (local copies are not messages); counted as stages start.
+struct transport_stats {
+  std::string transport;                      // the registry name
+  unsigned long long bytes_to_same_node = 0;  // to other ranks of this rank's node
+  unsigned long long bytes_to_other_nodes = 0;
+};
+
 class transport {
  public:
   virtual ~transport() = default;
@@ -67,6 +75,9 @@ class transport {
   // How the data moves in this run, when that says more than the name (a
   // fallback, a routing): recorded with the results.
   virtual std::string path() const { return name(); }
+  // Bytes sent so far, one entry per transport that carried messages (the
+  // router counts for every choice, see router.hpp).
+  virtual std::vector<transport_stats> stats() const { return {}; }
 };
 
 }  // namespace halox

@@ -163,6 +163,7 @@ const exchange_options& halo_exchange::options() const { return state_->options;
 const std::string& halo_exchange::tuning() const { return state_->tuning; }
 std::string halo_exchange::transport_name() const { return state_->choice.name(); }
 std::string halo_exchange::transport_path() const { return state_->mover->path(); }
+std::vector<transport_stats> halo_exchange::stats() const { return state_->mover->stats(); }
 
 void halo_exchange::start() {
   if (state_->started) throw std::logic_error("halo_exchange::start called twice without wait");

@@ -133,7 +133,8 @@ std::string list_transports() {
 
 std::unique_ptr<transport> make_transport(const transport_choice& choice,
                                           const transport_context& ctx) {
-  if (!choice.routed()) return available_transport(choice.local).make(ctx);
+  if (!choice.routed())
+    return std::make_unique<routed_transport>(ctx, available_transport(choice.local));
   return std::make_unique<routed_transport>(ctx, available_transport(choice.local),
                                             available_transport(choice.remote));
 }

@@ -15,23 +15,64 @@ exchange_plan split_plan(const exchange_plan& plan, const node_membership& node,
   return part;
 }
 
+// A transport with the plan it runs and the bytes it was handed.
+struct routed_transport::part {
+  exchange_plan plan;  // outlives mover, which keeps a reference
+  std::unique_ptr<transport> mover;
+  std::vector<transport_stats> per_stage;  // what one start(stage) sends
+  transport_stats sent;
+
+  part(exchange_plan p, const transport_context& ctx, const transport_entry& entry)
+      : plan(std::move(p)) {
+    mover = entry.make({plan, ctx.comm, ctx.fields, ctx.node, ctx.waits});
+    sent.transport = entry.name;
+    for (const auto& s : plan.stages) {
+      transport_stats bytes;
+      for (const auto& m : s.sends)
+        (ctx.node.on_node(m.peer) ? bytes.bytes_to_same_node : bytes.bytes_to_other_nodes) += m.bytes;
+      per_stage.push_back(bytes);
+    }
+  }
+  void start(size_t stage) {
+    mover->start(stage);
+    sent.bytes_to_same_node += per_stage[stage].bytes_to_same_node;
+    sent.bytes_to_other_nodes += per_stage[stage].bytes_to_other_nodes;
+  }
+};
+
+routed_transport::routed_transport(const transport_context& ctx, const transport_entry& only)
+    : local_(std::make_unique<part>(ctx.plan, ctx, only)) {}
+
 routed_transport::routed_transport(const transport_context& ctx, const transport_entry& local,
-                                   const transport_entry& remote)
-    : local_plan_(split_plan(ctx.plan, ctx.node, true)),
-      remote_plan_(split_plan(ctx.plan, ctx.node, false)) {
+                                   const transport_entry& remote) {
   // Every rank builds both parts in the same order: their set-ups may be collective.
-  remote_ = remote.make({remote_plan_, ctx.comm, ctx.fields, ctx.node, ctx.waits});
-  local_ = local.make({local_plan_, ctx.comm, ctx.fields, ctx.node, ctx.waits});
+  remote_ = std::make_unique<part>(split_plan(ctx.plan, ctx.node, false), ctx, remote);
+  local_ = std::make_unique<part>(split_plan(ctx.plan, ctx.node, true), ctx, local);
 }
 
+routed_transport::~routed_transport() = default;
+
 void routed_transport::start(size_t stage) {
-  remote_->start(stage);
+  if (remote_) remote_->start(stage);
   local_->start(stage);
 }
 
 void routed_transport::wait(size_t stage) {
-  local_->wait(stage);
-  remote_->wait(stage);
+  local_->mover->wait(stage);
+  if (remote_) remote_->mover->wait(stage);
+}
+
+std::string routed_transport::name() const {
+  return remote_ ? local_->mover->name() + "+" + remote_->mover->name() : local_->mover->name();
+}
+
+std::string routed_transport::path() const {
+  return remote_ ? local_->mover->path() + "+" + remote_->mover->path() : local_->mover->path();
+}
+
+std::vector<transport_stats> routed_transport::stats() const {
+  if (!remote_) return {local_->sent};
+  return {local_->sent, remote_->sent};
 }
 
 }  // namespace halox

@@ -2,12 +2,39 @@
 
 #include <fmt/core.h>
 
+#include <fstream>
+#include <functional>
 #include <numeric>
+#include <string>
 
 #include "halox/topology.hpp"
 #include "halox/transport.hpp"
 
 namespace halox {
+
+namespace {
+
+// Ranks of different MPI nodes may still share one machine's cores (hosts made
+// of containers or network namespaces, which MPI sees as nodes of their own):
+// the kernel's boot id names the machine. Collective over comm.
+int ranks_on_this_machine(MPI_Comm comm) {
+  std::string machine;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> machine;
+  if (machine.empty()) {
+    char host[256] = {0};
+    gethostname(host, sizeof(host) - 1);
+    machine = host;
+  }
+  const int color = static_cast<int>(std::hash<std::string>{}(machine) & 0x7fffffff);
+  MPI_Comm same_machine = MPI_COMM_NULL;
+  MPI_Comm_split(comm, color, 0, &same_machine);
+  int size = 1;
+  MPI_Comm_size(same_machine, &size);
+  MPI_Comm_free(&same_machine);
+  return size;
+}
+
+}  // namespace
 
 node_membership make_node_membership(MPI_Comm comm, int ranks_per_node) {
   node_membership node;
@@ -26,16 +53,9 @@ node_membership make_node_membership(MPI_Comm comm, int ranks_per_node) {
   MPI_Group_free(&comm_group);
   node.node_rank_of.assign(static_cast<size_t>(comm_size), -1);
   for (int r = 0; r < node.size; ++r) node.node_rank_of[static_cast<size_t>(comm_ranks[static_cast<size_t>(r)])] = r;
-  // Oversubscription is a property of the real node, whatever the grouping.
-  int shared_size = node.size;
-  if (resolve_ranks_per_node(comm, ranks_per_node) > 0) {
-    MPI_Comm shared = MPI_COMM_NULL;
-    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
-    MPI_Comm_size(shared, &shared_size);
-    MPI_Comm_free(&shared);
-  }
+  // Oversubscription is a property of the machine, whatever the grouping.
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  node.oversubscribed = cores > 0 && shared_size > cores;
+  node.oversubscribed = cores > 0 && ranks_on_this_machine(comm) > cores;
   return node;
 }
 

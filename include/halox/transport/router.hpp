@@ -1,6 +1,8 @@
 // Routing by locality, as composition: the plan's messages are split by node
 // membership; on-node messages and self copies go to one transport, the rest
-// to another.
+// to another. Every transport choice runs under a router, also a single
+// transport (one part, the whole plan), so that every choice counts the bytes
+// it sends to this node and to other nodes alike.
 //
 // Reference algorithm per stage s:
 //   start: remote.start(s); local.start(s)     (off-node messages in flight first)
@@ -19,16 +21,20 @@ exchange_plan split_plan(const exchange_plan& plan, const node_membership& node,
 
 class routed_transport final : public transport {
  public:
+  // One transport for every message and copy.
+  routed_transport(const transport_context& ctx, const transport_entry& only);
   routed_transport(const transport_context& ctx, const transport_entry& local,
                    const transport_entry& remote);
+  ~routed_transport() override;
   void start(size_t stage) override;
   void wait(size_t stage) override;
-  std::string name() const override { return local_->name() + "+" + remote_->name(); }
-  std::string path() const override { return local_->path() + "+" + remote_->path(); }
+  std::string name() const override;
+  std::string path() const override;
+  std::vector<transport_stats> stats() const override;
 
  private:
-  exchange_plan local_plan_, remote_plan_;
-  std::unique_ptr<transport> local_, remote_;
+  struct part;
+  std::unique_ptr<part> local_, remote_;  // remote_ is null for a single transport
 };
 
 }  // namespace halox
