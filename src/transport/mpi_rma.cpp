@@ -1,5 +1,7 @@
 #include "halox/transport/mpi_rma.hpp"
 
+#include "halox/common/error.hpp"
+
 #include <fmt/core.h>
 
 #include <set>
@@ -104,12 +106,31 @@ mpi_rma_transport::mpi_rma_transport(const transport_context& ctx, rma_sync sync
   MPI_Info_set(info, "no_locks", "true");  // active target only
   MPI_Info_set(info, "same_disp_unit", "true");
   const MPI_Aint bytes = static_cast<MPI_Aint>(plan_.grid.cells() * plan_.element_bytes);
+  // An MPI library may have no one-sided component for these peers (Open MPI
+  // 4.1 over its TCP BTL): one clear error on every rank instead of an abort.
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  int failed = 0;
   for (auto* field : fields_.pointers) {
-    MPI_Win win;
-    MPI_Win_create(field, bytes, 1, info, comm_, &win);
+    MPI_Win win = MPI_WIN_NULL;
+    if (MPI_Win_create(field, bytes, 1, info, comm_, &win) != MPI_SUCCESS) {
+      failed = 1;
+      break;
+    }
     windows_.push_back(win);
   }
   MPI_Info_free(&info);
+  int failed_anywhere = 0;
+  MPI_Allreduce(&failed, &failed_anywhere, 1, MPI_INT, MPI_MAX, comm_);
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_ARE_FATAL);
+  if (failed_anywhere) {
+    for (auto& win : windows_) MPI_Win_free(&win);
+    windows_.clear();
+    MPI_Comm_free(&comm_);
+    throw run_error(
+        "mpi-rma: the MPI library could not create a window over the fields of these ranks "
+        "(no one-sided component for their network; with Open MPI over TCP try "
+        "--mca osc sm,pt2pt)");
+  }
   build_schedule(interiors);
   if (sync_ == rma_sync::fence) agree_on_fences(comm_);
 }
