@@ -4,6 +4,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <set>
 
 #include "halox/pack.hpp"
@@ -110,14 +111,16 @@ mpi_rma_transport::mpi_rma_transport(const transport_context& ctx, rma_sync sync
   // 4.1 over its TCP BTL): one clear error on every rank instead of an abort.
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   int failed = 0;
-  for (auto* field : fields_.pointers) {
-    MPI_Win win = MPI_WIN_NULL;
-    if (MPI_Win_create(field, bytes, 1, info, comm_, &win) != MPI_SUCCESS) {
-      failed = 1;
-      break;
+  assign_window_slots();
+  for (auto* field : fields_.pointers)
+    for (size_t slot = 0; slot < window_slots_ && !failed; ++slot) {
+      MPI_Win win = MPI_WIN_NULL;
+      if (MPI_Win_create(field, bytes, 1, info, comm_, &win) != MPI_SUCCESS) {
+        failed = 1;
+        break;
+      }
+      windows_.push_back(win);
     }
-    windows_.push_back(win);
-  }
   MPI_Info_free(&info);
   int failed_anywhere = 0;
   MPI_Allreduce(&failed, &failed_anywhere, 1, MPI_INT, MPI_MAX, comm_);
@@ -135,10 +138,44 @@ mpi_rma_transport::mpi_rma_transport(const transport_context& ctx, rma_sync sync
   if (sync_ == rma_sync::fence) agree_on_fences(comm_);
 }
 
+// PSCW epochs of one window must always pair the same ranks: MPICH 4.0 counts
+// the posts that reach a window, so a post for a later epoch from a rank
+// outside the current access group (a neighbour already in the next step)
+// completes the wrong MPI_Win_start, and the exchange hangs. Each field gets a
+// window per distinct (origins, targets) pair of its stages; all ranks create
+// the largest number any rank needs (MPI_Win_create is collective).
+void mpi_rma_transport::assign_window_slots() {
+  const size_t nfields = fields_.pointers.size();
+  slot_of_.assign(plan_.stages.size(), std::vector<size_t>(nfields, 0));
+  size_t most = 1;
+  if (sync_ == rma_sync::pscw) {
+    using groups = std::pair<std::set<int>, std::set<int>>;
+    std::vector<std::vector<groups>> seen(nfields);
+    for (size_t s = 0; s < plan_.stages.size(); ++s) {
+      std::vector<groups> of_field(nfields);
+      for (const auto& m : plan_.stages[s].recvs)
+        for (const auto& fb : m.boxes) of_field[static_cast<size_t>(fb.field)].first.insert(m.peer);
+      for (const auto& m : plan_.stages[s].sends)
+        for (const auto& fb : m.boxes) of_field[static_cast<size_t>(fb.field)].second.insert(m.peer);
+      for (size_t f = 0; f < nfields; ++f) {
+        if (of_field[f].first.empty() && of_field[f].second.empty()) continue;
+        auto& known = seen[f];
+        auto it = std::find(known.begin(), known.end(), of_field[f]);
+        slot_of_[s][f] = static_cast<size_t>(it - known.begin());
+        if (it == known.end()) known.push_back(of_field[f]);
+        most = std::max(most, known.size());
+      }
+    }
+  }
+  unsigned long mine = most, agreed = 0;
+  MPI_Allreduce(&mine, &agreed, 1, MPI_UNSIGNED_LONG, MPI_MAX, comm_);
+  window_slots_ = agreed;
+}
+
 void mpi_rma_transport::build_schedule(const std::map<int, ivec3>& interiors) {
   const MPI_Datatype element = mpi_element_type(plan_.element_bytes);
   const local_grid& grid = plan_.grid;
-  const size_t nfields = windows_.size();
+  const size_t nfields = fields_.pointers.size();
   for (size_t s = 0; s < plan_.stages.size(); ++s) {
     const stage& st = plan_.stages[s];
     stage_ops ops;
@@ -148,13 +185,13 @@ void mpi_rma_transport::build_schedule(const std::map<int, ivec3>& interiors) {
       const local_grid peer_grid(peer_interior, grid.halo);
       for (const auto& fb : m.boxes) {
         const box there = in_peer_coordinates(fb.region, m.direction, grid.interior, peer_interior);
-        put_op put{fields_.pointers[static_cast<size_t>(fb.field)],
-                   make_box_type(fb.region, grid, element), m.peer,
-                   make_box_type(there, peer_grid, element), static_cast<size_t>(fb.field)};
+        const auto field = static_cast<size_t>(fb.field);
+        put_op put{fields_.pointers[field], make_box_type(fb.region, grid, element), m.peer,
+                   make_box_type(there, peer_grid, element), window_of(s, field)};
         types_.push_back(put.origin_type);
         types_.push_back(put.target_type);
         ops.puts.push_back(put);
-        targets[put.window].insert(m.peer);
+        targets[field].insert(m.peer);
       }
     }
     for (const auto& m : st.recvs)
@@ -162,7 +199,7 @@ void mpi_rma_transport::build_schedule(const std::map<int, ivec3>& interiors) {
     for (size_t w = 0; w < nfields; ++w) {
       if (origins[w].empty() && targets[w].empty()) continue;
       epoch e;
-      e.window = w;
+      e.window = window_of(s, w);
       if (sync_ == rma_sync::pscw) {
         e.origins = group_of(comm_, origins[w]);
         e.targets = group_of(comm_, targets[w]);

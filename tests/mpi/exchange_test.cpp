@@ -184,6 +184,11 @@ class ExchangeMatrix : public testing::TestWithParam<matrix_param> {};
 
 TEST_P(ExchangeMatrix, EveryHaloCellIsExact) {
   auto [transport, alg, mode, type] = GetParam();
+  // Oversubscribed, every exchange set-up costs time slices (MPICH busy-polls):
+  // pair each field mode with one element type there. Rank counts that fit the
+  // cores run every pairing.
+  if (reduced_matrix() && (mode == field_mode::compact) != (type == element_type::f32))
+    GTEST_SKIP() << "reduced matrix: " << to_string(mode) << " runs with the other element type";
   exchange_options options{.alg = alg, .mode = mode, .transport = transport.choice};
   int cases = 0;
   for (const auto& dims : rank_grids())

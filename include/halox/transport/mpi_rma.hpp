@@ -61,6 +61,10 @@ class mpi_rma_transport final : public transport {
     std::vector<epoch> epochs;  // fence: every window any rank uses in the stage
   };
 
+  void assign_window_slots();
+  size_t window_of(size_t stage, size_t field) const {
+    return field * window_slots_ + slot_of_[stage][field];
+  }
   void build_schedule(const std::map<int, ivec3>& interiors);
   void agree_on_fences(MPI_Comm comm);
 
@@ -69,7 +73,9 @@ class mpi_rma_transport final : public transport {
   const wait_policy& waits_;
   const rma_sync sync_;
   MPI_Comm comm_ = MPI_COMM_NULL;  // own: set-up messages and windows
-  std::vector<MPI_Win> windows_;   // per field
+  std::vector<MPI_Win> windows_;   // per field and slot: window_of()
+  size_t window_slots_ = 1;
+  std::vector<std::vector<size_t>> slot_of_;  // [stage][field]
   std::vector<MPI_Datatype> types_;
   std::vector<stage_ops> stages_;
 };
