@@ -219,6 +219,15 @@ struct operation {
   size_t length = 0;  // received bytes
 };
 
+// Releases an operation that completed; true the first time it is seen done.
+bool settle(operation& op) {
+  if (op.handled || !op.done) return false;
+  if (op.request) ucp_request_free(op.request);
+  op.request = nullptr;
+  op.handled = true;
+  return true;
+}
+
 void on_send(void*, ucs_status_t status, void* user_data) {
   auto* op = static_cast<operation*>(user_data);
   op->status = status;
@@ -454,14 +463,8 @@ bool ucx_transport::land(size_t stage_index) {
   bool complete = true;
   for (size_t i = 0; i < ops.recvs.size(); ++i) {
     operation& op = ops.recvs[i];
-    if (op.handled) continue;
-    if (!op.done) {
-      complete = false;
-      continue;
-    }
-    if (op.request) ucp_request_free(op.request);
-    op.request = nullptr;
-    op.handled = true;
+    complete &= op.handled || op.done;
+    if (!settle(op)) continue;
     if (op.status != UCS_OK) fail(s.recvs[i], "from", op.status);
     if (op.length != s.recvs[i].bytes)
       throw std::runtime_error(fmt::format("rank {}: {} carried {} bytes, {} expected", rank_,
@@ -471,15 +474,8 @@ bool ucx_transport::land(size_t stage_index) {
   }
   for (size_t i = 0; i < ops.sends.size(); ++i) {
     operation& op = ops.sends[i];
-    if (op.handled) continue;
-    if (!op.done) {
-      complete = false;
-      continue;
-    }
-    if (op.request) ucp_request_free(op.request);
-    op.request = nullptr;
-    op.handled = true;
-    if (op.status != UCS_OK) fail(s.sends[i], "to", op.status);
+    complete &= op.handled || op.done;
+    if (settle(op) && op.status != UCS_OK) fail(s.sends[i], "to", op.status);
   }
   return complete;
 }
