@@ -194,6 +194,9 @@ TEST_P(ExchangeMatrix, EveryHaloCellIsExact) {
   // cores run every pairing.
   if (reduced_matrix() && (mode == field_mode::compact) != (type == element_type::f32))
     GTEST_SKIP() << "reduced matrix: " << to_string(mode) << " runs with the other element type";
+  // 4x oversubscribed: the two algorithms of the Betzy results; faces run up to 4 ranks.
+  if (reduced_matrix() && world_size() > 4 && alg == algorithm::faces)
+    GTEST_SKIP() << "reduced matrix: faces run with up to 4 ranks";
   exchange_options options{.alg = alg, .mode = mode, .transport = transport.choice};
   int cases = 0;
   for (const auto& dims : rank_grids())
