@@ -23,6 +23,9 @@ fail() {
   exit 1
 }
 
+# shellcheck source=slurm-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/slurm-common.sh"
+
 alive() { # pidfile
   [[ -s $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null
 }
@@ -48,40 +51,13 @@ SlurmctldPidFile=$dir/slurmctld.pid
 SlurmdPidFile=$dir/slurmd.pid
 SlurmctldLogFile=$dir/slurmctld.log
 SlurmdLogFile=$dir/slurmd.log
-# No cgroup hierarchy is needed: process groups track the tasks, affinity binds them.
-ProctrackType=proctrack/pgid
-TaskPlugin=task/affinity
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-MpiDefault=pmix
-SchedulerType=sched/backfill
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-ReturnToService=2
-SlurmdTimeout=60
-InactiveLimit=0
-KillWait=5
+$(scheduling_conf)
 $node NodeAddr=127.0.0.1 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
   mv "$conf.new" "$conf"
 }
 
-start_munge() {
-  if munge -n -S "$munge_socket" 2>/dev/null | unmunge -S "$munge_socket" >/dev/null 2>&1; then
-    return
-  fi
-  [[ -r /etc/munge/munge.key ]] || fail "no /etc/munge/munge.key (install munge)"
-  mkdir -p /run/munge /var/log/munge /var/lib/munge
-  chown munge:munge /run/munge /var/log/munge /var/lib/munge
-  chmod 0755 /run/munge
-  runuser -u munge -- /usr/sbin/munged 9>&- || fail "munged did not start (see /var/log/munge/munged.log)"
-  for _ in $(seq 50); do
-    munge -n -S "$munge_socket" 2>/dev/null | unmunge -S "$munge_socket" >/dev/null 2>&1 && return
-    sleep 0.1
-  done
-  fail "munged does not answer on $munge_socket"
-}
 
 start() {
   [[ $(id -u) -eq 0 ]] || fail "needs root to start slurmctld and slurmd as root"

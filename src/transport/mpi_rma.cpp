@@ -1,12 +1,11 @@
 #include "halox/transport/mpi_rma.hpp"
 
-#include "halox/common/error.hpp"
-
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <set>
 
+#include "halox/common/error.hpp"
 #include "halox/pack.hpp"
 #include "mpi_datatypes.hpp"
 
@@ -110,16 +109,16 @@ mpi_rma_transport::mpi_rma_transport(const transport_context& ctx, rma_sync sync
   // An MPI library may have no one-sided component for these peers (Open MPI
   // 4.1 over its TCP BTL): one clear error on every rank instead of an abort.
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  // Every rank makes the same number of (collective) calls, whatever failed.
   int failed = 0;
   assign_window_slots();
   for (auto* field : fields_.pointers)
-    for (size_t slot = 0; slot < window_slots_ && !failed; ++slot) {
+    for (size_t slot = 0; slot < window_slots_; ++slot) {
       MPI_Win win = MPI_WIN_NULL;
-      if (MPI_Win_create(field, bytes, 1, info, comm_, &win) != MPI_SUCCESS) {
+      if (MPI_Win_create(field, bytes, 1, info, comm_, &win) == MPI_SUCCESS)
+        windows_.push_back(win);
+      else
         failed = 1;
-        break;
-      }
-      windows_.push_back(win);
     }
   MPI_Info_free(&info);
   int failed_anywhere = 0;

@@ -44,7 +44,7 @@ std::string ucx_failure(std::string_view what, ucs_status_t status) {
 }
 
 void check(ucs_status_t status, std::string_view what) {
-  if (status != UCS_OK) throw std::runtime_error(ucx_failure(what, status));
+  if (status != UCS_OK) throw run_error(ucx_failure(what, status));
 }
 
 // The process's UCP context and worker, shared by every exchange, with one
@@ -54,7 +54,7 @@ void check(ucs_status_t status, std::string_view what) {
 // when no MPI was running).
 class ucx_runtime {
  public:
-  // Throws std::runtime_error with UCX's reason when UCX cannot start here.
+  // Throws run_error with UCX's reason when UCX cannot start here.
   static std::shared_ptr<ucx_runtime> get();
   ucx_runtime(const ucx_runtime&) = delete;
   ucx_runtime& operator=(const ucx_runtime&) = delete;
@@ -409,7 +409,7 @@ ucx_transport::~ucx_transport() {
 }
 
 void ucx_transport::fail(const message& m, std::string_view from_or_to, ucs_status_t status) const {
-  throw std::runtime_error(fmt::format("rank {}: {} failed: {}", rank_,
+  throw run_error(fmt::format("rank {}: {} failed: {}", rank_,
                                        describe_message(m, from_or_to, "ucx"),
                                        ucs_status_string(status)));
 }
@@ -467,7 +467,7 @@ bool ucx_transport::land(size_t stage_index) {
     if (!settle(op)) continue;
     if (op.status != UCS_OK) fail(s.recvs[i], "from", op.status);
     if (op.length != s.recvs[i].bytes)
-      throw std::runtime_error(fmt::format("rank {}: {} carried {} bytes, {} expected", rank_,
+      throw run_error(fmt::format("rank {}: {} carried {} bytes, {} expected", rank_,
                                            describe_message(s.recvs[i], "from", "ucx"), op.length,
                                            s.recvs[i].bytes));
     unpack(ops.recv_buffers[i], s.recvs[i].boxes, fields_.data(), plan_.grid, plan_.element_bytes);

@@ -1,0 +1,38 @@
+# Sourced by the test Slurm scripts (slurm-local.sh, slurm-testhosts.sh): what their clusters
+# share. munged is started once per machine and serves every Slurm on it; start_munge needs
+# munge_socket and fail() from the caller.
+
+# slurm.conf lines of every test cluster: scheduling, tracking and binding.
+scheduling_conf() {
+  cat <<'EOF'
+# No cgroup hierarchy is needed: process groups track the tasks, affinity binds them.
+ProctrackType=proctrack/pgid
+TaskPlugin=task/affinity
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=pmix
+SchedulerType=sched/backfill
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+ReturnToService=2
+SlurmdTimeout=60
+InactiveLimit=0
+KillWait=5
+EOF
+}
+
+start_munge() {
+  if munge -n -S "$munge_socket" 2>/dev/null | unmunge -S "$munge_socket" >/dev/null 2>&1; then
+    return
+  fi
+  [[ -r /etc/munge/munge.key ]] || fail "no /etc/munge/munge.key (install munge)"
+  mkdir -p /run/munge /var/log/munge /var/lib/munge
+  chown munge:munge /run/munge /var/log/munge /var/lib/munge
+  chmod 0755 /run/munge
+  runuser -u munge -- /usr/sbin/munged 9>&- || fail "munged did not start (see /var/log/munge/munged.log)"
+  for _ in $(seq 50); do
+    munge -n -S "$munge_socket" 2>/dev/null | unmunge -S "$munge_socket" >/dev/null 2>&1 && return
+    sleep 0.1
+  done
+  fail "munged does not answer on $munge_socket"
+}
