@@ -2,6 +2,12 @@
 # share. munged is started once per machine and serves every Slurm on it; start_munge needs
 # munge_socket and fail() from the caller.
 
+# The environment slurmd starts with. PMIx's shared-memory job store (gds/ds21) segfaults
+# now and then in MPI_Init under srun (openpmix/openpmix#1114, open-mpi/ompi#12495: a rank
+# dies within a second of start); its hash store has no shared segment and serves the
+# same data. Clients take the store their server offers.
+slurmd_env=(PMIX_MCA_gds=hash)
+
 # slurm.conf lines of every test cluster: scheduling, tracking and binding.
 scheduling_conf() {
   cat <<'EOF'

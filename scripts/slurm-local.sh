@@ -73,7 +73,7 @@ start() {
     write_conf
     # -i: ignore state saved by an earlier cluster (another host name or core count).
     slurmctld -f "$conf" -i 9>&- || fail "slurmctld did not start: $(tail -n 3 "$dir/slurmctld.log" 2>/dev/null)"
-    slurmd -f "$conf" 9>&- || fail "slurmd did not start: $(tail -n 3 "$dir/slurmd.log" 2>/dev/null)"
+    env "${slurmd_env[@]}" slurmd -f "$conf" 9>&- || fail "slurmd did not start: $(tail -n 3 "$dir/slurmd.log" 2>/dev/null)"
   fi
   export SLURM_CONF=$conf
   local state=""

@@ -95,7 +95,7 @@ start() {
       # mount the systemd hierarchy again, in the host's own mount namespace.
       on "$h" sh -c 'mount -t tmpfs cgroup_root /sys/fs/cgroup && mkdir /sys/fs/cgroup/systemd &&
         mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd && exec "$@"' \
-        slurmd slurmd -f "$conf" -N "$h" 9>&- ||
+        slurmd env "${slurmd_env[@]}" slurmd -f "$conf" -N "$h" 9>&- ||
         fail "slurmd on $h did not start: $(tail -n 3 "$dir/slurmd-$h.log" 2>/dev/null)"
     done
   fi

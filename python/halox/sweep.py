@@ -22,6 +22,7 @@ import fcntl
 import json
 import os
 import pathlib
+import re
 import shlex
 import signal
 import subprocess
@@ -34,6 +35,7 @@ from .spec import (MPI_FLAVORS, Invocation, Plan, SpecError, make_plan)  # noqa:
 SWEEP_TOOL = "halox-sweep"
 RECORD_SCHEMA_VERSION = 1
 TAIL_LINES = 20
+CRASH_WORDS = re.compile(r"error|fault|signal|abort|killed|terminated", re.IGNORECASE)
 KILL_GRACE_S = 10.0
 
 
@@ -326,8 +328,11 @@ def error_summary(program: str, outcome: Outcome) -> str:
     for line in lines:
         if line.startswith(f"{program}: error:"):
             return line
+    # Launchers report a crash first and then the ranks they killed because of it
+    # ("srun: error: hostb: tasks 2-3: Killed"): the first such line names the cause.
     tail = _tail(outcome.stderr_path)
-    return tail[-1].strip() if tail else "no error message"
+    causes = [l for l in tail if CRASH_WORDS.search(l)]
+    return (causes or tail or ["no error message"])[0 if causes else -1].strip()
 
 
 def describe_failure(outcome: Outcome, timeout: float | None) -> str:

@@ -64,6 +64,8 @@ class watchdog {
                            "sets the limit)\n",
                    program_invocation_short_name, rank_, seconds_, (*what_)().c_str());
       std::fflush(stderr);
+      // Let the launcher forward the line before the job is torn down.
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
       std::_Exit(1);
     }
   }

@@ -71,6 +71,16 @@ def session_processes(sid):
     return alive
 
 
+def benchmarks_writing(staging):
+    """halox-bench processes started with --json STAGING (MPICH's launcher starts its ranks in
+    sessions of their own)."""
+    found = []
+    for p in psutil.process_iter(["name", "cmdline"]):
+        if p.info["name"] == "halox-bench" and staging in (p.info["cmdline"] or []):
+            found.append(p)
+    return found
+
+
 def wait_for(condition, timeout, what):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -90,8 +100,8 @@ def test_kill_9_of_the_process_group_then_resume(tmp_path):
         name = "a"
         args = ["--mpicart", "2", "1", "1", "--nrep", "20"]
         [[sweep.run]]
-        name = "b"                  # long enough to be killed in flight
-        args = ["--mpicart", "1", "1", "2", "--nrep", "50000"]
+        name = "b"                  # 4 configurations x 1.5 s: killed in flight
+        args = ["--mpicart", "1", "1", "2", "--time", "1.5"]
         [[sweep.run]]
         name = "c"
         args = ["--mpicart", "2", "1", "1", "--nrep", "20", "--timing", "latency"]
@@ -112,6 +122,10 @@ def test_kill_9_of_the_process_group_then_resume(tmp_path):
         wait_for(lambda: out.exists() and marks(lines_of(out)), 180, "run a to finish")
         launch_b = work / f"killed.{mpi_flavor()}.b.1.launch"
         wait_for(launch_b.exists, 60, "run b to start")
+        # Its benchmark processes started: they write their records only at the end, seconds
+        # from now.
+        staging_b = str(launch_b.with_suffix(".jsonl"))
+        wait_for(lambda: benchmarks_writing(staging_b), 60, "run b's halox-bench processes")
         time.sleep(0.5)
         os.killpg(sweep.pid, signal.SIGKILL)
         sweep.wait(timeout=30)
@@ -252,3 +266,21 @@ def test_product_cover_is_exact():
     assert len(blocks) < len(points)
     assert swp.product_cover([]) == []
     assert swp.product_cover([("x", 1), ("y", 1)]) == [(["x", "y"], [1])]
+
+
+def test_failure_summary_names_the_crash_not_the_ranks_killed_after_it(tmp_path):
+    err = tmp_path / "run.err"
+    err.write_text("some warning\n"
+                   "srun: error: hosta: tasks 0-1: Segmentation fault (core dumped)\n"
+                   "srun: error: hostb: tasks 2-3: Killed\n")
+    out = tmp_path / "run.out"
+    out.write_text("")
+    outcome = swp.Outcome(139, False, 1.5, out, err)
+    assert swp.error_summary("halox-bench", outcome) == \
+        "srun: error: hosta: tasks 0-1: Segmentation fault (core dumped)"
+    err.write_text("halox-bench: error: rank grid 3x1x1 does not fit 2 ranks\n"
+                   "srun: error: hosta: task 0: Exited with exit code 1\n")
+    assert swp.error_summary("halox-bench", outcome) == \
+        "halox-bench: error: rank grid 3x1x1 does not fit 2 ranks"
+    err.write_text("last words\n")
+    assert swp.error_summary("halox-bench", outcome) == "last words"

@@ -309,7 +309,8 @@ def test_two_node_slurm_runs_a_job_on_both_hosts(two_node_slurm, tmp_path):
     job = slurm("run", "sbatch", "--wait", f"--chdir={tmp_path}", str(script), timeout=300,
                 env={"OMPI_MCA_osc": OPEN_MPI_ONE_SIDED_OVER_TCP[-1]})
     assert job.returncode == 0, job.stdout + job.stderr + "".join(
-        p.read_text() for p in tmp_path.glob("*.out"))
+        f"\n--- {p.name}:\n{p.read_text(errors='replace')}"
+        for pattern in ("*.out", "*.sweep/*.err") for p in sorted(tmp_path.glob(pattern)))
     objects = [json.loads(line) for line in out.read_text().splitlines()]
     records = [r for r in objects if r["tool"] == "halox-bench"]  # not the sweep's marks
     assert {r["config"]["transport"] for r in records} == set(list_transports())

@@ -43,6 +43,10 @@ inline constexpr int exit_ok = 0;
 inline constexpr int exit_failure = 1;   // run failed (e.g. verification)
 inline constexpr int exit_usage = 2;     // bad input
 
+// Flushes what was written, gives the launcher time to forward it, then
+// MPI_Abort(MPI_COMM_WORLD, exit_failure).
+[[noreturn]] void abort_job_after_message();
+
 // Runs body(MPI_COMM_WORLD) between MPI_Init and MPI_Finalize. A usage_error
 // or run_error prints "prog: error: what" on rank 0 and returns non-zero on all
 // ranks; any other exception aborts the job (a lone rank must not hang others).
