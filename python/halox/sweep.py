@@ -332,7 +332,9 @@ def error_summary(program: str, outcome: Outcome) -> str:
     # ("srun: error: hostb: tasks 2-3: Killed"): the first such line names the cause.
     tail = _tail(outcome.stderr_path)
     causes = [l for l in tail if CRASH_WORDS.search(l)]
-    return (causes or tail or ["no error message"])[0 if causes else -1].strip()
+    if causes:
+        return causes[0].strip()
+    return tail[-1].strip() if tail else "no error message"
 
 
 def describe_failure(outcome: Outcome, timeout: float | None) -> str:

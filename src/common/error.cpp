@@ -10,12 +10,16 @@
 
 namespace halox {
 
-void abort_job_after_message() {
+void let_launcher_forward_output() {
   std::fflush(stdout);
   std::fflush(stderr);
   // MPICH's hydra can tear the job down before it has forwarded the line just
   // written (seen: the whole output of an aborted job lost in 2 of 6 runs).
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
+}
+
+void abort_job_after_message() {
+  let_launcher_forward_output();
   MPI_Abort(MPI_COMM_WORLD, exit_failure);
   std::_Exit(exit_failure);  // MPI_Abort does not return
 }

@@ -1,5 +1,7 @@
 #include "halox/transport/wait_policy.hpp"
 
+#include "halox/common/error.hpp"
+
 #include <sched.h>
 
 #include <cerrno>
@@ -63,9 +65,7 @@ class watchdog {
                            "(a peer died, hangs, or built a different exchange; HALOX_TIMEOUT "
                            "sets the limit)\n",
                    program_invocation_short_name, rank_, seconds_, (*what_)().c_str());
-      std::fflush(stderr);
-      // Let the launcher forward the line before the job is torn down.
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      let_launcher_forward_output();
       std::_Exit(1);
     }
   }

@@ -43,8 +43,11 @@ inline constexpr int exit_ok = 0;
 inline constexpr int exit_failure = 1;   // run failed (e.g. verification)
 inline constexpr int exit_usage = 2;     // bad input
 
-// Flushes what was written, gives the launcher time to forward it, then
-// MPI_Abort(MPI_COMM_WORLD, exit_failure).
+// Flushes stdout and stderr and waits until the launcher has had time to
+// forward them: a job about to be torn down must not lose its last words.
+void let_launcher_forward_output();
+
+// let_launcher_forward_output(), then MPI_Abort(MPI_COMM_WORLD, exit_failure).
 [[noreturn]] void abort_job_after_message();
 
 // Runs body(MPI_COMM_WORLD) between MPI_Init and MPI_Finalize. A usage_error
