@@ -46,15 +46,19 @@ inline constexpr int fields_per_message_auto = -1;
 
 struct exchange_options {
   algorithm alg = algorithm::standard;
-  field_mode mode = field_mode::compact;
+  // How many fields a message carries: compact (all), sequence (one), or
+  // cache (blocks whose halo traffic fits the L2 cache hwloc reports).
+  field_mode mode = field_mode::cache;
   // A registry name or LOCAL+REMOTE (see transport/registry.hpp), e.g.
   // "mpi-p2p", "shm" (= shm+mpi-p2p), "shm+mpi-neighbor".
   std::string transport = "mpi-p2p";
-  // Fields per message: 0 = as `mode` says (compact: all, sequence: one),
-  // N = blocks of N fields, fields_per_message_auto = blocks whose halo
-  // traffic fits the L2 cache (so that a block's halo is still cached when
-  // the next step of the staged algorithm sends it on).
+  // Fields per message: 0 = as `mode` says, N = blocks of N fields,
+  // fields_per_message_auto = as mode cache. Whatever a message carries, a
+  // stage moves its data in blocks of fields sized to the L2 cache.
   int fields_per_message = 0;
+  // Fields a stage moves at a time (blocks inside a message, see plan.hpp):
+  // 0 = sized to the smallest L2 cache of the ranks.
+  int fields_per_block = 0;
   // Groups of this many consecutive ranks count as nodes (0: shared-memory
   // nodes, or HALOX_RANKS_PER_NODE when set).
   int ranks_per_node = 0;
@@ -136,6 +140,9 @@ class halo_exchange {
   std::string transport_name() const;
   // How the data moved, e.g. "shm(staged)+mpi-p2p" when the fields were private.
   std::string transport_path() const;
+  // What the transports chose when they were built (e.g. which boxes shm
+  // stages, and how that was decided); empty when nothing.
+  std::string transport_settings() const;
   // What the measured choice found (empty without auto choices): e.g.
   // "chose shm/staged/compact of 12 candidates (measured)" or "(from wisdom)".
   const std::string& tuning() const;

@@ -3,7 +3,16 @@
 // Built from the local neighbour list only: O(neighbours), no global gather.
 // A stage holds the messages that may be in flight together; stages run in
 // order (the steps of the staged algorithm, and in sequence mode one field
-// after another).
+// after another). A stage carries one message per peer and way: a peer that
+// is a neighbour in several directions (a dimension of 2 ranks puts the same
+// rank at -x and +x) gets all of them in one message, field by field, so that
+// the rows its boxes share are walked once.
+//
+// The fields move in blocks sized to the cache (exchange_plan::
+// fields_per_block), block by block and each block through all steps: the
+// x-halo lines a block's x step writes are still cached when its y and z
+// steps send them on. A message of more fields than a block (compact, or N
+// fields per message) travels in fragments of a block each, in that order.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +27,7 @@ namespace halox {
 enum class field_mode {
   compact,   // all fields of a neighbour travel in one message
   sequence,  // the fields are exchanged one after another
+  cache,     // blocks of fields whose halo traffic fits the L2 cache, one after another
 };
 field_mode parse_field_mode(const std::string& name);  // throws usage_error
 std::string to_string(field_mode m);
@@ -30,13 +40,16 @@ size_t element_size(element_type t);
 struct field_box {
   int field = 0;
   box region;
+  ivec3 direction{0, 0, 0};  // of the neighbour the box goes to (sends) or comes from (receives)
 };
 
-// One message to (or from) a peer; boxes are packed in order, field-major.
+// One message to (or from) a peer: every direction in which the peer is a
+// neighbour, field by field. Boxes are packed in order: by field, then by the
+// direction the sender sends toward, so both ends list them alike.
 struct message {
   int peer = -1;
   int tag = 0;
-  ivec3 direction{0, 0, 0};  // toward the peer
+  ivec3 direction{0, 0, 0};  // of the first box
   std::vector<field_box> boxes;
   size_t bytes = 0;
 };
@@ -60,7 +73,8 @@ struct exchange_plan {
   size_t element_bytes = 8;
   algorithm alg = algorithm::standard;
   field_mode mode = field_mode::compact;
-  int fields_per_message = 1;  // fields a message carries (the last block may carry fewer)
+  int fields_per_message = 1;  // fields a message carries, as the mode asks
+  int fields_per_block = 1;    // fields a stage moves: a message, or a fragment of one
   std::vector<stage> stages;
 
   size_t bytes_sent() const;      // to other ranks, per exchange
@@ -72,10 +86,17 @@ struct exchange_plan {
 // Tag of a message sent toward `direction` in the given field slot.
 int message_tag(int field_slot, const ivec3& direction);
 
-// fields_per_message > 0 groups the fields in blocks of that many, one message
-// per block and neighbour; 0 takes the mode's grouping (compact: all, sequence: one).
+// fields_per_message > 0 groups the fields in messages of that many; 0 takes
+// the mode's grouping (compact: all, sequence: one, cache: cache_block). The
+// stages move blocks of min(fields per message, cache_block) fields;
+// cache_block 0 means blocks as large as the messages.
 exchange_plan make_plan(const decomposition& d, const local_grid& grid, int nfields,
                         size_t element_bytes, algorithm alg, field_mode mode,
-                        int fields_per_message = 0);
+                        int fields_per_message = 0, int cache_block = 0);
+
+// The largest block of fields whose halo traffic in one stage (bytes sent,
+// received and copied) fits in a quarter of `cache_bytes`; at least one.
+int cache_sized_block(const decomposition& d, const local_grid& grid, int nfields,
+                      size_t element_bytes, algorithm alg, size_t cache_bytes);
 
 }  // namespace halox

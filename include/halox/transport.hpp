@@ -75,6 +75,9 @@ class transport {
   // How the data moves in this run, when that says more than the name (a
   // fallback, a routing): recorded with the results.
   virtual std::string path() const { return name(); }
+  // What the transport chose when it was built (e.g. which boxes it stages,
+  // and how that was decided), for the results; empty when nothing.
+  virtual std::string settings() const { return {}; }
   // Bytes sent so far, one entry per transport that carried messages (the
   // router counts for every choice, see router.hpp).
   virtual std::vector<transport_stats> stats() const { return {}; }

@@ -18,31 +18,26 @@ namespace {
 std::string describe(const exchange_plan& plan, const transport_choice& choice,
                      const exchange_options& o) {
   const auto& h = plan.grid.halo;
-  return fmt::format("{} {} {} field(s) of {} bytes ({} per message), halo lo {},{},{} hi {},{},{}, "
-                     "transport {}, ranks per node {}",
+  return fmt::format("{} {} {} field(s) of {} bytes ({} per message, {} per block), halo lo "
+                     "{},{},{} hi {},{},{}, transport {}, ranks per node {}",
                      to_string(plan.alg), to_string(plan.mode), plan.nfields, plan.element_bytes,
-                     plan.fields_per_message,
+                     plan.fields_per_message, plan.fields_per_block,
                      h.lo[0], h.lo[1], h.lo[2], h.hi[0], h.hi[1], h.hi[2], choice.name(),
                      o.ranks_per_node);
 }
 
-// The largest block of fields whose halo traffic per stage (sent, received
-// and copied, counted twice for the cells read and written) fits in half the
-// L2 cache; at least one. Local: ranks agree through require_agreement.
-int cache_sized_field_block(const decomposition& decomp, const local_grid& grid, int nfields,
-                            size_t element_bytes, algorithm alg) {
-  const size_t cache = this_machine_l2_bytes();
-  if (cache == 0) return nfields;
-  exchange_plan one = make_plan(decomp, grid, 1, element_bytes, alg, field_mode::sequence);
-  size_t per_field = 1;
-  for (const auto& st : one.stages) {
-    size_t bytes = 0;
-    for (const auto& m : st.sends) bytes += m.bytes;
-    for (const auto& m : st.recvs) bytes += m.bytes;
-    for (const auto& c : st.copies) bytes += 2 * c.bytes;
-    per_field = std::max(per_field, 2 * bytes);
+// Collective: the block of fields sized to the smallest L2 cache of all
+// ranks, so that every rank cuts its stages alike.
+int agreed_cache_block(const decomposition& decomp, const local_grid& grid, int nfields,
+                       size_t element_bytes, algorithm alg) {
+  int block = nfields;
+  try {
+    block = cache_sized_block(decomp, grid, nfields, element_bytes, alg, this_machine_l2_bytes());
+  } catch (const usage_error&) {
+    // An impossible grid: reported with the plan below.
   }
-  return static_cast<int>(std::clamp<size_t>(cache / 2 / per_field, 1, static_cast<size_t>(nfields)));
+  MPI_Allreduce(MPI_IN_PLACE, &block, 1, MPI_INT, MPI_MIN, decomp.comm());
+  return block;
 }
 
 // Collective: every rank must build the same exchange, or none does. One
@@ -119,14 +114,22 @@ void halo_exchange::finish(const decomposition& decomp, const local_grid& grid, 
   // Local checks: they depend only on the arguments, so every rank of a
   // consistent program throws alike; the agreement check below catches the rest.
   std::string problem;
+  const int nfields = static_cast<int>(fields.pointers.size());
+  // Collective on every rank, whatever the options say (ranks that disagree
+  // on them fail below, together).
+  const int l2_block =
+      agreed_cache_block(decomp, grid, std::max(nfields, 1), element_size(type), options.alg);
+  const int cache_block = options.fields_per_block > 0 ? options.fields_per_block : l2_block;
   try {
     s.choice = parse_transport_choice(options.transport);
-    int per_message = options.fields_per_message;
-    if (per_message == fields_per_message_auto)
-      per_message = cache_sized_field_block(decomp, grid, static_cast<int>(fields.pointers.size()),
-                                            element_size(type), options.alg);
-    s.plan = make_plan(decomp, grid, static_cast<int>(fields.pointers.size()), element_size(type),
-                       options.alg, options.mode, per_message);
+    if (options.fields_per_block < 0)
+      throw usage_error(
+          fmt::format("fields per block must not be negative, got {}", options.fields_per_block));
+    const int per_message = options.fields_per_message == fields_per_message_auto
+                                ? cache_block
+                                : options.fields_per_message;
+    s.plan = make_plan(decomp, grid, nfields, element_size(type), options.alg, options.mode,
+                       per_message, cache_block);
     s.waits.timeout_seconds =
         options.timeout_seconds > 0 ? options.timeout_seconds : wait_policy::default_timeout();
     for (auto* f : fields.pointers)
@@ -163,6 +166,7 @@ const exchange_options& halo_exchange::options() const { return state_->options;
 const std::string& halo_exchange::tuning() const { return state_->tuning; }
 std::string halo_exchange::transport_name() const { return state_->choice.name(); }
 std::string halo_exchange::transport_path() const { return state_->mover->path(); }
+std::string halo_exchange::transport_settings() const { return state_->mover->settings(); }
 std::vector<transport_stats> halo_exchange::stats() const { return state_->mover->stats(); }
 
 void halo_exchange::start() {

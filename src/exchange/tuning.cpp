@@ -105,8 +105,7 @@ std::vector<exchange_options> candidates(MPI_Comm comm, const exchange_options& 
   };
   std::vector<grouping> groupings{{requested.mode, requested.fields_per_message}};
   if (requested.auto_fields)
-    groupings = {{field_mode::compact, 0}, {field_mode::sequence, 0},
-                 {field_mode::compact, fields_per_message_auto}};
+    groupings = {{field_mode::compact, 0}, {field_mode::sequence, 0}, {field_mode::cache, 0}};
   std::vector<exchange_options> out;
   for (const auto& t : transports)
     for (auto a : algorithms)

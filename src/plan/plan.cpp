@@ -11,10 +11,19 @@ namespace halox {
 field_mode parse_field_mode(const std::string& name) {
   if (name == "compact") return field_mode::compact;
   if (name == "sequence") return field_mode::sequence;
-  throw usage_error(fmt::format("unknown field mode '{}' (expected compact or sequence)", name));
+  if (name == "cache") return field_mode::cache;
+  throw usage_error(
+      fmt::format("unknown field mode '{}' (expected compact, sequence or cache)", name));
 }
 
-std::string to_string(field_mode m) { return m == field_mode::compact ? "compact" : "sequence"; }
+std::string to_string(field_mode m) {
+  switch (m) {
+    case field_mode::compact: return "compact";
+    case field_mode::sequence: return "sequence";
+    case field_mode::cache: return "cache";
+  }
+  return "?";
+}
 
 element_type parse_element_type(const std::string& name) {
   if (name == "float" || name == "f32") return element_type::f32;
@@ -54,7 +63,7 @@ namespace {
 
 std::vector<field_box> boxes_for(const box& region, int first_field, int field_count) {
   std::vector<field_box> out;
-  for (int f = first_field; f < first_field + field_count; ++f) out.push_back({f, region});
+  for (int f = first_field; f < first_field + field_count; ++f) out.push_back({f, region, {}});
   return out;
 }
 
@@ -62,6 +71,28 @@ size_t bytes_of(const std::vector<field_box>& boxes, size_t element_bytes) {
   size_t total = 0;
   for (const auto& b : boxes) total += static_cast<size_t>(b.region.volume()) * element_bytes;
   return total;
+}
+
+// One direction's part of a message: its box, and the direction the sender
+// sends toward (the order of boxes in the message at both ends).
+struct message_part {
+  ivec3 direction;
+  box region;
+  int sender_direction;
+};
+
+// The message to (or from) `peer` with every part, field by field.
+message make_message(int peer, std::vector<message_part> parts, int first_field, int field_count,
+                     int field_slot, size_t element_bytes) {
+  std::ranges::sort(parts, {}, &message_part::sender_direction);
+  message m;
+  m.peer = peer;
+  m.direction = parts.front().direction;
+  m.tag = message_tag(field_slot, direction_of(parts.front().sender_direction));
+  for (int f = first_field; f < first_field + field_count; ++f)
+    for (const auto& p : parts) m.boxes.push_back({f, p.region, p.direction});
+  m.bytes = bytes_of(m.boxes, element_bytes);
+  return m;
 }
 
 // Appends the messages of one algorithm step for fields [first, first+count).
@@ -72,6 +103,17 @@ void add_step(stage& out, const decomposition& d, const std::vector<halo_region>
     for (const auto& r : step)
       if (r.direction == direction) return &r;
     return nullptr;
+  };
+  // Parts by peer, in the order the peers first occur.
+  std::vector<int> peers;
+  std::vector<std::vector<message_part>> sends, recvs;
+  auto slot_of = [&](int peer) {
+    auto at = std::ranges::find(peers, peer);
+    if (at != peers.end()) return static_cast<size_t>(at - peers.begin());
+    peers.push_back(peer);
+    sends.emplace_back();
+    recvs.emplace_back();
+    return peers.size() - 1;
   };
   for (const auto& region : step) {
     auto peer = d.neighbor(region.direction);
@@ -84,29 +126,26 @@ void add_step(stage& out, const decomposition& d, const std::vector<halo_region>
       copy.direction = region.direction;
       copy.from = boxes_for(source->send, first_field, field_count);
       copy.to = boxes_for(region.recv, first_field, field_count);
+      for (auto& b : copy.to) b.direction = region.direction;
       copy.bytes = bytes_of(copy.to, element_bytes);
       out.copies.push_back(std::move(copy));
       continue;
     }
-    if (!region.send.empty()) {
-      message m;
-      m.peer = *peer;
-      m.direction = region.direction;
-      m.tag = message_tag(field_slot, region.direction);
-      m.boxes = boxes_for(region.send, first_field, field_count);
-      m.bytes = bytes_of(m.boxes, element_bytes);
-      out.sends.push_back(std::move(m));
-    }
-    if (!region.recv.empty()) {
-      message m;
-      m.peer = *peer;
-      m.direction = region.direction;
-      // The peer sent it toward us, i.e. toward -direction from its side.
-      m.tag = message_tag(field_slot, opposite(region.direction));
-      m.boxes = boxes_for(region.recv, first_field, field_count);
-      m.bytes = bytes_of(m.boxes, element_bytes);
-      out.recvs.push_back(std::move(m));
-    }
+    const size_t slot = slot_of(*peer);
+    if (!region.send.empty())
+      sends[slot].push_back({region.direction, region.send, direction_index(region.direction)});
+    // The peer sent it toward us, i.e. toward -direction from its side.
+    if (!region.recv.empty())
+      recvs[slot].push_back(
+          {region.direction, region.recv, direction_index(opposite(region.direction))});
+  }
+  for (size_t i = 0; i < peers.size(); ++i) {
+    if (!sends[i].empty())
+      out.sends.push_back(
+          make_message(peers[i], sends[i], first_field, field_count, field_slot, element_bytes));
+    if (!recvs[i].empty())
+      out.recvs.push_back(
+          make_message(peers[i], recvs[i], first_field, field_count, field_slot, element_bytes));
   }
 }
 
@@ -114,7 +153,7 @@ void add_step(stage& out, const decomposition& d, const std::vector<halo_region>
 
 exchange_plan make_plan(const decomposition& d, const local_grid& grid, int nfields,
                         size_t element_bytes, algorithm alg, field_mode mode,
-                        int fields_per_message) {
+                        int fields_per_message, int cache_block) {
   if (nfields < 1) throw usage_error(fmt::format("number of fields must be at least 1, got {}", nfields));
   if (fields_per_message < 0)
     throw usage_error(fmt::format("fields per message must not be negative, got {}", fields_per_message));
@@ -125,20 +164,44 @@ exchange_plan make_plan(const decomposition& d, const local_grid& grid, int nfie
   plan.element_bytes = element_bytes;
   plan.alg = alg;
   plan.mode = mode;
+  const int cache = cache_block > 0 ? std::min(cache_block, nfields) : nfields;
   plan.fields_per_message = fields_per_message > 0 ? std::min(fields_per_message, nfields)
-                            : mode == field_mode::compact ? nfields
-                                                          : 1;
+                            : mode == field_mode::compact  ? nfields
+                            : mode == field_mode::sequence ? 1
+                                                           : cache;
+  plan.fields_per_block = std::min(plan.fields_per_message, cache);
   // Block by block, each block through all steps: a block's halo is still in
-  // cache when the next step sends it on.
+  // cache when the next step sends it on. A message of fields_per_message
+  // fields is the blocks of its fields, one after another.
   auto steps = halo_regions(grid, alg);
-  for (int first = 0, slot = 0; first < nfields; first += plan.fields_per_message, ++slot)
-    for (const auto& step : steps) {
-      stage s;
-      add_step(s, d, step, first, std::min(plan.fields_per_message, nfields - first), slot,
-               element_bytes);
-      plan.stages.push_back(std::move(s));
+  for (int first = 0, slot = 0; first < nfields; first += plan.fields_per_message)
+    for (int block = first; block < std::min(first + plan.fields_per_message, nfields);
+         block += plan.fields_per_block, ++slot) {
+      const int count =
+          std::min({plan.fields_per_block, nfields - block, first + plan.fields_per_message - block});
+      for (const auto& step : steps) {
+        stage s;
+        add_step(s, d, step, block, count, slot, element_bytes);
+        plan.stages.push_back(std::move(s));
+      }
     }
   return plan;
+}
+
+int cache_sized_block(const decomposition& d, const local_grid& grid, int nfields,
+                      size_t element_bytes, algorithm alg, size_t cache_bytes) {
+  if (cache_bytes == 0) return nfields;
+  exchange_plan one = make_plan(d, grid, 1, element_bytes, alg, field_mode::sequence);
+  size_t per_field = 1;
+  for (const auto& st : one.stages) {
+    size_t bytes = 0;
+    for (const auto& m : st.sends) bytes += m.bytes;
+    for (const auto& m : st.recvs) bytes += m.bytes;
+    for (const auto& c : st.copies) bytes += c.bytes;
+    per_field = std::max(per_field, bytes);
+  }
+  return static_cast<int>(
+      std::clamp<size_t>(cache_bytes / 4 / per_field, 1, static_cast<size_t>(nfields)));
 }
 
 }  // namespace halox

@@ -16,6 +16,7 @@
 #include "halox/common/error.hpp"
 #include "halox/pack.hpp"
 #include "halox/transport/node_publication.hpp"
+#include "halox/transport/trial.hpp"
 
 namespace halox {
 
@@ -40,13 +41,6 @@ bool has_cap_sys_ptrace() {
     if (line.rfind("CapEff:", 0) == 0)
       return (std::strtoull(line.c_str() + 7, nullptr, 16) >> CAP_SYS_PTRACE) & 1;
   return false;
-}
-
-// Below this many bytes per merged run a box is packed by its owner and read
-// as one run (HALOX_CMA_DIRECT_MIN_RUN overrides; read at every set-up).
-size_t direct_min_run_bytes() {
-  const char* env = std::getenv("HALOX_CMA_DIRECT_MIN_RUN");
-  return env && *env ? static_cast<size_t>(std::strtoull(env, nullptr, 10)) : size_t{1024};
 }
 
 uintptr_t address(const void* p) {
@@ -137,56 +131,19 @@ std::string cma_unavailable() {
   return why;
 }
 
-cma_transport::cma_transport(const transport_context& ctx) : plan_(ctx.plan), fields_(ctx.fields) {
+cma_transport::cma_transport(const transport_context& ctx)
+    : plan_(ctx.plan), fields_(ctx.fields), node_(ctx.node) {
   MPI_Comm_rank(ctx.comm, &me_);
   require_on_node(ctx, "cma");
-  const node_membership& node = ctx.node;
-  const size_t element_bytes = plan_.element_bytes;
-  auto node_rank_of = [&](int peer) { return node.node_rank_of[static_cast<size_t>(peer)]; };
-
-  // My send boxes, published: read straight from my fields when their merged
-  // runs are long enough, otherwise packed into my outbox. A step's staged
-  // boxes are packed reader by reader, so that each reader reads one run.
-  const size_t min_run = direct_min_run_bytes();
-  std::vector<published_box> published;
-  size_t outbox_bytes = 0;
-  stages_.resize(plan_.stages.size());
-  std::vector<bool> reader(static_cast<size_t>(node.size), false);
-  std::vector<iovec> runs;
-  for (size_t s = 0; s < plan_.stages.size(); ++s) {
-    std::vector<const message*> sends;
-    for (const auto& m : plan_.stages[s].sends) sends.push_back(&m);
-    std::stable_sort(sends.begin(), sends.end(), [&](const message* a, const message* b) {
-      return node_rank_of(a->peer) < node_rank_of(b->peer);
-    });
-    staged_part& job = stages_[s].pack;
-    job.offset = outbox_bytes;
-    for (const message* m : sends) {
-      reader[static_cast<size_t>(node_rank_of(m->peer))] = true;
-      for (size_t i = 0; i < m->boxes.size(); ++i) {
-        const auto& fb = m->boxes[i];
-        published_box p{static_cast<int>(s), me_, m->peer, m->tag, static_cast<int>(i), fb.field};
-        for (int d = 0; d < 3; ++d) {
-          p.lo[d] = fb.region.lo[d];
-          p.hi[d] = fb.region.hi[d];
-        }
-        const size_t bytes = static_cast<size_t>(fb.region.volume()) * element_bytes;
-        runs.clear();
-        append_box(runs, address(fields_.pointers[static_cast<size_t>(fb.field)]), plan_.grid,
-                   fb.region, element_bytes);
-        p.staged = !runs.empty() && bytes / runs.size() < min_run;
-        if (p.staged) {
-          p.outbox_offset = outbox_bytes;
-          outbox_bytes += bytes;
-          job.boxes.push_back(fb);
-        }
-        published.push_back(p);
-      }
-    }
+  slot_bytes_ = outbox_slot_bytes(plan_);
+  outbox_.resize(outbox_ring * slot_bytes_);
+  size_t inbox_bytes = 0;  // the most a stage receives
+  for (const auto& st : plan_.stages) {
+    size_t bytes = 0;
+    for (const auto& m : st.recvs) bytes += m.bytes;
+    inbox_bytes = std::max(inbox_bytes, bytes);
   }
-  for (int r = 0; r < node.size; ++r)
-    if (reader[static_cast<size_t>(r)]) readers_.push_back(r);
-  outbox_.resize(outbox_bytes);
+  inbox_.resize(inbox_bytes);
 
   // Who I am to my node. Under Yama scope 1 only ancestors may read a
   // process, so every rank admits its peers, as MPI libraries' CMA paths do.
@@ -196,55 +153,75 @@ cma_transport::cma_transport(const transport_context& ctx) : plan_(ctx.plan), fi
   for (auto* f : fields_.pointers) words.push_back(address(f));
   if (yama_ptrace_scope() == 1 && !has_cap_sys_ptrace())
     ::prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
-  const auto layouts = gather_layouts(plan_.grid, words, node.comm);
+  layouts_ = gather_layouts(plan_.grid, words, node_.comm);
 
   // One trial read from every peer I read from: a refusal fails here, on
   // every rank, rather than in the first exchange.
   std::string problem;
-  std::vector<bool> probed(static_cast<size_t>(node.size), false);
+  std::vector<bool> probed(static_cast<size_t>(node_.size), false);
   for (const auto& s : plan_.stages)
     for (const auto& m : s.recvs) {
-      const auto r = static_cast<size_t>(node_rank_of(m.peer));
+      const auto r = static_cast<size_t>(node_.node_rank_of[static_cast<size_t>(m.peer)]);
       if (probed[r] || !problem.empty()) continue;
       probed[r] = true;
-      problem = probe_peer(me_, m.peer, layouts[r].words);
+      problem = probe_peer(me_, m.peer, layouts_[r].words);
     }
   require_all(ctx.comm, problem);
 
-  node_publication publication(published, node.comm, me_);
-  signals_.emplace(node, ctx.waits, "cma");
-
-  // The owners' boxes of every message I receive; the inbox holds the staged
-  // ones of the largest step.
-  std::vector<std::vector<std::vector<const published_box*>>> owner_boxes(plan_.stages.size());
-  size_t inbox_bytes = 0;
-  for (size_t s = 0; s < plan_.stages.size() && problem.empty(); ++s) {
-    size_t step_bytes = 0;
-    for (const auto& m : plan_.stages[s].recvs) {
-      owner_boxes[s].push_back(publication.boxes_of(s, m, problem));
-      for (const auto* p : owner_boxes[s].back())
-        if (p->staged) step_bytes += static_cast<size_t>(p->region().volume()) * element_bytes;
-    }
-    inbox_bytes = std::max(inbox_bytes, step_bytes);
+  signals_.emplace(node_, ctx.waits, "cma");
+  steps_.emplace(*signals_, plan_.stages.size());
+  // The send boxes must match their readers' receives (the same on every rule).
+  work_ = build(staged_below_, problem);
+  require_all(ctx.comm, problem);
+  if (const long long forced = forced_rule("HALOX_CMA_DIRECT_MIN_RUN"); forced >= 0) {
+    staged_below_ = static_cast<size_t>(forced);
+    rule_ = "HALOX_CMA_DIRECT_MIN_RUN";
+    work_ = build(staged_below_, problem);
+  } else if (auto candidates = staging_rules(plan_, fields_, node_.comm); candidates.size() > 1) {
+    staged_below_ = measured_rule(candidates);
+    rule_ = fmt::format("measured, {} rules", candidates.size());
+  } else {
+    rule_ = "no run to stage";
   }
-  require_all(ctx.comm, problem);
-  inbox_.resize(inbox_bytes);
+}
 
-  // Per step and peer: the owner's runs (remote) and mine (local), the same
-  // bytes in the same order: the direct boxes, then the staged ones in the
-  // owner's outbox order (one run there, one in my inbox).
+std::string cma_transport::settings() const { return describe_rule("cma", staged_below_, rule_); }
+
+size_t cma_transport::measured_rule(const std::vector<size_t>& candidates) {
+  std::string problem;
+  std::vector<schedule> schedules;
+  for (size_t rule : candidates) schedules.push_back(build(rule, problem));
+  const size_t best = fastest_candidate(*this, plan_.stages.size(), candidates.size(),
+                                        [&](size_t c) { active_ = &schedules[c]; }, node_.comm);
+  work_ = std::move(schedules[best]);
+  active_ = &work_;
+  return candidates[best];
+}
+
+cma_transport::schedule cma_transport::build(size_t staged_below, std::string& problem) {
+  schedule out;
+  const size_t element_bytes = plan_.element_bytes;
+  out.owner = publish_send_boxes(plan_, fields_, node_, me_, staged_below, outbox_.data(),
+                                 slot_bytes_);
+  const node_publication& publication = *out.owner.publication;
+  out.stages.resize(plan_.stages.size());
   const long iov_max = ::sysconf(_SC_IOV_MAX);
   const size_t max_iov = iov_max > 0 ? static_cast<size_t>(iov_max) : 1024;
-  for (size_t s = 0; s < plan_.stages.size(); ++s) {
-    auto& reads = stages_[s].reads;
+  std::byte* const* fields = fields_.pointers.data();
+
+  // Per stage and peer: the owner's runs (remote) and mine (local), the same
+  // bytes in the same order: the direct boxes, then the staged ones in the
+  // owner's outbox order (one run there, one in my inbox).
+  for (size_t s = 0; s < plan_.stages.size() && problem.empty(); ++s) {
+    const stage& st = plan_.stages[s];
+    auto& reads = out.stages[s].reads;
     std::map<int, size_t> read_of;  // node rank -> index in reads
-    std::vector<std::vector<std::pair<uint64_t, field_box>>>
-        staged;  // per read: outbox offset, my box
-    const auto& recvs = plan_.stages[s].recvs;
-    for (size_t k = 0; k < recvs.size(); ++k) {
-      const auto& m = recvs[k];
-      const int from = node_rank_of(m.peer);
-      const auto& owner = layouts[static_cast<size_t>(from)];
+    std::vector<std::vector<std::pair<uint64_t, field_box>>> staged;  // per read: outbox offset, my box
+    for (const auto& m : st.recvs) {
+      const auto owner_boxes = publication.boxes_of(s, m, problem);
+      if (!problem.empty()) break;
+      const int from = node_.node_rank_of[static_cast<size_t>(m.peer)];
+      const auto& owner = layouts_[static_cast<size_t>(from)];
       auto [entry, fresh] = read_of.try_emplace(from, reads.size());
       if (fresh) {
         reads.emplace_back();
@@ -255,7 +232,7 @@ cma_transport::cma_transport(const transport_context& ctx) : plan_(ctx.plan), fi
       }
       peer_read& r = reads[entry->second];
       for (size_t i = 0; i < m.boxes.size(); ++i) {
-        const published_box& p = *owner_boxes[s][k][i];
+        const published_box& p = *owner_boxes[i];
         const field_box& to = m.boxes[i];
         if (p.staged) {
           staged[entry->second].emplace_back(p.outbox_offset, to);
@@ -263,27 +240,28 @@ cma_transport::cma_transport(const transport_context& ctx) : plan_(ctx.plan), fi
         }
         append_box(r.remote, owner.words[word_fields + static_cast<size_t>(p.field)], owner.grid,
                    p.region(), element_bytes);
-        append_box(r.local, address(fields_.pointers[static_cast<size_t>(to.field)]), plan_.grid,
-                   to.region, element_bytes);
+        append_box(r.local, address(fields[to.field]), plan_.grid, to.region, element_bytes);
       }
     }
     size_t cursor = 0;  // in my inbox
     for (size_t k = 0; k < reads.size(); ++k) {
       peer_read& r = reads[k];
-      const auto& owner = layouts[static_cast<size_t>(r.node_rank)];
+      const auto& owner = layouts_[static_cast<size_t>(r.node_rank)];
       std::stable_sort(staged[k].begin(), staged[k].end(),
                        [](const auto& a, const auto& b) { return a.first < b.first; });
-      r.unpack.offset = cursor;
       for (const auto& [offset, to] : staged[k]) {
         const size_t bytes = static_cast<size_t>(to.region.volume()) * element_bytes;
         append_run(r.remote, owner.words[word_outbox] + offset, bytes);
         append_run(r.local, address(inbox_.data()) + cursor, bytes);
+        r.unpack.add(unpack_copy(inbox_.data() + cursor, fields[to.field], plan_.grid, to.region,
+                                 element_bytes));
         cursor += bytes;
-        r.unpack.boxes.push_back(to);
       }
       cut_into_batches(r, max_iov);
     }
+    add_local_copies(out.stages[s].self_copies, st.copies, fields, plan_.grid, element_bytes);
   }
+  return out;
 }
 
 void cma_transport::cut_into_batches(peer_read& r, size_t max_iov) {
@@ -336,27 +314,23 @@ void cma_transport::read(const peer_read& r) const {
 }
 
 void cma_transport::start(size_t stage) {
-  const auto& job = stages_[stage].pack;
-  if (!job.boxes.empty())
-    pack(outbox_.data() + job.offset, job.boxes, fields_.pointers.data(), plan_.grid,
-         plan_.element_bytes);
-  ++step_;
-  signals_->raise_ready(step_);
-  for (const auto& c : plan_.stages[stage].copies)
-    copy_boxes(c.from, c.to, fields_.pointers.data(), plan_.grid, plan_.element_bytes);
+  const copy_list& pack = active_->owner.packs[stage];
+  if (!pack.empty()) {
+    steps_->before_pack(stage, active_->owner.readers);
+    pack.run();
+  }
+  steps_->ready(stage);
 }
 
 void cma_transport::wait(size_t stage) {
-  for (const auto& r : stages_[stage].reads) {
-    signals_->wait_ready(r.node_rank, step_);
+  const stage_work& w = active_->stages[stage];
+  for (const auto& r : w.reads) {
+    steps_->await(stage, r.node_rank);
     read(r);
-    if (!r.unpack.boxes.empty())
-      unpack(inbox_.data() + r.unpack.offset, r.unpack.boxes, fields_.pointers.data(), plan_.grid,
-             plan_.element_bytes);
+    r.unpack.run();
   }
-  signals_->raise_done(step_);
-  if (stage + 1 == plan_.stages.size())
-    for (int reader : readers_) signals_->wait_done(reader, step_);
+  w.self_copies.run();
+  steps_->done(stage, active_->owner.readers);
 }
 
 }  // namespace halox

@@ -183,7 +183,7 @@ void mpi_rma_transport::build_schedule(const std::map<int, ivec3>& interiors) {
       const ivec3 peer_interior = interiors.at(m.peer);
       const local_grid peer_grid(peer_interior, grid.halo);
       for (const auto& fb : m.boxes) {
-        const box there = in_peer_coordinates(fb.region, m.direction, grid.interior, peer_interior);
+        const box there = in_peer_coordinates(fb.region, fb.direction, grid.interior, peer_interior);
         const auto field = static_cast<size_t>(fb.field);
         put_op put{fields_.pointers[field], make_box_type(fb.region, grid, element), m.peer,
                    make_box_type(there, peer_grid, element), window_of(s, field)};

@@ -70,6 +70,13 @@ std::string routed_transport::path() const {
   return remote_ ? local_->mover->path() + "+" + remote_->mover->path() : local_->mover->path();
 }
 
+std::string routed_transport::settings() const {
+  std::string out = local_->mover->settings();
+  if (remote_ && !remote_->mover->settings().empty())
+    out += (out.empty() ? "" : "; ") + remote_->mover->settings();
+  return out;
+}
+
 std::vector<transport_stats> routed_transport::stats() const {
   if (!remote_) return {local_->sent};
   return {local_->sent, remote_->sent};

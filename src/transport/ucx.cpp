@@ -16,15 +16,12 @@
 
 #include "halox/common/error.hpp"
 #include "halox/pack.hpp"
+#include "halox/transport/staging.hpp"
 
 namespace halox {
 
 namespace {
 
-constexpr size_t buffer_alignment = 64;
-size_t round_up(size_t n) {
-  return (n + buffer_alignment - 1) / buffer_alignment * buffer_alignment;
-}
 
 // MPI tag of the set-up messages; they complete inside the constructor, before
 // any halo message uses the communicator.
@@ -258,37 +255,35 @@ class ucx_transport final : public transport {
   std::string name() const override { return "ucx"; }
 
  private:
-  struct stage_operations {
-    std::vector<std::byte*> recv_buffers, send_buffers;
+  struct stage_operations {  // by message (staging.hpp)
     std::vector<ucp_tag_t> recv_tags, send_tags;
     std::vector<ucp_ep_h> send_endpoints;
     std::vector<operation> recvs, sends;
   };
 
   std::vector<peer_link> connect(MPI_Comm comm, std::string& problem);
-  void allocate(const std::vector<peer_link>& links);
+  void address(const std::vector<peer_link>& links);
   // Unpacks landed receives and releases completed sends; true when the stage is complete.
   bool land(size_t stage);
   [[noreturn]] void fail(const message& m, std::string_view from_or_to, ucs_status_t status) const;
 
   const exchange_plan& plan_;
-  std::vector<std::byte*> fields_;
   const wait_policy& waits_;
   int rank_ = 0;
   std::shared_ptr<ucx_runtime> ucx_;  // null when the plan part has no peer
+  std::unique_ptr<staging> staging_;
   std::vector<stage_operations> stages_;
-  std::byte* buffer_ = nullptr;  // one aligned block for all messages
 };
 
-ucx_transport::ucx_transport(const transport_context& ctx)
-    : plan_(ctx.plan), fields_(ctx.fields.pointers), waits_(ctx.waits) {
+ucx_transport::ucx_transport(const transport_context& ctx) : plan_(ctx.plan), waits_(ctx.waits) {
   MPI_Comm_rank(ctx.comm, &rank_);
   std::string problem;
   auto links = connect(ctx.comm, problem);
   // Every rank learns whether all connected: none is left waiting for a peer
   // that failed to start.
   require_all(ctx.comm, problem);
-  allocate(links);
+  staging_ = std::make_unique<staging>(ctx.plan, ctx.fields);
+  address(links);
 }
 
 // Tells every distinct peer our worker address and the channel we receive
@@ -351,33 +346,18 @@ std::vector<peer_link> ucx_transport::connect(MPI_Comm comm, std::string& proble
   return links;
 }
 
-// One buffer per message, sized once; tags and endpoints fixed per message.
-void ucx_transport::allocate(const std::vector<peer_link>& links) {
+// Tags and endpoints fixed per message.
+void ucx_transport::address(const std::vector<peer_link>& links) {
   auto link_of = [&](int peer) -> const peer_link& {
     return *std::find_if(links.begin(), links.end(),
                          [&](const peer_link& l) { return l.rank == peer; });
   };
-  size_t total = 0;
-  for (const auto& s : plan_.stages) {
-    for (const auto& m : s.recvs) total += round_up(m.bytes);
-    for (const auto& m : s.sends) total += round_up(m.bytes);
-  }
-  buffer_ = static_cast<std::byte*>(
-      std::aligned_alloc(buffer_alignment, round_up(total) + buffer_alignment));
-  if (!buffer_) throw std::bad_alloc();
-  std::byte* cursor = buffer_;
-  for (const auto& s : plan_.stages) {
+  for (const auto& s : staging_->stages()) {
     stage_operations ops;
-    for (const auto& m : s.recvs) {
-      ops.recv_buffers.push_back(cursor);
-      ops.recv_tags.push_back(tag_of(link_of(m.peer).receive_channel, m.tag));
-      cursor += round_up(m.bytes);
-    }
-    for (const auto& m : s.sends) {
-      ops.send_buffers.push_back(cursor);
-      ops.send_tags.push_back(tag_of(link_of(m.peer).send_channel, m.tag));
-      ops.send_endpoints.push_back(link_of(m.peer).ep);
-      cursor += round_up(m.bytes);
+    for (const auto& f : s.recvs) ops.recv_tags.push_back(tag_of(link_of(f.m->peer).receive_channel, f.m->tag));
+    for (const auto& f : s.sends) {
+      ops.send_tags.push_back(tag_of(link_of(f.m->peer).send_channel, f.m->tag));
+      ops.send_endpoints.push_back(link_of(f.m->peer).ep);
     }
     ops.recvs.resize(s.recvs.size());
     ops.sends.resize(s.sends.size());
@@ -405,7 +385,8 @@ ucx_transport::~ucx_transport() {
         ucp_request_free(op.request);
       }
   }
-  if (!in_flight) std::free(buffer_);
+  // UCX may still move bytes of an operation in flight: keep its buffer.
+  if (in_flight) (void)staging_.release();
 }
 
 void ucx_transport::fail(const message& m, std::string_view from_or_to, ucs_status_t status) const {
@@ -415,7 +396,7 @@ void ucx_transport::fail(const message& m, std::string_view from_or_to, ucs_stat
 }
 
 void ucx_transport::start(size_t stage_index) {
-  const stage& s = plan_.stages[stage_index];
+  const staged_stage& s = staging_->stages()[stage_index];
   stage_operations& ops = stages_[stage_index];
   // A stage whose messages are still in flight (its wait threw) cannot start again.
   for (const auto* list : {&ops.recvs, &ops.sends})
@@ -432,56 +413,55 @@ void ucx_transport::start(size_t stage_index) {
     param.cb.recv = on_receive;
     param.user_data = &op;
     ucs_status_ptr_t request =
-        ucp_tag_recv_nbx(ucx_->worker(), ops.recv_buffers[i], s.recvs[i].bytes, ops.recv_tags[i],
+        ucp_tag_recv_nbx(ucx_->worker(), s.recvs[i].buffer, s.recvs[i].m->bytes, ops.recv_tags[i],
                          ~ucp_tag_t{0}, &param);
-    if (UCS_PTR_IS_ERR(request)) fail(s.recvs[i], "from", UCS_PTR_STATUS(request));
+    if (UCS_PTR_IS_ERR(request)) fail(*s.recvs[i].m, "from", UCS_PTR_STATUS(request));
     op.request = request;
   }
   for (size_t i = 0; i < s.sends.size(); ++i) {
-    pack(ops.send_buffers[i], s.sends[i].boxes, fields_.data(), plan_.grid, plan_.element_bytes);
+    s.sends[i].copies.run();
     operation& op = ops.sends[i];
     op = {nullptr, false, false, UCS_OK, 0};
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send = on_send;
     param.user_data = &op;
-    ucs_status_ptr_t request = ucp_tag_send_nbx(ops.send_endpoints[i], ops.send_buffers[i],
-                                                s.sends[i].bytes, ops.send_tags[i], &param);
-    if (UCS_PTR_IS_ERR(request)) fail(s.sends[i], "to", UCS_PTR_STATUS(request));
+    ucs_status_ptr_t request = ucp_tag_send_nbx(ops.send_endpoints[i], s.sends[i].buffer,
+                                                s.sends[i].m->bytes, ops.send_tags[i], &param);
+    if (UCS_PTR_IS_ERR(request)) fail(*s.sends[i].m, "to", UCS_PTR_STATUS(request));
     if (request)
       op.request = request;
     else
       op.done = true;
   }
-  for (const auto& c : s.copies)
-    copy_boxes(c.from, c.to, fields_.data(), plan_.grid, plan_.element_bytes);
+  s.self_copies.run();
 }
 
 bool ucx_transport::land(size_t stage_index) {
-  const stage& s = plan_.stages[stage_index];
+  const staged_stage& s = staging_->stages()[stage_index];
   stage_operations& ops = stages_[stage_index];
   bool complete = true;
   for (size_t i = 0; i < ops.recvs.size(); ++i) {
     operation& op = ops.recvs[i];
     complete &= op.handled || op.done;
     if (!settle(op)) continue;
-    if (op.status != UCS_OK) fail(s.recvs[i], "from", op.status);
-    if (op.length != s.recvs[i].bytes)
+    const message& m = *s.recvs[i].m;
+    if (op.status != UCS_OK) fail(m, "from", op.status);
+    if (op.length != m.bytes)
       throw run_error(fmt::format("rank {}: {} carried {} bytes, {} expected", rank_,
-                                           describe_message(s.recvs[i], "from", "ucx"), op.length,
-                                           s.recvs[i].bytes));
-    unpack(ops.recv_buffers[i], s.recvs[i].boxes, fields_.data(), plan_.grid, plan_.element_bytes);
+                                  describe_message(m, "from", "ucx"), op.length, m.bytes));
+    s.recvs[i].copies.run();
   }
   for (size_t i = 0; i < ops.sends.size(); ++i) {
     operation& op = ops.sends[i];
     complete &= op.handled || op.done;
-    if (settle(op) && op.status != UCS_OK) fail(s.sends[i], "to", op.status);
+    if (settle(op) && op.status != UCS_OK) fail(*s.sends[i].m, "to", op.status);
   }
   return complete;
 }
 
 void ucx_transport::wait(size_t stage_index) {
-  const stage& s = plan_.stages[stage_index];
+  const staged_stage& s = staging_->stages()[stage_index];
   if (s.recvs.empty() && s.sends.empty()) return;
   stage_operations& ops = stages_[stage_index];
   ucp_worker_h worker = ucx_->worker();
@@ -502,9 +482,9 @@ void ucx_transport::wait(size_t stage_index) {
       },
       [&] {
         for (size_t i = 0; i < ops.recvs.size(); ++i)
-          if (!ops.recvs[i].done) return describe_message(s.recvs[i], "from", "ucx");
+          if (!ops.recvs[i].done) return describe_message(*s.recvs[i].m, "from", "ucx");
         for (size_t i = 0; i < ops.sends.size(); ++i)
-          if (!ops.sends[i].done) return describe_message(s.sends[i], "to", "ucx");
+          if (!ops.sends[i].done) return describe_message(*s.sends[i].m, "to", "ucx");
         return std::string("ucx messages");
       });
 }

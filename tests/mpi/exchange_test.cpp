@@ -320,10 +320,16 @@ INSTANTIATE_TEST_SUITE_P(AllTransports, HwExchange, testing::ValuesIn(transport_
                          });
 
 // Blocks of fields per message (2 of 3 fields: a block of two and one of
-// one; and blocks sized to the L2 cache), for every transport.
+// one; and blocks sized to the L2 cache), and blocks inside a message (a
+// stage moved field by field, or a block of two and one of one), for every
+// transport.
 TEST(Exchange, FieldBlocksAreExactForEveryTransport) {
+  struct blocking {
+    int per_message, per_block;
+  };
   for (const auto& transport : transport_params())
-    for (int per_message : {2, fields_per_message_auto})
+    for (auto [per_message, per_block] : {blocking{2, 0}, blocking{fields_per_message_auto, 0},
+                                          blocking{0, 1}, blocking{0, 2}, blocking{2, 1}})
       for (auto alg : {algorithm::standard, algorithm::staged}) {
         auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, false, true}, false);
         domain_case dc{false, {5, 4, 3}};
@@ -337,10 +343,12 @@ TEST(Exchange, FieldBlocksAreExactForEveryTransport) {
         field_store store{shared ? &*shared : nullptr, &heap};
         exchange_options options{.alg = alg, .mode = field_mode::compact, .transport = transport.choice};
         options.fields_per_message = per_message;
+        options.fields_per_block = per_block;
         std::string error = run_case<double>(d, dc, halo_widths::uniform(2), 3, options, store);
         std::string agreed = agree_on_error(MPI_COMM_WORLD, error);
-        ASSERT_TRUE(agreed.empty()) << transport.choice << " " << to_string(alg) << " blocks of "
-                                    << per_message << ": " << agreed;
+        ASSERT_TRUE(agreed.empty()) << transport.choice << " " << to_string(alg) << " messages of "
+                                    << per_message << " fields, blocks of " << per_block << ": "
+                                    << agreed;
       }
 }
 

@@ -1,9 +1,10 @@
-// mpi-p2p: pack each neighbour's boxes (all fields fused) into one buffer,
-// persistent MPI_Recv_init/MPI_Send_init requests, unpack as receives land.
+// mpi-p2p: pack each neighbour's boxes (all directions and fields of the
+// message) into one buffer, persistent MPI_Recv_init/MPI_Send_init requests,
+// unpack as receives land (staging.hpp: one buffer for all stages).
 //
 // Reference algorithm per stage:
-//   for m in recvs: MPI_Irecv(buf[m], m.peer, m.tag)
-//   for m in sends: pack(m.boxes -> buf[m]); MPI_Isend(buf[m], m.peer, m.tag)
+//   for m in recvs: MPI_Start(recv[m])
+//   for m in sends: pack(m.boxes -> buf[m]); MPI_Start(send[m])
 //   for c in copies: copy c.from -> c.to
 //   while receives pending: MPI_Waitany -> unpack(buf[m] -> m.boxes)
 //   MPI_Waitall(sends)
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "halox/transport.hpp"
+#include "halox/transport/staging.hpp"
 
 namespace halox {
 
@@ -26,13 +28,11 @@ class mpi_p2p_transport final : public transport {
  private:
   struct stage_requests {
     std::vector<MPI_Request> recvs, sends;
-    std::vector<std::byte*> recv_buffers, send_buffers;
   };
-  const exchange_plan& plan_;
-  std::vector<std::byte*> fields_;
+
   const wait_policy& waits_;
+  staging staging_;
   std::vector<stage_requests> stages_;
-  std::byte* buffer_ = nullptr;  // one aligned block for all messages
 };
 
 }  // namespace halox

@@ -30,6 +30,7 @@ class routed_transport final : public transport {
   void wait(size_t stage) override;
   std::string name() const override;
   std::string path() const override;
+  std::string settings() const override;
   std::vector<transport_stats> stats() const override;
 
  private:

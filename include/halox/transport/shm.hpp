@@ -3,36 +3,30 @@
 //
 // When every rank of the node keeps its fields in node-shared memory
 // (shared_fields), a reader copies its halo straight out of the neighbour's
-// fields: one copy, no packing. Boxes made of short x-runs (a halo of a few
-// cells across x) would cost a cross-core cache-line transfer per run; the
-// owner packs those into its outbox (a shared staging area) and the reader
-// unpacks contiguous bytes. Fields in private memory go through the outbox
-// entirely (path "shm(staged)").
+// fields: one copy, no packing. A box of short x-runs (a halo of a few cells
+// across x) would cost the reader a line from the owner's cache per run; such
+// boxes the owner packs into its outbox (a shared staging area) and the
+// reader unpacks contiguous bytes. Which run lengths go which way is measured
+// when the transport is built: a few exchanges with every candidate rule (all
+// direct, runs shorter than each run length of the plan staged), the fastest
+// on the slowest rank kept (HALOX_SHM_DIRECT_MIN_RUN=N forces "runs under N
+// bytes staged"). Fields in private memory go through the outbox entirely
+// (path "shm(staged)").
 //
-// Which boxes a reader copies from where is published by their owner when the
-// transport is built (its send boxes, in its own layout), so both sides follow
-// the plan and nothing is re-derived.
-//
-// Reference algorithm for step k (k counts stages over all exchanges):
-//   start: pack staged boxes into my outbox; do self copies
-//          ready[me] = k                      (my cells for step k are final)
-//   wait:  for each on-node peer p of the step:
-//            wait until ready[p] >= k; copy p's send boxes -> my halo boxes
-//            (staged boxes: unpack from p's outbox)
-//          done[me] = k
-//   after the last step: wait until done[p] >= k for every peer p that reads
-//          my cells (nobody still reads them when the caller may change them)
-// Steps only read cells that earlier steps finished and only write halos that
-// no peer reads in the same step, so these two counters are the only sync.
+// The outbox is a ring of stage-sized slots and a stage runs as
+// single_copy.hpp describes.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
+#include "halox/pack.hpp"
 #include "halox/transport.hpp"
 #include "halox/transport/node_signals.hpp"
+#include "halox/transport/single_copy.hpp"
 
 namespace halox {
 
@@ -44,41 +38,39 @@ class shm_transport final : public transport {
   void wait(size_t stage) override;
   std::string name() const override { return "shm"; }
   std::string path() const override { return direct_ ? "shm" : "shm(staged)"; }
+  std::string settings() const override;
 
  private:
-  struct peer_copy {  // one received message copied straight from the peer's fields
-    int node_rank = 0;
-    std::vector<const std::byte*> from_fields;  // per box: the peer's field base
-    std::vector<box> from;                      // in the peer's layout
-    std::vector<std::byte*> to_fields;
-    std::vector<box> to;
-    const local_grid* from_grid = nullptr;
-  };
-  struct outbox_pack {
-    std::vector<field_box> boxes;
-    size_t offset = 0;  // in my outbox
-  };
-  struct outbox_unpack {
-    int node_rank = 0;
-    std::vector<field_box> boxes;
-    size_t offset = 0;  // in the peer's outbox
-  };
   struct stage_work {
-    std::vector<outbox_pack> packs;
-    std::vector<peer_copy> pulls;
-    std::vector<outbox_unpack> unpacks;
+    std::vector<int> peers;  // node ranks this stage reads from
+    copy_list land;          // their direct boxes and outbox bytes, and my self copies
   };
+  struct schedule {
+    owner_side owner;
+    std::vector<stage_work> stages;
+  };
+
+  // The schedule when boxes with runs shorter than staged_below bytes go
+  // through the outbox (collective over the node: publishes my send boxes).
+  schedule build(size_t staged_below, std::string& problem);
+  // Collective over the node: the rule with the fastest trial exchanges.
+  size_t measured_rule(const std::vector<size_t>& candidates);
 
   const exchange_plan& plan_;
   const field_set& fields_;
   const wait_policy& waits_;
   const node_membership& node_;
-  std::vector<stage_work> stages_;
-  std::vector<local_grid> peer_grids_;  // by node rank
-  std::vector<int> readers_;            // node ranks that read my cells
+  int me_ = 0;
+  bool direct_ = false;  // fields of the whole node in shared memory
+  std::vector<local_grid> peer_grids_;            // by node rank
+  std::vector<std::vector<uint64_t>> peer_words_; // by node rank: field offsets in the window
+  size_t slot_bytes_ = 0;            // of my outbox slots
   std::optional<node_signals> signals_;  // ready/done counters; the payload is the outbox
-  uint64_t step_ = 0;
-  bool direct_ = false;                 // fields of the whole node in shared memory
+  std::optional<single_copy_steps> steps_;
+  schedule work_;
+  const schedule* active_ = &work_;  // work_, or a candidate while they are measured
+  size_t staged_below_ = 0;
+  std::string rule_;                 // how staged_below_ was chosen
 };
 
 }  // namespace halox

@@ -1,0 +1,98 @@
+// What the single-copy transports (shm, cma) share: which of an owner's send
+// boxes go through its outbox, where, their publication to the readers, and
+// the order of a stage.
+//
+// A box whose runs are short (a halo a few cells wide across x) costs a
+// reader a cache line, or a kernel iovec, per run; its owner packs it into an
+// outbox instead and the reader takes contiguous bytes. Which run lengths go
+// which way is a rule, "runs shorter than N bytes are staged"; the candidate
+// rules are all-direct and one per distinct run length of the plan, and the
+// transports measure them when they are built (trial.hpp).
+//
+// The outbox is a ring of a few stage-sized slots, reused stage after stage
+// (a stage moves one block of fields, plan.hpp), so the staged bytes are
+// still in the owner's cache when a reader takes them.
+//
+// Reference algorithm of stage j of an exchange; seq(j) = stages of earlier
+// exchanges + j + 1, slot(j) = j mod outbox_ring:
+//   start(j): if j >= outbox_ring: wait until done[r] >= seq(j - outbox_ring)
+//             for every reader r; pack my staged boxes into slot(j)
+//             ready[me] = seq(j)           (and my cells for stage j are final)
+//   wait(j):  wait until ready[p] >= seq(j) for every peer p of the stage
+//             take p's direct boxes and its slot(j); do my self copies
+//             done[me] = seq(j)
+//   after the last stage: wait until done[r] >= seq(last) for every reader r
+//                         (nobody still reads my cells when the caller may change them)
+// Steps only read cells that earlier steps finished and only write halos that
+// no peer reads in the same step, so these two counters are the only sync.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "halox/pack.hpp"
+#include "halox/transport.hpp"
+#include "halox/transport/node_publication.hpp"
+#include "halox/transport/node_signals.hpp"
+
+namespace halox {
+
+inline constexpr size_t outbox_ring = 3;
+inline constexpr size_t stage_every_box = std::numeric_limits<size_t>::max();
+
+// The bytes an outbox slot needs: the most any rule stages in one stage.
+size_t outbox_slot_bytes(const exchange_plan& plan);
+
+// Collective over node_comm: the candidate rules, agreed by the node: 0
+// (every box direct) and r + 1 for every distinct run length r up to 4 KiB
+// of the send boxes (runs merged across whole rows and planes).
+std::vector<size_t> staging_rules(const exchange_plan& plan, const field_set& fields,
+                                  MPI_Comm node_comm);
+
+// My send boxes under one rule, published to the readers.
+struct owner_side {
+  std::vector<copy_list> packs;  // by stage: my staged boxes -> their outbox slot
+  std::vector<int> readers;      // node ranks that read my boxes
+  std::unique_ptr<node_publication> publication;  // the boxes the node sends me
+};
+
+// Collective over node.comm: boxes with runs shorter than staged_below bytes
+// (stage_every_box: all) are packed into slot(stage) of the outbox at
+// `outbox` (in this process) of `slot_bytes` per slot.
+owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields,
+                              const node_membership& node, int me, size_t staged_below,
+                              std::byte* outbox, size_t slot_bytes);
+
+// "runs under N B through the outbox, the rest direct (how)", for settings().
+std::string describe_rule(const std::string& transport, size_t staged_below,
+                          const std::string& how);
+
+// HALOX_<TRANSPORT>_DIRECT_MIN_RUN=N: the rule "runs under N bytes staged",
+// nothing measured; -1 when unset.
+long long forced_rule(const std::string& variable);
+
+// The order of a stage (above) over node_signals.
+class single_copy_steps {
+ public:
+  single_copy_steps(node_signals& signals, size_t stages) : signals_(signals), stages_(stages) {}
+  // Before packing stage s: its outbox slot has been read by every reader.
+  void before_pack(size_t stage, const std::vector<int>& readers) const;
+  void ready(size_t stage) const { signals_.raise_ready(seq(stage)); }
+  // Returns when every peer (or the one peer) made stage s ready.
+  void await(size_t stage, const std::vector<int>& peers) const;
+  void await(size_t stage, int peer) const { signals_.wait_ready(peer, seq(stage)); }
+  // After reading stage s; after the last stage, waits for the readers.
+  void done(size_t stage, const std::vector<int>& readers);
+
+ private:
+  uint64_t seq(size_t stage) const { return completed_ + stage + 1; }
+  node_signals& signals_;
+  size_t stages_ = 0;
+  uint64_t completed_ = 0;  // stages of completed exchanges
+};
+
+}  // namespace halox

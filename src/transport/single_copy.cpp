@@ -1,0 +1,113 @@
+#include "halox/transport/single_copy.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+
+#include "halox/transport/trial.hpp"
+
+namespace halox {
+
+namespace {
+// Longer runs are always copied directly: staging them doubles the bytes for no saving.
+constexpr size_t longest_staged_run = 4096;
+size_t round_up(size_t n) { return (n + 63) / 64 * 64; }
+}  // namespace
+
+size_t outbox_slot_bytes(const exchange_plan& plan) {
+  size_t most = 0;
+  for (const auto& st : plan.stages) {
+    size_t bytes = 0;
+    for (const auto& m : st.sends) bytes += m.bytes;
+    most = std::max(most, round_up(bytes));
+  }
+  return most;
+}
+
+std::vector<size_t> staging_rules(const exchange_plan& plan, const field_set& fields,
+                                  MPI_Comm node_comm) {
+  std::set<size_t> rules;
+  for (const auto& st : plan.stages)
+    for (const auto& m : st.sends)
+      for (const auto& fb : m.boxes) {
+        const size_t run = pack_copy(fields.pointers[static_cast<size_t>(fb.field)], plan.grid,
+                                     fb.region, plan.element_bytes, nullptr)
+                               .run;
+        if (run > 0 && run <= longest_staged_run) rules.insert(run + 1);
+      }
+  std::vector<size_t> out = agreed_union(std::vector<size_t>(rules.begin(), rules.end()), node_comm);
+  out.insert(out.begin(), 0);
+  return out;
+}
+
+owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields,
+                              const node_membership& node, int me, size_t staged_below,
+                              std::byte* outbox, size_t slot_bytes) {
+  owner_side out;
+  std::vector<published_box> published;
+  std::vector<bool> reader(static_cast<size_t>(node.size), false);
+  out.packs.resize(plan.stages.size());
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    size_t cursor = s % outbox_ring * slot_bytes;
+    for (const auto& m : plan.stages[s].sends) {
+      reader[static_cast<size_t>(node.node_rank_of[static_cast<size_t>(m.peer)])] = true;
+      for (size_t i = 0; i < m.boxes.size(); ++i) {
+        const auto& fb = m.boxes[i];
+        published_box p{static_cast<int>(s), me, m.peer, m.tag, static_cast<int>(i), fb.field};
+        for (int d = 0; d < 3; ++d) {
+          p.lo[d] = fb.region.lo[d];
+          p.hi[d] = fb.region.hi[d];
+        }
+        const box_copy c = pack_copy(fields.pointers[static_cast<size_t>(fb.field)], plan.grid,
+                                     fb.region, plan.element_bytes, outbox + cursor);
+        p.staged = c.run < staged_below;
+        if (p.staged) {
+          p.outbox_offset = cursor;
+          out.packs[s].add(c);
+          cursor += c.bytes();
+        }
+        published.push_back(p);
+      }
+    }
+  }
+  for (int r = 0; r < node.size; ++r)
+    if (reader[static_cast<size_t>(r)]) out.readers.push_back(r);
+  out.publication = std::make_unique<node_publication>(published, node.comm, me);
+  return out;
+}
+
+std::string describe_rule(const std::string& transport, size_t staged_below,
+                          const std::string& how) {
+  if (staged_below == 0) return fmt::format("{}: every box direct ({})", transport, how);
+  if (staged_below == stage_every_box)
+    return fmt::format("{}: every box through the outbox ({})", transport, how);
+  return fmt::format("{}: runs under {} B through the outbox, the rest direct ({})", transport,
+                     staged_below, how);
+}
+
+long long forced_rule(const std::string& variable) {
+  const char* env = std::getenv(variable.c_str());
+  if (!env || !*env) return -1;
+  return static_cast<long long>(std::strtoull(env, nullptr, 10));
+}
+
+void single_copy_steps::before_pack(size_t stage, const std::vector<int>& readers) const {
+  if (stage >= outbox_ring)
+    for (int r : readers) signals_.wait_done(r, seq(stage) - outbox_ring);
+}
+
+void single_copy_steps::await(size_t stage, const std::vector<int>& peers) const {
+  for (int p : peers) signals_.wait_ready(p, seq(stage));
+}
+
+void single_copy_steps::done(size_t stage, const std::vector<int>& readers) {
+  signals_.raise_done(seq(stage));
+  if (stage + 1 == stages_) {
+    completed_ += stages_;
+    for (int r : readers) signals_.wait_done(r, completed_);
+  }
+}
+
+}  // namespace halox

@@ -1,0 +1,51 @@
+#include "halox/transport/staging.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <new>
+
+namespace halox {
+
+namespace {
+constexpr size_t alignment = 64;
+size_t round_up(size_t n) { return (n + alignment - 1) / alignment * alignment; }
+}  // namespace
+
+staging::staging(const exchange_plan& plan, const field_set& fields) {
+  std::byte* const* f = fields.pointers.data();
+  const size_t element_bytes = plan.element_bytes;
+  // Stages run one after another (a stage's sends complete in its wait), so
+  // they share one buffer sized for the largest.
+  size_t largest = 0;
+  for (const auto& s : plan.stages) {
+    size_t total = 0;
+    for (const auto* list : {&s.recvs, &s.sends})
+      for (const auto& m : *list) total += round_up(m.bytes);
+    largest = std::max(largest, total);
+  }
+  buffer_ = static_cast<std::byte*>(std::aligned_alloc(alignment, round_up(largest) + alignment));
+  if (!buffer_) throw std::bad_alloc();
+
+  for (const auto& s : plan.stages) {
+    staged_stage st;
+    std::byte* cursor = buffer_;
+    for (const auto& m : s.recvs) {
+      staged_message piece{&m, cursor, {}};
+      add_unpack(piece.copies, cursor, m.boxes, f, plan.grid, element_bytes);
+      cursor += round_up(m.bytes);
+      st.recvs.push_back(std::move(piece));
+    }
+    for (const auto& m : s.sends) {
+      staged_message piece{&m, cursor, {}};
+      add_pack(piece.copies, cursor, m.boxes, f, plan.grid, element_bytes);
+      cursor += round_up(m.bytes);
+      st.sends.push_back(std::move(piece));
+    }
+    add_local_copies(st.self_copies, s.copies, f, plan.grid, element_bytes);
+    stages_.push_back(std::move(st));
+  }
+}
+
+staging::~staging() { std::free(buffer_); }
+
+}  // namespace halox
