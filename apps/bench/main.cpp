@@ -43,7 +43,8 @@ struct bench_options {
   std::vector<int> nfields{1};
   std::vector<std::string> types{"double"};
   std::vector<std::string> algorithms{"standard"};
-  std::vector<std::string> field_modes{"compact"};
+  std::vector<std::string> field_modes{"cache"};
+  int fields_per_block = 0;  // 0: sized to the L2 cache
   std::vector<std::string> transports{"mpi-p2p"};
   int nrep = 1000;
   double time_budget = 0;  // seconds per configuration; overrides nrep when > 0
@@ -61,17 +62,19 @@ struct bench_options {
   decomposition_options decomp;
 };
 
-// --fields: compact (all fields per message), sequence (one), auto (blocks
-// sized to the L2 cache) or a number N (blocks of N).
+// --fields: compact (all fields per message, moved in cache-sized blocks),
+// whole (compact, not cut into blocks), sequence (one), cache (blocks sized
+// to the L2 cache), auto (measured) or a number N.
 struct field_grouping {
-  field_mode mode = field_mode::compact;
+  field_mode mode = field_mode::cache;
   int per_message = 0;  // as in exchange_options::fields_per_message
-  std::string label = "compact";
+  std::string label = "cache";
+  bool whole = false;   // messages not cut into blocks
 };
 
 field_grouping parse_field_grouping(const std::string& text) {
-  if (text == "cache") return {field_mode::cache, 0, text};
-  if (text == "auto") return {field_mode::compact, 0, text};  // measured when the exchange is built
+  if (text == "whole") return {field_mode::compact, 0, text, true};
+  if (text == "auto") return {field_mode::cache, 0, text};  // measured when the exchange is built
   if (!text.empty() && std::all_of(text.begin(), text.end(), ::isdigit)) {
     int n = text.size() > 6 ? 0 : std::stoi(text);
     if (n < 1)
@@ -81,6 +84,11 @@ field_grouping parse_field_grouping(const std::string& text) {
     return {field_mode::compact, n, text};
   }
   return {parse_field_mode(text), 0, text};
+}
+
+// The fields a stage moves at a time for a configuration.
+int fields_per_block(const bench_options& o, const field_grouping& g, int nfields) {
+  return g.whole ? nfields : o.fields_per_block;
 }
 
 struct config {
@@ -118,7 +126,7 @@ struct result {
   std::string settings;         // what the transports chose when built
   std::string path;             // how the data moved (a fallback shows here)
   std::string chosen;           // what auto choices chose
-  int fields_per_message = 1;
+  int fields_per_message = 1, fields_per_block = 1;
   bool verified = false;
   // Per exchange, summed over ranks: the plan's message bytes by whether the
   // peer has this rank's host name, and what each transport sent by node.
@@ -151,11 +159,16 @@ void add_options(CLI::App& app, bench_options& o) {
                  "or all")
       ->delimiter(',')
       ->capture_default_str();
-  app.add_option("--fields", o.field_modes, "compact (all fields per message), sequence (field by "
-                 "field), N (blocks of N fields per message), cache (blocks whose halo fits the L2 "
-                 "cache), auto (the fastest of compact, sequence and cache, measured), or all "
-                 "(compact,sequence)")
+  app.add_option("--fields", o.field_modes, "cache (blocks of fields whose halo traffic fits the L2 "
+                 "cache, one message each), compact (all fields of a neighbour in one message, moved "
+                 "in cache-sized blocks), whole (compact, messages not cut into blocks), sequence "
+                 "(field by field), N (N fields per message), auto (the fastest of compact, "
+                 "sequence and whole, measured), or all (compact,sequence)")
       ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--fields-per-block", o.fields_per_block, "Fields a stage moves at a time, "
+                 "every message cut into blocks of that many (0: sized to the smallest L2 cache "
+                 "of the ranks)")
       ->capture_default_str();
   app.add_option("--transport", o.transports,
                  fmt::format("Transport(s): a name ({}), LOCAL+REMOTE (on-node neighbours by "
@@ -226,6 +239,8 @@ std::vector<config> build_matrix(bench_options& o, const std::vector<std::string
     for (int h : *v)
       if (h < 0) throw usage_error(fmt::format("per-side halo widths must not be negative, got {}", h));
   if (o.nrep <= 0) throw usage_error(fmt::format("--nrep must be positive, got {}", o.nrep));
+  if (o.fields_per_block < 0)
+    throw usage_error(fmt::format("--fields-per-block must not be negative, got {}", o.fields_per_block));
   if (o.time_budget < 0) throw usage_error("--time must not be negative");
   if (o.warmup < 0) throw usage_error("--warmup must not be negative");
   if (o.rounds <= 0) throw usage_error("--rounds must be positive");
@@ -260,7 +275,7 @@ std::vector<config> build_matrix(bench_options& o, const std::vector<std::string
       for (int nf : o.nfields)
         for (size_t ti = 0; ti < transports.size(); ++ti)
           for (const auto& a : expand_all(o.algorithms, {"standard", "staged", "faces"}))
-            for (const auto& m : expand_all(o.field_modes, {"compact", "sequence", "cache"})) {
+            for (const auto& m : expand_all(o.field_modes, {"compact", "sequence"})) {
               config c;
               c.transport = transports[ti];
               c.alg = a == "auto" ? algorithm::standard : parse_algorithm(a);
@@ -442,6 +457,7 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
                              .mode = cfg.fields.mode,
                              .transport = cfg.transport.name(),
                              .fields_per_message = cfg.fields.per_message,
+                             .fields_per_block = fields_per_block(o, cfg.fields, cfg.nfields),
                              .ranks_per_node = o.decomp.ranks_per_node,
                              .timeout_seconds = o.timeout,
                              .auto_transport = cfg.auto_transport,
@@ -462,6 +478,7 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
     r.bytes_received = plan.bytes_received();
     r.messages = plan.message_count();
     r.fields_per_message = plan.fields_per_message;
+    r.fields_per_block = plan.fields_per_block;
     unsigned long long mine = r.bytes_sent, most = 0;
     MPI_Allreduce(&mine, &most, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
     r.max_bytes_sent = most;
@@ -614,6 +631,25 @@ void print_summary(const std::vector<result>& results, const std::vector<summary
     }
     fmt::print("\n");
   }
+  // Automatic choices against the fastest variant named in the same run.
+  for (size_t i = 0; i < results.size(); ++i) {
+    const config& c = results[i].cfg;
+    if (!c.auto_transport && !c.auto_algorithm && c.fields.label != "auto") continue;
+    const std::string shape = c.shape();
+    size_t best = results.size();
+    for (size_t j = 0; j < results.size(); ++j) {
+      const config& o = results[j].cfg;
+      if (o.shape() != shape || o.auto_transport || o.auto_algorithm || o.fields.label == "auto")
+        continue;
+      if (best == results.size() || stats[j].median < stats[best].median) best = j;
+    }
+    if (best == results.size()) continue;
+    fmt::print("{} [{}]: {}; {:.2f} us against {:.2f} us of the fastest named variant {} "
+               "(x{:.2f})\n",
+               c.variant(), shape, results[i].chosen, stats[i].median * 1e6,
+               stats[best].median * 1e6, results[best].cfg.variant(),
+               stats[i].median / stats[best].median);
+  }
 }
 
 nlohmann::json to_json_record(const result& r, const summary& s, const bench_options& o,
@@ -628,6 +664,7 @@ nlohmann::json to_json_record(const result& r, const summary& s, const bench_opt
                  {"algorithm", to_string(r.cfg.alg)},
                  {"fields", r.cfg.fields.label},
                  {"fields_per_message", r.fields_per_message},
+                 {"fields_per_block", r.fields_per_block},
                  {"type", to_string(r.cfg.type)},
                  {"halo", r.cfg.halo_label},
                  {"halo_lo", r.cfg.halo.lo},

@@ -5,8 +5,12 @@
 //   if the wisdom file has key: take its choice
 //   else for each candidate c (transports x algorithms x field groupings the flags open):
 //          build the exchange c on the caller's fields; 2 untimed exchanges;
-//          t(c) = median of 5 exchanges, slowest rank (agreed by all)
-//        take the fastest; append (key, choice) to the wisdom file
+//          t(c) = median of 3 exchanges, slowest rank (agreed by all)
+//        finalists: the fastest few, within 1.5 x of the fastest, built side by side;
+//          5 rounds, each: every finalist 1 untimed + 2 timed exchanges (interleaved, so
+//          that the machine's slow and fast moments fall on all of them); the least
+//          total time of the slowest rank wins
+//        append (key, choice) to the wisdom file
 #include <unistd.h>
 
 #include <fmt/core.h>
@@ -15,6 +19,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "halox/common/error.hpp"
@@ -26,26 +31,32 @@ namespace halox {
 
 namespace {
 
-constexpr int untimed_exchanges = 2, timed_exchanges = 5;
+constexpr int untimed_exchanges = 2, timed_exchanges = 3;
+constexpr size_t most_finalists = 4;
+constexpr int final_rounds = 5, final_untimed = 1, final_timed = 2;
+constexpr double finalist_margin = 1.5;
 
 std::string describe_choice(const exchange_options& o) {
-  return fmt::format("{}/{}/{}", o.transport, to_string(o.alg),
-                     o.fields_per_message > 0 ? fmt::format("{}", o.fields_per_message)
-                     : o.fields_per_message == fields_per_message_auto ? std::string("cache")
-                                                                       : to_string(o.mode));
+  std::string fields = o.fields_per_message > 0 ? fmt::format("{}", o.fields_per_message)
+                       : o.fields_per_message == fields_per_message_auto ? std::string("cache")
+                                                                         : to_string(o.mode);
+  if (o.fields_per_block > 0) fields += fmt::format(" in blocks of {}", o.fields_per_block);
+  return fmt::format("{}/{}/{}", o.transport, to_string(o.alg), fields);
 }
 
-// "transport alg mode fields_per_message", the line format of the wisdom file.
+// "transport alg mode fields_per_message fields_per_block", the line format
+// of the wisdom file.
 std::string encode(const exchange_options& o) {
-  return fmt::format("{} {} {} {}", o.transport, to_string(o.alg), to_string(o.mode),
-                     o.fields_per_message);
+  return fmt::format("{} {} {} {} {}", o.transport, to_string(o.alg), to_string(o.mode),
+                     o.fields_per_message, o.fields_per_block);
 }
 
 bool decode(const std::string& text, exchange_options& o) {
   char transport[128], alg[32], mode[32];
-  int per_message = 0;
-  if (std::sscanf(text.c_str(), "%127s %31s %31s %d", transport, alg, mode, &per_message) != 4)
-    return false;
+  int per_message = 0, per_block = 0;
+  const int read = std::sscanf(text.c_str(), "%127s %31s %31s %d %d", transport, alg, mode,
+                               &per_message, &per_block);
+  if (read < 4) return false;
   try {
     o.alg = parse_algorithm(alg);
     o.mode = parse_field_mode(mode);
@@ -55,6 +66,7 @@ bool decode(const std::string& text, exchange_options& o) {
   }
   o.transport = transport;
   o.fields_per_message = per_message;
+  o.fields_per_block = read == 5 ? per_block : 0;
   return true;
 }
 
@@ -85,13 +97,29 @@ std::string wisdom_key(const decomposition& decomp, const local_grid& grid, elem
                      o.auto_algorithm ? "" : "/" + to_string(o.alg));
 }
 
-std::vector<exchange_options> candidates(MPI_Comm comm, const exchange_options& requested) {
+// Collective: whether any rank has a neighbour on another node (a routing
+// LOCAL+REMOTE differs from LOCAL alone only then).
+bool neighbours_off_node(const decomposition& decomp, int ranks_per_node) {
+  node_membership node = make_node_membership(decomp.comm(), ranks_per_node);
+  int any = 0;
+  for (int i = 0; i < direction_count; ++i)
+    if (auto peer = decomp.neighbor(direction_of(i)); peer && !node.on_node(*peer)) any = 1;
+  MPI_Comm_free(&node.comm);
+  MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, decomp.comm());
+  return any != 0;
+}
+
+std::vector<exchange_options> candidates(const decomposition& decomp,
+                                         const exchange_options& requested, int nfields) {
+  MPI_Comm comm = decomp.comm();
   std::vector<std::string> transports{requested.transport};
   if (requested.auto_transport) {
     transports = available_transport_choices(comm);
+    // Routings only where some messages leave the node (collective on every rank).
+    const bool off_node = neighbours_off_node(decomp, requested.ranks_per_node);
     std::vector<std::string> routings;
     for (const auto& local : transports)
-      if (find_transport(local).reach == transport_reach::same_node)
+      if (off_node && find_transport(local).reach == transport_reach::same_node)
         for (const auto& remote : transports)
           if (find_transport(remote).reach == transport_reach::any_peer && remote != "mpi-p2p")
             routings.push_back(local + "+" + remote);
@@ -101,11 +129,17 @@ std::vector<exchange_options> candidates(MPI_Comm comm, const exchange_options& 
   if (requested.auto_algorithm) algorithms = {algorithm::standard, algorithm::staged};
   struct grouping {
     field_mode mode;
-    int per_message;
+    int per_message, per_block;
   };
-  std::vector<grouping> groupings{{requested.mode, requested.fields_per_message}};
+  std::vector<grouping> groupings{
+      {requested.mode, requested.fields_per_message, requested.fields_per_block}};
+  // Blocks sized to the cache (compact moves the same blocks), field by
+  // field, and all fields in one message not cut into blocks.
   if (requested.auto_fields)
-    groupings = {{field_mode::compact, 0}, {field_mode::sequence, 0}, {field_mode::cache, 0}};
+    groupings = nfields > 1 ? std::vector<grouping>{{field_mode::cache, 0, 0},
+                                                    {field_mode::sequence, 0, 0},
+                                                    {field_mode::compact, 0, nfields}}
+                            : std::vector<grouping>{{field_mode::cache, 0, 0}};
   std::vector<exchange_options> out;
   for (const auto& t : transports)
     for (auto a : algorithms)
@@ -116,6 +150,7 @@ std::vector<exchange_options> candidates(MPI_Comm comm, const exchange_options& 
         c.alg = a;
         c.mode = g.mode;
         c.fields_per_message = g.per_message;
+        c.fields_per_block = g.per_block;
         out.push_back(c);
       }
   return out;
@@ -151,11 +186,13 @@ exchange_options halo_exchange::measured_choice(const decomposition& decomp, con
     }
   }
 
-  auto options = candidates(comm, requested);
-  double best_time = std::numeric_limits<double>::infinity();
-  exchange_options best = options.front();
-  size_t measured = 0;
-  for (const auto& c : options) {
+  // Screening: every candidate on its own.
+  struct scored {
+    exchange_options options;
+    double seconds;
+  };
+  std::vector<scored> screened;
+  for (const auto& c : candidates(decomp, requested, static_cast<int>(fields.pointers.size()))) {
     try {
       halo_exchange ex(decomp, grid, type, fields, c);
       for (int i = 0; i < untimed_exchanges; ++i) ex.exchange();
@@ -166,25 +203,49 @@ exchange_options halo_exchange::measured_choice(const decomposition& decomp, con
         times.push_back(MPI_Wtime() - t0);
       }
       std::nth_element(times.begin(), times.begin() + timed_exchanges / 2, times.end());
-      double median = times[timed_exchanges / 2], slowest = 0;
-      MPI_Allreduce(&median, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
-      ++measured;
-      if (slowest < best_time) {
-        best_time = slowest;
-        best = c;
-      }
+      double slowest = 0;
+      MPI_Allreduce(&times[timed_exchanges / 2], &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
+      screened.push_back({c, slowest});
     } catch (const usage_error&) {
       // Thrown on every rank alike (agreed): this candidate cannot run here.
     }
   }
-  if (measured == 0) throw usage_error("no candidate of the automatic choice can run here");
-  report = fmt::format("chose {} of {} candidates ({:.2f} us per exchange, measured)",
-                       describe_choice(best), measured, best_time * 1e6);
+  if (screened.empty()) throw usage_error("no candidate of the automatic choice can run here");
+  std::stable_sort(screened.begin(), screened.end(),
+                   [](const scored& a, const scored& b) { return a.seconds < b.seconds; });
+
+  // Final: the fastest few side by side, in interleaved rounds.
+  size_t finalists = 1;
+  while (finalists < std::min(screened.size(), most_finalists) &&
+         screened[finalists].seconds <= finalist_margin * screened.front().seconds)
+    ++finalists;
+  size_t best = 0;
+  double best_time = screened.front().seconds;
+  if (finalists > 1) {
+    std::vector<std::unique_ptr<halo_exchange>> live;
+    for (size_t i = 0; i < finalists; ++i)
+      live.emplace_back(new halo_exchange(decomp, grid, type, fields, screened[i].options));
+    std::vector<double> total(finalists, 0.0);
+    for (int round = 0; round < final_rounds; ++round)
+      for (size_t i = 0; i < finalists; ++i) {
+        for (int k = 0; k < final_untimed; ++k) live[i]->exchange();
+        const double t0 = MPI_Wtime();
+        for (int k = 0; k < final_timed; ++k) live[i]->exchange();
+        total[i] += MPI_Wtime() - t0;
+      }
+    MPI_Allreduce(MPI_IN_PLACE, total.data(), static_cast<int>(finalists), MPI_DOUBLE, MPI_MAX,
+                  comm);
+    best = static_cast<size_t>(std::min_element(total.begin(), total.end()) - total.begin());
+    best_time = total[best] / (final_rounds * final_timed);
+  }
+  const exchange_options chosen = screened[best].options;
+  report = fmt::format("chose {} of {} candidates ({:.2f} us per exchange, measured; {} finalists)",
+                       describe_choice(chosen), screened.size(), best_time * 1e6, finalists);
   if (!file.empty() && decomp.rank() == 0) {
     std::ofstream out(file, std::ios::app);
-    out << key << '\t' << encode(best) << '\n';  // one whole line per choice
+    out << key << '\t' << encode(chosen) << '\n';  // one whole line per choice
   }
-  return best;
+  return chosen;
 }
 
 }  // namespace halox

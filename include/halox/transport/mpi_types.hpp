@@ -1,10 +1,14 @@
-// mpi-types: one MPI derived datatype per message over the field memory (all
-// fields of a neighbour in one struct type in compact mode), no packing by
-// halox; the MPI library moves the data, self-neighbours included.
+// mpi-types: the plain-MPI reference. One MPI derived datatype per
+// direction over the field memory (all fields of the stage in one struct
+// type), no packing by halox; the MPI library moves the data, self-neighbours
+// included. Unlike the other transports it sends a peer that is a neighbour
+// in several directions one message per direction, as a plain MPI code does.
 //
 // Reference algorithm per stage:
-//   for m in recvs (and self copies): MPI_Irecv(MPI_BOTTOM, 1, type[m], m.peer, m.tag)
-//   for m in sends (and self copies): MPI_Isend(MPI_BOTTOM, 1, type[m], m.peer, m.tag)
+//   for each direction d of each m in recvs (and self copies):
+//     MPI_Irecv(MPI_BOTTOM, 1, type[m, d], m.peer, tag(d))
+//   for each direction d of each m in sends (and self copies):
+//     MPI_Isend(MPI_BOTTOM, 1, type[m, d], m.peer, tag(d))
 //   MPI_Waitall(all)
 #pragma once
 
