@@ -33,7 +33,7 @@ METRICS: dict[str, tuple[str, str, float]] = {
 }
 
 ALGORITHM_ORDER = ["standard", "staged", "faces"]
-FIELDS_ORDER = ["compact", "sequence"]
+FIELDS_ORDER = ["compact", "sequence", "cache", "whole", "auto"]
 DECOMPOSITION_NAMES = {"cart": "mpicart", "hw": "hwcart"}
 DECOMPOSITION_ORDER = ["cart", "hw", "auto"]
 

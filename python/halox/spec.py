@@ -57,7 +57,7 @@ BENCH = Program(
         "domain": "xyz_pos", "global_domain": "xyz_pos", "halo_lo": "xyz_nonneg",
         "halo_hi": "xyz_nonneg", "nrep": "pos_int", "time": "pos_number", "warmup": "nonneg_int",
         "rounds": "pos_int", "timing": "timing", "baseline": "variant", "no_check": "bool",
-        "quiet": "bool", "memory": "memory",
+        "quiet": "bool", "memory": "memory", "fields_per_block": "nonneg_int",
         # decomposition (usually per run, in [[sweep.run]] args, but allowed for all runs here)
         "decomposition": "decomposition", "mpicart": "xyz_nonneg", "periodic": "xyz_01",
         "reorder": "bool", "node": "xyz_pos", "socket": "xyz_pos", "numa": "xyz_pos",
@@ -66,7 +66,7 @@ BENCH = Program(
         "ranks_per_node": "nonneg_int", "topology": "str", "assume_binding": "binding",
     },
     allowed={"type": ("float", "double"), "algorithm": ("standard", "staged", "faces", "all"),
-             "fields": ("compact", "sequence", "all")},
+             "fields": ("cache", "compact", "whole", "sequence", "auto", "all")},
     every={"algorithm": ("standard", "staged", "faces"), "fields": ("compact", "sequence")},
     per_configuration=True,
     reserved={**_RESERVED, "print": "it runs no benchmark"},

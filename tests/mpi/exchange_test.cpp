@@ -483,6 +483,55 @@ TEST(Exchange, CmaReadsUserVectorsInPlace) {
     unsetenv("HALOX_CMA_DIRECT_MIN_RUN");
 }
 
+// shm and cma under every staging rule (all direct, short runs staged,
+// everything staged, and the measured choice), moving the fields one at a
+// time so that the outbox ring wraps around; the settings say which rule
+// ran and how it was chosen.
+TEST(Exchange, SingleCopyStagingRulesAreExact) {
+  auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, false, true}, false);
+  const ivec3 cells{7, 6, 5};
+  local_grid grid(cells, halo_widths{{2, 1, 3}, {1, 2, 2}});
+  subdomain sub = subdomain_per_rank(d, cells);
+  shared_field_memory shared(d, grid.cells() * sizeof(double), 3);
+  std::vector<double*> fields;
+  for (int f = 0; f < 3; ++f) fields.push_back(static_cast<double*>(shared.field(f)));
+  for (const std::string transport : {"shm", "cma"}) {
+    if (auto why = find_transport(transport).unavailable(); !why.empty()) continue;
+    const std::string variable = transport == "shm" ? "HALOX_SHM_DIRECT_MIN_RUN" : "HALOX_CMA_DIRECT_MIN_RUN";
+    const char* saved = std::getenv(variable.c_str());
+    const std::string before = saved ? saved : "";
+    for (const char* rule : {"0", "9", "1000000", ""}) {
+      setenv(variable.c_str(), rule, 1);
+      for (auto alg : {algorithm::standard, algorithm::staged}) {
+        exchange_options options{.alg = alg, .mode = field_mode::compact, .transport = transport};
+        options.fields_per_block = 1;
+        halo_exchange ex(d, grid, element_type::f64, shared, options);
+        const std::string settings = ex.transport_settings();
+        if (*rule)
+          EXPECT_NE(settings.find("(" + variable + ")"), std::string::npos) << settings;
+        else  // measured, unless no box of the plan could be staged (one rank)
+          EXPECT_TRUE(settings.find("(measured") != std::string::npos ||
+                      settings.find("(no run to stage)") != std::string::npos)
+              << settings;
+        verify_context ctx{grid, sub, d.periodic(), alg};
+        for (int epoch = 0; epoch < 3; ++epoch) {
+          fill_fields(fields, ctx, epoch);
+          ex.exchange();
+          size_t total = 1;
+          auto bad = check_fields(fields, ctx, epoch, 1, &total);
+          EXPECT_EQ(total, 0u) << transport << " " << variable << "='" << rule << "' "
+                               << to_string(alg) << " epoch " << epoch << ": "
+                               << (bad.empty() ? std::string() : describe(bad[0]));
+        }
+      }
+    }
+    if (saved)
+      setenv(variable.c_str(), before.c_str(), 1);
+    else
+      unsetenv(variable.c_str());
+  }
+}
+
 TEST(Exchange, RanksThatDisagreeFailClearlyOnEveryRank) {
   if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
   auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);

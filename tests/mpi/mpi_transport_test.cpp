@@ -12,6 +12,7 @@
 
 #include "halox/common/error.hpp"
 #include "halox/exchange.hpp"
+#include "halox/plan.hpp"
 #include "halox/transport/registry.hpp"
 #include "halox/verify.hpp"
 
@@ -50,6 +51,53 @@ std::string test_name(const testing::TestParamInfo<std::string>& info) {
   for (auto& c : name)
     if (c == '-') c = '_';
   return name;
+}
+
+// A peer that is the neighbour in several directions gets one message per
+// stage with every direction's boxes, field by field, in the order of the
+// direction its sender sends toward, at both ends; the two ends agree on tags
+// and bytes.
+TEST(Plan, OnePeerInSeveralDirectionsIsOneMessageListedAlikeAtBothEnds) {
+  if (world_size() != 2) GTEST_SKIP() << "needs two ranks";
+  auto d = make_cart_decomposition(MPI_COMM_WORLD, {2, 1, 1}, {true, true, true}, false);
+  local_grid g({5, 4, 3}, halo_widths::uniform(1));
+  const int other = 1 - d.rank();
+  for (auto alg : {algorithm::standard, algorithm::staged}) {
+    auto p = make_plan(d, g, 2, 8, alg, field_mode::compact);
+    for (const auto& st : p.stages) {
+      ASSERT_LE(st.sends.size(), 1u);
+      ASSERT_EQ(st.sends.size(), st.recvs.size());
+      if (st.sends.empty()) continue;
+      const message& send = st.sends[0];
+      const message& recv = st.recvs[0];
+      EXPECT_EQ(send.peer, other);
+      // Standard: the 9 directions with dx = +1 and the 9 with dx = -1; staged: -x and +x.
+      const size_t directions = alg == algorithm::standard ? 18 : 2;
+      ASSERT_EQ(send.boxes.size(), 2 * directions);
+      for (size_t i = 0; i < send.boxes.size(); ++i) {
+        EXPECT_EQ(send.boxes[i].field, static_cast<int>(i / directions));
+        if (i % directions > 0)
+          EXPECT_LT(direction_index(send.boxes[i - 1].direction),
+                    direction_index(send.boxes[i].direction));
+      }
+      // What I receive is what the other rank sends: tags, then box sizes in order.
+      int mine[2] = {send.tag, recv.tag}, theirs[2];
+      MPI_Sendrecv(mine, 2, MPI_INT, other, 0, theirs, 2, MPI_INT, other, 0, MPI_COMM_WORLD,
+                   MPI_STATUS_IGNORE);
+      EXPECT_EQ(recv.tag, theirs[0]);
+      std::vector<long long> sent, got(recv.boxes.size());
+      for (const auto& b : send.boxes) sent.push_back(b.region.volume());
+      MPI_Sendrecv(sent.data(), static_cast<int>(sent.size()), MPI_LONG_LONG, other, 1, got.data(),
+                   static_cast<int>(got.size()), MPI_LONG_LONG, other, 1, MPI_COMM_WORLD,
+                   MPI_STATUS_IGNORE);
+      for (size_t i = 0; i < recv.boxes.size(); ++i)
+        EXPECT_EQ(recv.boxes[i].region.volume(), got[i]) << "box " << i;
+      for (size_t i = 0; i < recv.boxes.size(); ++i)
+        EXPECT_EQ(direction_index(recv.boxes[i].direction),
+                  direction_index(opposite(send.boxes[i].direction)))
+            << "box " << i << ": both ranks see the other at the same side";
+    }
+  }
 }
 
 class DuplicateNeighbours : public testing::TestWithParam<std::string> {};

@@ -90,4 +90,61 @@ TEST(Pack, CopyBoxesEqualsPackThenUnpack) {
   EXPECT_EQ(a, b);
 }
 
+// Copies of one shape walk their rows together (up to four at a time) and
+// still move every cell where it belongs: the x faces, edges and corners of
+// a field (pairs of one shape) into one field, and each of them into five
+// fields in a row (a group of four and one of one).
+TEST(Pack, CopiesWalkingTogetherEqualTheReference) {
+  local_grid g({9, 7, 6}, halo_widths::uniform(2));
+  std::vector<double> source(g.cells());
+  std::iota(source.begin(), source.end(), 1.0);
+  const auto* from = reinterpret_cast<const std::byte*>(source.data());
+  constexpr size_t targets = 5;
+  std::vector<std::vector<double>> got(targets + 1, std::vector<double>(g.cells(), -1.0));
+  std::vector<double> expected(g.cells(), -1.0);
+  copy_list list;
+  size_t copies = 0;
+  const auto regions = halo_regions(g, algorithm::standard).front();
+  for (const auto& r : regions) {
+    if (r.direction[0] == 0) continue;
+    list.add(field_copy(from, g, r.send, reinterpret_cast<std::byte*>(got[targets].data()), g,
+                        r.send, sizeof(double)));
+    for (size_t t = 0; t < targets; ++t)
+      list.add(field_copy(from, g, r.send, reinterpret_cast<std::byte*>(got[t].data()), g,
+                          r.send, sizeof(double)));
+    for (int z = r.send.lo[2]; z < r.send.hi[2]; ++z)
+      for (int y = r.send.lo[1]; y < r.send.hi[1]; ++y)
+        for (int x = r.send.lo[0]; x < r.send.hi[0]; ++x)
+          expected[g.index(x, y, z)] = source[g.index(x, y, z)];
+    ++copies;
+  }
+  ASSERT_EQ(copies, 18u);
+  list.run();
+  for (const auto& field : got) EXPECT_EQ(field, expected);
+}
+
+// Runs of 64 KiB and more go through non-temporal stores: unaligned starts
+// and tails, and a box of whole planes between two layouts.
+TEST(Pack, LongRunsEqualTheReference) {
+  local_grid g({130, 129, 6}, halo_widths::uniform(1));
+  std::vector<float> source(g.cells()), got(g.cells(), -1.0f);
+  std::iota(source.begin(), source.end(), 1.0f);
+  for (int first_plane : {0, 1, 2}) {
+    std::fill(got.begin(), got.end(), -1.0f);
+    const box planes{{-1, -1, first_plane}, {131, 130, first_plane + 3}};  // 3 whole planes
+    copy_list list;
+    list.add(field_copy(reinterpret_cast<const std::byte*>(source.data()), g, planes,
+                        reinterpret_cast<std::byte*>(got.data()), g, planes, sizeof(float)));
+    list.run();
+    ASSERT_GE(list.bytes(), size_t{64} << 10);
+    for (int z = -1; z < 7; ++z)
+      for (int y = -1; y < 130; ++y)
+        for (int x = -1; x < 131; ++x) {
+          const size_t i = g.index(x, y, z);
+          ASSERT_EQ(got[i], planes.contains({x, y, z}) ? source[i] : -1.0f)
+              << x << "," << y << "," << z << " planes from " << first_plane;
+        }
+  }
+}
+
 }  // namespace

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "halox/plan.hpp"
@@ -38,6 +39,36 @@ TEST(Plan, SequenceModeHasAStagePerFieldAndStep) {
       for (const auto& fb : c.to) EXPECT_EQ(fb.field, static_cast<int>(s / 3));
   // y is open: the y step has nothing to do.
   EXPECT_TRUE(p.stages[1].copies.empty());
+}
+
+// A message of more fields than a cache block travels block by block, each
+// block through every step before the next block starts.
+TEST(Plan, CompactMessagesMoveInBlocksThroughAllSteps) {
+  auto d = make_cart_decomposition(MPI_COMM_SELF, {1, 1, 1}, {true, true, true}, false);
+  local_grid g({4, 5, 6}, halo_widths::uniform(1));
+  for (int block : {1, 2, 3, 0}) {
+    auto p = make_plan(d, g, 3, 8, algorithm::staged, field_mode::compact, 0, block);
+    const int per_block = block == 0 ? 3 : block;
+    EXPECT_EQ(p.fields_per_message, 3);
+    EXPECT_EQ(p.fields_per_block, per_block);
+    const size_t blocks = (3 + static_cast<size_t>(per_block) - 1) / static_cast<size_t>(per_block);
+    ASSERT_EQ(p.stages.size(), 3 * blocks) << "blocks of " << per_block;
+    for (size_t s = 0; s < p.stages.size(); ++s) {
+      std::set<int> fields;
+      for (const auto& c : p.stages[s].copies)
+        for (const auto& fb : c.to) fields.insert(fb.field);
+      const int first = static_cast<int>(s / 3) * per_block;
+      std::set<int> expected;
+      for (int f = first; f < std::min(first + per_block, 3); ++f) expected.insert(f);
+      EXPECT_EQ(fields, expected) << "stage " << s << ", blocks of " << per_block;
+    }
+  }
+  // cache: messages of a block each, the block sized as asked.
+  auto cached = make_plan(d, g, 5, 8, algorithm::standard, field_mode::cache, 0, 2);
+  EXPECT_EQ(cached.fields_per_message, 2);
+  EXPECT_EQ(cached.stages.size(), 3u);
+  // sequence is blocks of one, whatever the cache allows.
+  EXPECT_EQ(make_plan(d, g, 5, 8, algorithm::standard, field_mode::sequence, 0, 4).stages.size(), 5u);
 }
 
 TEST(Plan, TagsAreDistinctPerFieldSlotAndDirection) {
