@@ -412,10 +412,10 @@ NB_MODULE(_core, m) {
                           "Exchanges the halos of numpy fields; collective over the "
                           "decomposition's communicator.")
       .def("__init__", &make_exchange, "decomp"_a, "grid"_a, "arrays"_a, nb::kw_only(),
-           "algorithm"_a = "standard", "fields"_a = "compact",
+           "algorithm"_a = "standard", "fields"_a = halox::to_string(halox::exchange_options{}.mode),
            "transport"_a = halox::exchange_options{}.transport,
            "arrays: C-contiguous float32/float64 arrays of shape grid.shape (z, y, x), all of "
-           "one dtype. algorithm: standard | staged | faces; fields: compact | sequence; "
+           "one dtype. algorithm: standard | staged | faces; fields: cache | compact | sequence; "
            "transport: one of transports(). Raises ValueError, the same on every rank, when any "
            "rank's arguments are wrong.")
       .def(
