@@ -46,6 +46,8 @@ struct bench_options {
   std::vector<std::string> field_modes{"cache"};
   int fields_per_block = 0;  // 0: sized to the L2 cache
   std::vector<std::string> transports{"mpi-p2p"};
+  std::vector<std::string> variants;  // TRANSPORT/ALGORITHM/FIELDS, beside the product
+  bool transport_given = false;
   int nrep = 1000;
   double time_budget = 0;  // seconds per configuration; overrides nrep when > 0
   int warmup = 10;
@@ -177,6 +179,10 @@ void add_options(CLI::App& app, bench_options& o) {
                              fmt::join(available_transport_choices(), ", ")))
       ->delimiter(',')
       ->capture_default_str();
+  app.add_option("--variants", o.variants, "Variants named whole, TRANSPORT/ALGORITHM/FIELDS "
+                 "(e.g. auto/auto/auto,shm/staged/cache), run beside the product of --transport, "
+                 "--algorithm and --fields; alone (without --transport) they are the only ones")
+      ->delimiter(',');
   app.add_option("--nrep", o.nrep, "Timed exchanges per configuration")->capture_default_str();
   app.add_option("--time", o.time_budget, "Seconds of timed exchanges per configuration (replaces --nrep)");
   app.add_option("--warmup", o.warmup, "Untimed exchanges before timing")->capture_default_str();
@@ -262,32 +268,44 @@ std::vector<config> build_matrix(bench_options& o, const std::vector<std::string
   }
   std::vector<config> matrix;
   if (o.timeout < 0) throw usage_error("--timeout must not be negative");
-  std::vector<transport_choice> transports;
   // "auto" (measured when the exchange is built) stands beside the named choices.
   const transport_choice measured{"mpi-p2p", "mpi-p2p"};
-  std::vector<std::string> transport_names = expand_all(o.transports, transports_here);
+  std::vector<std::string> transport_names =
+      o.variants.empty() || o.transport_given ? expand_all(o.transports, transports_here)
+                                              : std::vector<std::string>{};
+  // The variants: the product of the lists, then the ones named whole.
+  struct variant {
+    std::string transport, alg, fields;
+  };
+  std::vector<variant> variants;
   for (const auto& t : transport_names)
-    transports.push_back(t == "auto" ? measured : parse_transport_choice(t));
+    for (const auto& a : expand_all(o.algorithms, {"standard", "staged", "faces"}))
+      for (const auto& m : expand_all(o.field_modes, {"compact", "sequence"}))
+        variants.push_back({t, a, m});
+  for (const auto& v : split_list(o.variants)) {
+    const auto first = v.find('/'), last = v.rfind('/');
+    if (first == std::string::npos || first == last)
+      throw usage_error(fmt::format("--variants: '{}' is not TRANSPORT/ALGORITHM/FIELDS", v));
+    variants.push_back({v.substr(0, first), v.substr(first + 1, last - first - 1), v.substr(last + 1)});
+  }
   // Shapes outer, variants inner: the variants of a shape run side by side,
   // on the same memory, with the floor measured between them.
   for (const auto& ty : split_list(o.types))
     for (size_t h = 0; h < halos.size(); ++h)
       for (int nf : o.nfields)
-        for (size_t ti = 0; ti < transports.size(); ++ti)
-          for (const auto& a : expand_all(o.algorithms, {"standard", "staged", "faces"}))
-            for (const auto& m : expand_all(o.field_modes, {"compact", "sequence"})) {
-              config c;
-              c.transport = transports[ti];
-              c.alg = a == "auto" ? algorithm::standard : parse_algorithm(a);
-              c.fields = parse_field_grouping(m);
-              c.type = parse_element_type(ty);
-              c.halo = halos[h];
-              c.auto_transport = transport_names[ti] == "auto";
-              c.auto_algorithm = a == "auto";
-              c.halo_label = labels[h];
-              c.nfields = nf;
-              matrix.push_back(c);
-            }
+        for (const auto& v : variants) {
+          config c;
+          c.auto_transport = v.transport == "auto";
+          c.transport = c.auto_transport ? measured : parse_transport_choice(v.transport);
+          c.auto_algorithm = v.alg == "auto";
+          c.alg = c.auto_algorithm ? algorithm::standard : parse_algorithm(v.alg);
+          c.fields = parse_field_grouping(v.fields);
+          c.type = parse_element_type(ty);
+          c.halo = halos[h];
+          c.halo_label = labels[h];
+          c.nfields = nf;
+          matrix.push_back(c);
+        }
   return matrix;
 }
 
@@ -717,6 +735,7 @@ int bench_main(MPI_Comm world, int argc, char** argv) {
   bench_options o;
   add_options(app, o);
   if (auto code = parse_command_line(app, argc, argv, world)) return *code;
+  o.transport_given = app.count("--transport") > 0;
   if (o.list_transports) {
     int rank = 0;
     MPI_Comm_rank(world, &rank);

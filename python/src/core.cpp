@@ -186,7 +186,7 @@ std::string array_problem(nb::handle array, size_t index, const halox::local_gri
 
 py_exchange* make_exchange(py_exchange* self, nb::object decomp_object, const py_grid& grid,
                            nb::handle arrays, const std::string& alg, const std::string& mode,
-                           const std::string& transport) {
+                           const std::string& transport, int fields_per_block) {
   auto& decomp = *nb::cast<py_decomposition&>(decomp_object).d;
   // Local checks first, then agreed on: every rank raises the same error.
   std::string problem;
@@ -197,6 +197,10 @@ py_exchange* make_exchange(py_exchange* self, nb::object decomp_object, const py
   try {
     options.alg = halox::parse_algorithm(alg);
     options.mode = halox::parse_field_mode(mode);
+    if (fields_per_block < 0)
+      throw halox::usage_error("fields_per_block must not be negative, got " +
+                               std::to_string(fields_per_block));
+    options.fields_per_block = fields_per_block;
     halox::parse_transport_choice(transport);  // a clear error before anything collective
     options.transport = transport;
     halox::validate_grid(grid.g);
@@ -413,10 +417,11 @@ NB_MODULE(_core, m) {
                           "decomposition's communicator.")
       .def("__init__", &make_exchange, "decomp"_a, "grid"_a, "arrays"_a, nb::kw_only(),
            "algorithm"_a = "standard", "fields"_a = halox::to_string(halox::exchange_options{}.mode),
-           "transport"_a = halox::exchange_options{}.transport,
+           "transport"_a = halox::exchange_options{}.transport, "fields_per_block"_a = 0,
            "arrays: C-contiguous float32/float64 arrays of shape grid.shape (z, y, x), all of "
            "one dtype. algorithm: standard | staged | faces; fields: cache | compact | sequence; "
-           "transport: one of transports(). Raises ValueError, the same on every rank, when any "
+           "transport: one of transports(); fields_per_block: fields a step moves at a time (0: "
+           "sized to the L2 cache). Raises ValueError, the same on every rank, when any "
            "rank's arguments are wrong.")
       .def(
           "exchange",

@@ -6,7 +6,9 @@ sizes from 1 cell up (per rank, or a global domain split unevenly), halo widths 
 smallest sub-domain extent (uniform or per side), periodic or open per dimension, a field count,
 an element type, sometimes a grouping of ranks into pseudo-nodes, and three of the transports and
 LOCAL+REMOTE routings `halox-bench --list-transports` reports as available; one launch then runs
-those x every algorithm x three field groupings (compact, sequence, and blocks of 2 or L2-sized). A run that fails or outlives its timeout fails the test and prints the exact command
+those x every algorithm x three field groupings (compact, sequence, and one of blocks of 2,
+L2-sized blocks, whole messages or the measured choice), sometimes with messages cut into blocks
+of 1 or 2 fields. A run that fails or outlives its timeout fails the test and prints the exact command
 that reproduces it.
 
     pytest tests/python/test_random_configs.py                         # the fixed CI seed
@@ -67,7 +69,9 @@ def draw(rng: random.Random, max_ranks: int, choices: list[str]) -> tuple[int, d
         args += ["--halo-lo", *map(str, lo), "--halo-hi", *map(str, hi)]
     args += ["--nfields", str(rng.choice([1, 1, 2, 3])), "--type", rng.choice(["float", "double"])]
     args += ["--transport", ",".join(rng.sample(choices, min(TRANSPORTS_PER_DRAW, len(choices))))]
-    args += ["--fields", "compact,sequence," + rng.choice(["auto", "2"])]
+    args += ["--fields", "compact,sequence," + rng.choice(["auto", "2", "cache", "whole"])]
+    if rng.random() < 0.3:
+        args += ["--fields-per-block", str(rng.choice([1, 2]))]
     env = {}
     groups = [g for g in range(1, ranks) if ranks % g == 0]
     if groups and rng.random() < 0.5:

@@ -121,3 +121,27 @@ def test_halos_are_cell_exact(transport, algorithm, fields, dtype, dims, periodi
         bad = [f for f, a in enumerate(arrays)
                if not np.array_equal(a, expected(f, sub, grid, periodic, algorithm, dtype))]
         assert agreed(not bad), f"rank {comm.rank}: fields {bad} differ (split_phase={split_phase})"
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_fields_moved_one_block_at_a_time_are_cell_exact(transport):
+    decomp = halox.Decomposition(comm, periodic=(True, False, True))
+    d = decomp.dims
+    sub = decomp.subdomain(global_domain=(3 * d[0] + 1, 3 * d[1] + 2, 3 * d[2] + 1))
+    grid = halox.Grid(sub.extent, halo=2)
+    arrays = [grid.zeros(np.float64) for _ in range(NFIELDS)]
+    ex = halox.HaloExchange(decomp, grid, arrays, algorithm="staged", fields="compact",
+                            transport=transport, fields_per_block=1)
+    fill(arrays, sub, grid)
+    ex.exchange()
+    bad = [f for f, a in enumerate(arrays)
+           if not np.array_equal(a, expected(f, sub, grid, (True, False, True), "staged",
+                                             np.float64))]
+    assert agreed(not bad), f"rank {comm.rank}: fields {bad} differ"
+
+
+def test_a_negative_block_is_a_usage_error():
+    decomp = halox.Decomposition(comm)
+    grid = halox.Grid(decomp.subdomain(per_rank=(2, 2, 2)).extent, halo=1)
+    with pytest.raises(ValueError, match="fields_per_block must not be negative"):
+        halox.HaloExchange(decomp, grid, [grid.zeros()], fields_per_block=-1)
