@@ -70,7 +70,6 @@ class copy_list {
   };
   std::vector<group> groups_;
   size_t bytes_ = 0;
-  bool streams_ = false;  // some run is written with non-temporal stores
 };
 
 // Bytes of a list of field boxes.

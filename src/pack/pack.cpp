@@ -2,13 +2,9 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdint>
 #include <cstring>
 #include <utility>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 namespace halox {
 
@@ -65,36 +61,6 @@ box_copy make_copy(const copy_end& from, const copy_end& to, const box& b, size_
   return c;
 }
 
-// Runs this long or longer are written with non-temporal stores: a halo
-// plane block of 64 KiB and more is not read again by the exchange, and
-// streaming it past the cache saves reading the lines before writing them
-// (the z step of 64^3 doubles with halo 5 measured 18 % faster; 3 KiB y-step
-// runs were slower, so shorter runs keep the cache).
-constexpr size_t streaming_run = size_t{64} << 10;
-
-void copy_run(std::byte* to, const std::byte* from, size_t n) {
-#if defined(__SSE2__)
-  if (n >= streaming_run) {
-    const size_t head = (16 - (reinterpret_cast<uintptr_t>(to) & 15)) & 15;
-    std::memcpy(to, from, head);
-    size_t i = head;
-    for (; i + 64 <= n; i += 64) {
-      const auto* s = reinterpret_cast<const __m128i*>(from + i);
-      auto* d = reinterpret_cast<__m128i*>(to + i);
-      const __m128i a = _mm_loadu_si128(s), b = _mm_loadu_si128(s + 1),
-                    c = _mm_loadu_si128(s + 2), e = _mm_loadu_si128(s + 3);
-      _mm_stream_si128(d, a);
-      _mm_stream_si128(d + 1, b);
-      _mm_stream_si128(d + 2, c);
-      _mm_stream_si128(d + 3, e);
-    }
-    std::memcpy(to + i, from + i, n - i);
-    return;
-  }
-#endif
-  std::memcpy(to, from, n);
-}
-
 // K copies of `planes` x `rows` runs of RunBytes (0: the group's run, with
 // memcpy), row by row: the k-th row of every copy before the (k+1)-th. The
 // group is read into locals first: stores through std::byte* may alias it.
@@ -125,7 +91,7 @@ void walk(const Group& g) {
         if constexpr (RunBytes > 0)
           std::memcpy(t[m], f[m], RunBytes);
         else
-          copy_run(t[m], f[m], run);
+          std::memcpy(t[m], f[m], run);
         f[m] += from_row[m];
         t[m] += to_row[m];
       }
@@ -177,11 +143,10 @@ box_copy field_copy(const std::byte* from_field, const local_grid& from_grid, co
 void copy_list::add(const box_copy& c) {
   if (c.bytes() == 0) return;
   bytes_ += c.bytes();
-  streams_ = streams_ || c.run >= streaming_run;
   // Short runs of the same shape walk together; long runs stream one by one.
   // Packs do not: their stores into one buffer from several rows at a time
   // measured slower than one box after the other (the -x and +x faces of a
-  // 2x1x1 grid, 8-byte runs: 30 against 22 us per exchange).
+  // 2x1x1 grid, 8-byte runs: 30 against 20 us per exchange).
   const bool packing = c.to_row == c.run && c.from_row != c.run;
   const bool together = !packing && !groups_.empty() && c.run <= 64 && groups_.back().count < max_together &&
                         groups_.back().run == c.run && groups_.back().rows == c.rows &&
@@ -204,11 +169,6 @@ void copy_list::add(const box_copy& c) {
 
 void copy_list::run() const {
   for (const auto& g : groups_) run_group(g);
-#if defined(__SSE2__)
-  // Non-temporal stores are weakly ordered: complete them before the caller
-  // tells a peer (a release store) that the bytes are there.
-  if (streams_) _mm_sfence();
-#endif
 }
 
 size_t packed_bytes(std::span<const field_box> boxes, size_t element_bytes) {

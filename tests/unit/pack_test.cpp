@@ -123,8 +123,8 @@ TEST(Pack, CopiesWalkingTogetherEqualTheReference) {
   for (const auto& field : got) EXPECT_EQ(field, expected);
 }
 
-// Runs of 64 KiB and more go through non-temporal stores: unaligned starts
-// and tails, and a box of whole planes between two layouts.
+// Boxes of whole planes merge into one long run, between two layouts and
+// from any first plane.
 TEST(Pack, LongRunsEqualTheReference) {
   local_grid g({130, 129, 6}, halo_widths::uniform(1));
   std::vector<float> source(g.cells()), got(g.cells(), -1.0f);
