@@ -128,6 +128,7 @@ struct result {
   std::string settings;         // what the transports chose when built
   std::string path;             // how the data moved (a fallback shows here)
   std::string chosen;           // what auto choices chose
+  std::optional<exchange_options> decided;  // and the options they decided on
   int fields_per_message = 1, fields_per_block = 1;
   bool verified = false;
   // Per exchange, summed over ranks: the plan's message bytes by whether the
@@ -447,6 +448,7 @@ std::vector<transport_stats> sent_per_exchange(MPI_Comm comm, std::vector<transp
 // verify, time, verify again; the floor is sampled before and after the timing.
 template <class T>
 result run_config(const decomposition& decomp, const bench_options& o, const config& cfg,
+                  const std::optional<exchange_options>& decided,
                   const std::vector<std::string>& hosts, shape_memory& mem, bool verify) {
   MPI_Comm comm = decomp.comm();
   subdomain sub = o.global_domain.empty() ? subdomain_per_rank(decomp, to_ivec3(o.domain))
@@ -482,11 +484,15 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
                              .auto_algorithm = cfg.auto_algorithm,
                              .auto_fields = cfg.fields.label == "auto",
                              .wisdom_file = o.wisdom};
+    // An automatic choice is measured in the first round and kept by the
+    // others, as a program keeps the exchange it built.
+    if (decided) options = *decided;
     halo_exchange ex = shared ? halo_exchange(decomp, grid, element_type_of<T>(), *mem.shared, options)
                               : halo_exchange(decomp, grid, std::span<T* const>(fields), options);
     r.path = ex.transport_path();
     r.settings = ex.transport_settings();
     r.chosen = ex.tuning();
+    if (!r.chosen.empty()) r.decided = ex.options();
     if (!r.chosen.empty() && decomp.rank() == 0 && !o.quiet)
       fmt::print("{} [{}]: {}\n", cfg.variant(), cfg.shape(), r.chosen);
     r.memory = shared ? "shared" : "private";
@@ -560,9 +566,11 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
 }
 
 result run_any(const decomposition& decomp, const bench_options& o, const config& cfg,
+               const std::optional<exchange_options>& decided,
                const std::vector<std::string>& hosts, shape_memory& mem, bool verify) {
-  return cfg.type == element_type::f32 ? run_config<float>(decomp, o, cfg, hosts, mem, verify)
-                                       : run_config<double>(decomp, o, cfg, hosts, mem, verify);
+  return cfg.type == element_type::f32
+             ? run_config<float>(decomp, o, cfg, decided, hosts, mem, verify)
+             : run_config<double>(decomp, o, cfg, decided, hosts, mem, verify);
 }
 
 void merge(result& into, const result& more) {
@@ -649,24 +657,42 @@ void print_summary(const std::vector<result>& results, const std::vector<summary
     }
     fmt::print("\n");
   }
-  // Automatic choices against the fastest variant named in the same run.
+  // Automatic choices against the fastest variant named in the same run on the
+  // same field memory (a choice can only take the transports that memory
+  // allows at their speed there), and, when faster, the fastest on any memory.
+  auto is_auto = [](const config& c) {
+    return c.auto_transport || c.auto_algorithm || c.fields.label == "auto";
+  };
   for (size_t i = 0; i < results.size(); ++i) {
     const config& c = results[i].cfg;
-    if (!c.auto_transport && !c.auto_algorithm && c.fields.label != "auto") continue;
+    if (!is_auto(c)) continue;
     const std::string shape = c.shape();
-    size_t best = results.size();
+    size_t best = results.size(), best_any = results.size();
     for (size_t j = 0; j < results.size(); ++j) {
       const config& o = results[j].cfg;
-      if (o.shape() != shape || o.auto_transport || o.auto_algorithm || o.fields.label == "auto")
-        continue;
+      if (o.shape() != shape || is_auto(o)) continue;
+      if (best_any == results.size() || stats[j].median < stats[best_any].median) best_any = j;
+      if (results[j].memory != results[i].memory) continue;
       if (best == results.size() || stats[j].median < stats[best].median) best = j;
     }
-    if (best == results.size()) continue;
-    fmt::print("{} [{}]: {}; {:.2f} us against {:.2f} us of the fastest named variant {} "
-               "(x{:.2f})\n",
-               c.variant(), shape, results[i].chosen, stats[i].median * 1e6,
-               stats[best].median * 1e6, results[best].cfg.variant(),
-               stats[i].median / stats[best].median);
+    if (best_any == results.size()) continue;
+    // Time ratio, and the efficiency ratio, which divides out a machine whose
+    // speed drifts between the variants' turns.
+    auto versus = [&](size_t j) {
+      const double e = efficiency(results[i]), ej = efficiency(results[j]);
+      return fmt::format("{:.2f} us ({:.0f}%) of {} on {} memory: x{:.2f} in time, x{:.2f} in "
+                         "efficiency",
+                         stats[j].median * 1e6, 100 * ej, results[j].cfg.variant(),
+                         results[j].memory, stats[i].median / stats[j].median,
+                         e > 0 ? ej / e : 0.0);
+    };
+    std::string line = fmt::format("{} [{}]: {}; {:.2f} us ({:.0f}%)", c.variant(), shape,
+                                   results[i].chosen, stats[i].median * 1e6,
+                                   100 * efficiency(results[i]));
+    if (best != results.size()) line += " against the fastest named variant, " + versus(best);
+    if (best_any != best)
+      line += (best != results.size() ? "; on any memory " : " against ") + versus(best_any);
+    fmt::print("{}\n", line);
   }
 }
 
@@ -676,10 +702,10 @@ nlohmann::json to_json_record(const result& r, const summary& s, const bench_opt
   nlohmann::json j = provenance;
   j["tool"] = program;
   j["run_id"] = run_id;
-  j["config"] = {{"transport", r.cfg.transport.name()},
+  j["config"] = {{"transport", r.cfg.auto_transport ? std::string("auto") : r.cfg.transport.name()},
                  {"transport_path", r.path},
                  {"chosen", r.chosen},
-                 {"algorithm", to_string(r.cfg.alg)},
+                 {"algorithm", r.cfg.auto_algorithm ? std::string("auto") : to_string(r.cfg.alg)},
                  {"fields", r.cfg.fields.label},
                  {"fields_per_message", r.fields_per_message},
                  {"fields_per_block", r.fields_per_block},
@@ -814,7 +840,8 @@ int bench_main(MPI_Comm world, int argc, char** argv) {
     shape_memory mem;
     for (int round = 0; round < o.rounds; ++round)
       for (size_t i = first; i < end; ++i) {
-        result r = run_any(decomp, o, matrix[i], hosts, mem, !o.no_check);
+        result r = run_any(decomp, o, matrix[i], round == 0 ? std::nullopt : results[i].decided,
+                           hosts, mem, !o.no_check);
         if (round == 0)
           results[i] = std::move(r);
         else

@@ -32,7 +32,7 @@ METRICS: dict[str, tuple[str, str, float]] = {
                           "s", 1.0),
 }
 
-ALGORITHM_ORDER = ["standard", "staged", "faces"]
+ALGORITHM_ORDER = ["standard", "staged", "faces", "auto"]
 FIELDS_ORDER = ["compact", "sequence", "cache", "whole", "auto"]
 DECOMPOSITION_NAMES = {"cart": "mpicart", "hw": "hwcart"}
 DECOMPOSITION_ORDER = ["cart", "hw", "auto"]

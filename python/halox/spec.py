@@ -65,7 +65,8 @@ BENCH = Program(
         "hwthread": "xyz_pos", "slot": "xyz_pos", "order": "order",
         "ranks_per_node": "nonneg_int", "topology": "str", "assume_binding": "binding",
     },
-    allowed={"type": ("float", "double"), "algorithm": ("standard", "staged", "faces", "all"),
+    allowed={"type": ("float", "double"),
+             "algorithm": ("standard", "staged", "faces", "auto", "all"),
              "fields": ("cache", "compact", "whole", "sequence", "auto", "all")},
     every={"algorithm": ("standard", "staged", "faces"), "fields": ("compact", "sequence")},
     per_configuration=True,
@@ -597,9 +598,9 @@ def _make_plan(spec_path, spec, output, build_dir, mpi, launcher_name, timeout,
         if transports is not None:
             known["transport"] = transports
             for t in lists.get("transport", []):
-                if t != "all" and t not in transports:
+                if t not in ("all", "auto") and t not in transports:
                     raise SpecError(f"matrix.transport: unknown transport '{t}' "
-                                    f"({program.name} knows {', '.join(transports)}, all)")
+                                    f"({program.name} knows {', '.join(transports)}, auto, all)")
 
     if output is None and "output" in sweep:
         check_scalar("sweep.output", "str", sweep["output"])

@@ -6,10 +6,13 @@
 //   else for each candidate c (transports x algorithms x field groupings the flags open):
 //          build the exchange c on the caller's fields; 2 untimed exchanges;
 //          t(c) = median of 3 exchanges, slowest rank (agreed by all)
-//        finalists: the fastest few, within 1.5 x of the fastest, built side by side;
-//          5 rounds, each: every finalist 1 untimed + 2 timed exchanges (interleaved, so
+//        finalists: the fastest few, within 1.5 x of the fastest;
+//          7 rounds, each: every finalist built, 1 untimed + 2 timed exchanges, freed
+//          (one at a time, as it will run: a live MPI window slows the progress of
+//          every other exchange; interleaved, so
 //          that the machine's slow and fast moments fall on all of them); the least
-//          total time of the slowest rank wins
+//          median over rounds of the slowest rank's round time wins (a median, so that
+//          one slow moment on one finalist does not decide)
 //        append (key, choice) to the wisdom file
 #include <unistd.h>
 
@@ -19,7 +22,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
-#include <memory>
 #include <vector>
 
 #include "halox/common/error.hpp"
@@ -33,7 +35,7 @@ namespace {
 
 constexpr int untimed_exchanges = 2, timed_exchanges = 3;
 constexpr size_t most_finalists = 4;
-constexpr int final_rounds = 5, final_untimed = 1, final_timed = 2;
+constexpr int final_rounds = 7, final_untimed = 1, final_timed = 2;
 constexpr double finalist_margin = 1.5;
 
 std::string describe_choice(const exchange_options& o) {
@@ -88,13 +90,13 @@ std::string wisdom_key(const decomposition& decomp, const local_grid& grid, elem
   std::string mpi(library, static_cast<size_t>(std::min(length, 60)));
   std::erase(mpi, '\n');
   const auto& h = grid.halo;
-  return fmt::format("{}|{}|{}x{}x{} {}|{}x{}x{}|lo {},{},{} hi {},{},{}|{} x {}|auto {}{}{}|{}{}",
+  return fmt::format("{}|{}|{}x{}x{} {}|{}x{}x{}|lo {},{},{} hi {},{},{}|{} x {}|auto {}{}{}|{}{}{}",
                      host, mpi, decomp.dims()[0], decomp.dims()[1], decomp.dims()[2],
                      decomp.size(), grid.interior[0], grid.interior[1], grid.interior[2], h.lo[0],
                      h.lo[1], h.lo[2], h.hi[0], h.hi[1], h.hi[2], nfields, to_string(type),
                      o.auto_transport ? "t" : "", o.auto_algorithm ? "a" : "",
                      o.auto_fields ? "f" : "", o.auto_transport ? "" : o.transport,
-                     o.auto_algorithm ? "" : "/" + to_string(o.alg));
+                     o.auto_algorithm ? "" : "/", o.auto_algorithm ? "" : to_string(o.alg));
 }
 
 // Collective: whether any rank has a neighbour on another node (a routing
@@ -222,21 +224,26 @@ exchange_options halo_exchange::measured_choice(const decomposition& decomp, con
   size_t best = 0;
   double best_time = screened.front().seconds;
   if (finalists > 1) {
-    std::vector<std::unique_ptr<halo_exchange>> live;
-    for (size_t i = 0; i < finalists; ++i)
-      live.emplace_back(new halo_exchange(decomp, grid, type, fields, screened[i].options));
-    std::vector<double> total(finalists, 0.0);
+    std::vector<double> round_time(finalists * final_rounds, 0.0);  // [finalist][round]
     for (int round = 0; round < final_rounds; ++round)
       for (size_t i = 0; i < finalists; ++i) {
-        for (int k = 0; k < final_untimed; ++k) live[i]->exchange();
+        halo_exchange finalist(decomp, grid, type, fields, screened[i].options);
+        for (int k = 0; k < final_untimed; ++k) finalist.exchange();
         const double t0 = MPI_Wtime();
-        for (int k = 0; k < final_timed; ++k) live[i]->exchange();
-        total[i] += MPI_Wtime() - t0;
+        for (int k = 0; k < final_timed; ++k) finalist.exchange();
+        round_time[i * final_rounds + round] = (MPI_Wtime() - t0) / final_timed;
       }
-    MPI_Allreduce(MPI_IN_PLACE, total.data(), static_cast<int>(finalists), MPI_DOUBLE, MPI_MAX,
-                  comm);
-    best = static_cast<size_t>(std::min_element(total.begin(), total.end()) - total.begin());
-    best_time = total[best] / (final_rounds * final_timed);
+    MPI_Allreduce(MPI_IN_PLACE, round_time.data(), static_cast<int>(round_time.size()), MPI_DOUBLE,
+                  MPI_MAX, comm);
+    best_time = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < finalists; ++i) {
+      auto first = round_time.begin() + static_cast<std::ptrdiff_t>(i * final_rounds);
+      std::nth_element(first, first + final_rounds / 2, first + final_rounds);
+      if (first[final_rounds / 2] < best_time) {
+        best_time = first[final_rounds / 2];
+        best = i;
+      }
+    }
   }
   const exchange_options chosen = screened[best].options;
   report = fmt::format("chose {} of {} candidates ({:.2f} us per exchange, measured; {} finalists)",

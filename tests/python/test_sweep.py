@@ -233,6 +233,44 @@ def test_failing_benchmark_is_recorded_and_the_sweep_goes_on(tmp_path):
     assert "1 records appended" in done.stdout
 
 
+def test_automatic_choices_sweep_and_resume_like_named_variants(tmp_path):
+    spec = write_spec(tmp_path, f"""
+        [sweep]
+        ranks = 2
+        mpi = "{mpi_flavor()}"
+        [[sweep.run]]
+        name = "auto"
+        args = ["--mpicart", "2", "1", "1"]
+        [matrix]
+        halo = [1]
+        nfields = [2]
+        transport = ["mpi-p2p", "auto"]
+        algorithm = ["staged", "auto"]
+        fields = ["auto"]
+        [bench]
+        domain = [8, 8, 8]
+        nrep = 5
+        warmup = 1
+        quiet = true
+    """)
+    out = tmp_path / "auto.jsonl"
+    done = halox("sweep", spec, "--output", out, "--build-dir", build_dir())
+    assert done.returncode == 0, done.stdout + done.stderr
+    first = out.read_text().splitlines()
+    records = [json.loads(l) for l in first]
+    records = [r for r in records if r["tool"] == "halox-bench"]
+    assert sorted((r["config"]["transport"], r["config"]["algorithm"]) for r in records) == [
+        ("auto", "auto"), ("auto", "staged"), ("mpi-p2p", "auto"), ("mpi-p2p", "staged")]
+    for r in records:
+        assert r["config"]["fields"] == "auto" and r["config"]["chosen"].startswith("chose ")
+        assert r["verification"] == "passed"
+    # Their records name them as asked, so the sweep knows they are done.
+    done = halox("sweep", spec, "--output", out, "--build-dir", build_dir())
+    assert done.returncode == 0, done.stderr
+    assert "0 records appended" in done.stdout
+    assert out.read_text().splitlines() == first
+
+
 BAD_SPECS = [
     ("[sweep]\nranks = 2\n[sweeps]\nx = 1\n", "unknown table 'sweeps'"),
     ("[sweep]\nranks = 2\nrepeats = 2\n", "unknown key 'sweep.repeats'"),
