@@ -4,8 +4,8 @@
 // inside its real field (rows of 64 + 2h elements): the x face is 64 x 64
 // runs of h elements at a stride of a row, the y face 64 planes of h runs of
 // 64, the z face h whole planes.
-// Counters: bytes_per_second (pack), memcpy_GBps (contiguous copy of the same
-// bytes, same buffers) and vs_memcpy = pack bandwidth / memcpy bandwidth.
+// Counters: kernel_GBps (pack or unpack), memcpy_GBps (contiguous copy of the
+// same bytes, same buffers) and vs_memcpy = kernel bandwidth / memcpy bandwidth.
 //
 // self_copy_x: the x step of a periodic dimension of one rank (each field's
 // -x and +x faces copied to the opposite halo, one walk over the rows), over
@@ -24,6 +24,29 @@ namespace {
 
 using namespace halox;
 
+// Times `kernel` and `copy` (a memcpy of the same bytes) one after the other
+// in every iteration, and reports both bandwidths and their ratio.
+template <class Kernel, class Copy>
+void time_against_memcpy(benchmark::State& state, size_t bytes, Kernel kernel, Copy copy) {
+  using clock = std::chrono::steady_clock;
+  double kernel_seconds = 0, memcpy_seconds = 0;
+  for (auto _ : state) {
+    auto t0 = clock::now();
+    kernel();
+    auto t1 = clock::now();
+    copy();
+    auto t2 = clock::now();
+    benchmark::ClobberMemory();
+    kernel_seconds += std::chrono::duration<double>(t1 - t0).count();
+    memcpy_seconds += std::chrono::duration<double>(t2 - t1).count();
+  }
+  const double moved = static_cast<double>(bytes) * static_cast<double>(state.iterations());
+  state.counters["kernel_GBps"] = moved / kernel_seconds / 1e9;
+  state.counters["memcpy_GBps"] = moved / memcpy_seconds / 1e9;
+  state.counters["vs_memcpy"] = memcpy_seconds / kernel_seconds;
+  state.counters["bytes"] = static_cast<double>(bytes);
+}
+
 template <class T, bool Unpack>
 void run_kernel(benchmark::State& state) {
   const int dim = static_cast<int>(state.range(0)), h = static_cast<int>(state.range(1));
@@ -36,27 +59,18 @@ void run_kernel(benchmark::State& state) {
   const size_t bytes = packed_bytes(boxes, sizeof(T));
   std::vector<std::byte> buffer(bytes), contiguous_src(bytes, std::byte{2});
 
-  using clock = std::chrono::steady_clock;
-  double kernel_seconds = 0, memcpy_seconds = 0;
-  for (auto _ : state) {
-    auto t0 = clock::now();
-    if constexpr (Unpack)
-      unpack(buffer.data(), boxes, fields, grid, sizeof(T));
-    else
-      pack(buffer.data(), boxes, fields, grid, sizeof(T));
-    auto t1 = clock::now();
-    std::memcpy(buffer.data(), contiguous_src.data(), bytes);
-    auto t2 = clock::now();
-    benchmark::DoNotOptimize(buffer.data());
-    benchmark::ClobberMemory();
-    kernel_seconds += std::chrono::duration<double>(t1 - t0).count();
-    memcpy_seconds += std::chrono::duration<double>(t2 - t1).count();
-  }
-  const double moved = static_cast<double>(bytes) * static_cast<double>(state.iterations());
-  state.counters["kernel_GBps"] = moved / kernel_seconds / 1e9;
-  state.counters["memcpy_GBps"] = moved / memcpy_seconds / 1e9;
-  state.counters["vs_memcpy"] = memcpy_seconds / kernel_seconds;
-  state.counters["bytes"] = static_cast<double>(bytes);
+  time_against_memcpy(
+      state, bytes,
+      [&] {
+        if constexpr (Unpack)
+          unpack(buffer.data(), boxes, fields, grid, sizeof(T));
+        else
+          pack(buffer.data(), boxes, fields, grid, sizeof(T));
+      },
+      [&] {
+        std::memcpy(buffer.data(), contiguous_src.data(), bytes);
+        benchmark::DoNotOptimize(buffer.data());
+      });
 }
 
 // Args: face dimension (0 = x, 1 = y, 2 = z), halo width.
@@ -90,24 +104,10 @@ void self_copy_x(benchmark::State& state) {
       bytes += static_cast<size_t>(r.recv.volume()) * sizeof(T);
     }
   }
-  using clock = std::chrono::steady_clock;
-  double kernel_seconds = 0, memcpy_seconds = 0;
   const size_t per_field = bytes / fields.size();
-  for (auto _ : state) {
-    auto t0 = clock::now();
-    faces.run();
-    auto t1 = clock::now();
+  time_against_memcpy(state, bytes, [&] { faces.run(); }, [&] {
     for (size_t f = 0; f < fields.size(); ++f) std::memcpy(to[f].data(), from[f].data(), per_field);
-    auto t2 = clock::now();
-    benchmark::ClobberMemory();
-    kernel_seconds += std::chrono::duration<double>(t1 - t0).count();
-    memcpy_seconds += std::chrono::duration<double>(t2 - t1).count();
-  }
-  const double moved = static_cast<double>(bytes) * static_cast<double>(state.iterations());
-  state.counters["kernel_GBps"] = moved / kernel_seconds / 1e9;
-  state.counters["memcpy_GBps"] = moved / memcpy_seconds / 1e9;
-  state.counters["vs_memcpy"] = memcpy_seconds / kernel_seconds;
-  state.counters["bytes"] = static_cast<double>(bytes);
+  });
 }
 
 void self_copy_x_double(benchmark::State& s) { self_copy_x<double>(s); }

@@ -103,9 +103,12 @@ struct config {
   int nfields = 1;
   bool auto_transport = false, auto_algorithm = false;
 
+  // Named as asked: "auto" where the choice is measured.
+  std::string transport_label() const { return auto_transport ? "auto" : transport.name(); }
+  std::string algorithm_label() const { return auto_algorithm ? "auto" : to_string(alg); }
+  bool automatic() const { return auto_transport || auto_algorithm || fields.label == "auto"; }
   std::string variant() const {
-    return fmt::format("{}/{}/{}", auto_transport ? "auto" : transport.name(),
-                       auto_algorithm ? "auto" : to_string(alg), fields.label);
+    return fmt::format("{}/{}/{}", transport_label(), algorithm_label(), fields.label);
   }
   std::string shape() const {
     std::string h = halo_label >= 0 ? fmt::format("h{}", halo_label) : std::string("h*");
@@ -660,17 +663,14 @@ void print_summary(const std::vector<result>& results, const std::vector<summary
   // Automatic choices against the fastest variant named in the same run on the
   // same field memory (a choice can only take the transports that memory
   // allows at their speed there), and, when faster, the fastest on any memory.
-  auto is_auto = [](const config& c) {
-    return c.auto_transport || c.auto_algorithm || c.fields.label == "auto";
-  };
   for (size_t i = 0; i < results.size(); ++i) {
     const config& c = results[i].cfg;
-    if (!is_auto(c)) continue;
+    if (!c.automatic()) continue;
     const std::string shape = c.shape();
     size_t best = results.size(), best_any = results.size();
     for (size_t j = 0; j < results.size(); ++j) {
       const config& o = results[j].cfg;
-      if (o.shape() != shape || is_auto(o)) continue;
+      if (o.shape() != shape || o.automatic()) continue;
       if (best_any == results.size() || stats[j].median < stats[best_any].median) best_any = j;
       if (results[j].memory != results[i].memory) continue;
       if (best == results.size() || stats[j].median < stats[best].median) best = j;
@@ -702,10 +702,10 @@ nlohmann::json to_json_record(const result& r, const summary& s, const bench_opt
   nlohmann::json j = provenance;
   j["tool"] = program;
   j["run_id"] = run_id;
-  j["config"] = {{"transport", r.cfg.auto_transport ? std::string("auto") : r.cfg.transport.name()},
+  j["config"] = {{"transport", r.cfg.transport_label()},
                  {"transport_path", r.path},
                  {"chosen", r.chosen},
-                 {"algorithm", r.cfg.auto_algorithm ? std::string("auto") : to_string(r.cfg.alg)},
+                 {"algorithm", r.cfg.algorithm_label()},
                  {"fields", r.cfg.fields.label},
                  {"fields_per_message", r.fields_per_message},
                  {"fields_per_block", r.fields_per_block},

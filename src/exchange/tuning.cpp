@@ -9,10 +9,10 @@
 //        finalists: the fastest few, within 1.5 x of the fastest;
 //          7 rounds, each: every finalist built, 1 untimed + 2 timed exchanges, freed
 //          (one at a time, as it will run: a live MPI window slows the progress of
-//          every other exchange; interleaved, so
-//          that the machine's slow and fast moments fall on all of them); the least
-//          median over rounds of the slowest rank's round time wins (a median, so that
-//          one slow moment on one finalist does not decide)
+//          every other exchange; rounds interleave the finalists, so that the
+//          machine's slow and fast moments fall on all of them);
+//          the least median over rounds of the slowest rank's round time wins (one
+//          slow moment on one finalist does not decide)
 //        append (key, choice) to the wisdom file
 #include <unistd.h>
 

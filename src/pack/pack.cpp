@@ -5,7 +5,6 @@
 #include <cstring>
 #include <utility>
 
-
 namespace halox {
 
 namespace {
@@ -143,7 +142,7 @@ box_copy field_copy(const std::byte* from_field, const local_grid& from_grid, co
 void copy_list::add(const box_copy& c) {
   if (c.bytes() == 0) return;
   bytes_ += c.bytes();
-  // Short runs of the same shape walk together; long runs stream one by one.
+  // Short runs of the same shape walk together; long runs go one by one.
   // Packs do not: their stores into one buffer from several rows at a time
   // measured slower than one box after the other (the -x and +x faces of a
   // 2x1x1 grid, 8-byte runs: 30 against 20 us per exchange).
