@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "halox/grid.hpp"
@@ -54,6 +55,15 @@ class copy_list {
   void add(const box_copy& c);
   void run() const;
   bool empty() const { return groups_.empty(); }
+
+  // Runs of fetched_runs bytes a row apart touch cache lines of their own
+  // that the hardware prefetcher misses; with fetch_ahead(true) run() asks
+  // for them a few rows early. Faster on fields in memory, slower on fields
+  // in the cache: the single-copy transports measure it (single_copy.hpp).
+  static constexpr std::pair<size_t, size_t> fetched_runs{16, 256};
+  void fetch_ahead(bool on) { fetch_ahead_ = on; }
+  bool fetches_ahead() const { return fetch_ahead_; }
+  bool can_fetch_ahead() const;  // some run would be fetched ahead
   size_t bytes() const { return bytes_; }
 
   static constexpr int max_together = 4;
@@ -70,6 +80,7 @@ class copy_list {
   };
   std::vector<group> groups_;
   size_t bytes_ = 0;
+  bool fetch_ahead_ = false;
 };
 
 // Bytes of a list of field boxes.
@@ -89,8 +100,8 @@ size_t add_unpack(copy_list& list, const std::byte* buffer, std::span<const fiel
                   std::byte* const* fields, const local_grid& grid, size_t element_bytes);
 // Appends the local copies (a dimension of one rank with periodic wrap) of a
 // stage, field by field, so that the +x and -x copies of a field run together.
-void add_local_copies(copy_list& list, std::span<const local_copy> copies,
-                      std::byte* const* fields, const local_grid& grid, size_t element_bytes);
+void add_local_copies(copy_list& list, std::span<const local_copy> copies, std::byte* const* fields,
+                      const local_grid& grid, size_t element_bytes);
 // Copies one box of a field laid out as `from_grid` into a box of the same
 // extents in a field laid out as `to_grid`.
 void copy_box_between(const std::byte* from_field, const local_grid& from_grid, const box& from,

@@ -183,16 +183,27 @@ cma_transport::cma_transport(const transport_context& ctx)
   } else {
     rule_ = "no run to stage";
   }
+  std::vector<copy_list*> lists;
+  for (auto& pack : work_.owner.packs) lists.push_back(&pack);
+  for (auto& w : work_.stages) {
+    lists.push_back(&w.self_copies);
+    for (auto& r : w.reads) lists.push_back(&r.unpack);
+  }
+  fetch_ahead_ =
+      choose_fetch_ahead(*this, plan_.stages.size(), lists, "HALOX_CMA_FETCH_AHEAD", node_.comm);
 }
 
-std::string cma_transport::settings() const { return describe_rule("cma", staged_below_, rule_); }
+std::string cma_transport::settings() const {
+  return describe_rule("cma", staged_below_, rule_) + describe_fetch_ahead(fetch_ahead_);
+}
 
 size_t cma_transport::measured_rule(const std::vector<size_t>& candidates) {
   std::string problem;
   std::vector<schedule> schedules;
   for (size_t rule : candidates) schedules.push_back(build(rule, problem));
-  const size_t best = fastest_candidate(*this, plan_.stages.size(), candidates.size(),
-                                        [&](size_t c) { active_ = &schedules[c]; }, node_.comm);
+  const size_t best = fastest_candidate(
+      *this, plan_.stages.size(), candidates.size(), [&](size_t c) { active_ = &schedules[c]; },
+      node_.comm);
   work_ = std::move(schedules[best]);
   active_ = &work_;
   return candidates[best];
@@ -201,8 +212,8 @@ size_t cma_transport::measured_rule(const std::vector<size_t>& candidates) {
 cma_transport::schedule cma_transport::build(size_t staged_below, std::string& problem) {
   schedule out;
   const size_t element_bytes = plan_.element_bytes;
-  out.owner = publish_send_boxes(plan_, fields_, node_, me_, staged_below, outbox_.data(),
-                                 slot_bytes_);
+  out.owner =
+      publish_send_boxes(plan_, fields_, node_, me_, staged_below, outbox_.data(), slot_bytes_);
   const node_publication& publication = *out.owner.publication;
   out.stages.resize(plan_.stages.size());
   const long iov_max = ::sysconf(_SC_IOV_MAX);
@@ -216,7 +227,8 @@ cma_transport::schedule cma_transport::build(size_t staged_below, std::string& p
     const stage& st = plan_.stages[s];
     auto& reads = out.stages[s].reads;
     std::map<int, size_t> read_of;  // node rank -> index in reads
-    std::vector<std::vector<std::pair<uint64_t, field_box>>> staged;  // per read: outbox offset, my box
+    std::vector<std::vector<std::pair<uint64_t, field_box>>>
+        staged;  // per read: outbox offset, my box
     for (const auto& m : st.recvs) {
       const auto owner_boxes = publication.boxes_of(s, m, problem);
       if (!problem.empty()) break;

@@ -53,9 +53,16 @@ shm_transport::shm_transport(const transport_context& ctx)
   } else {
     rule_ = "no run to stage";
   }
+  std::vector<copy_list*> lists;
+  for (auto& pack : work_.owner.packs) lists.push_back(&pack);
+  for (auto& w : work_.stages) lists.push_back(&w.land);
+  fetch_ahead_ =
+      choose_fetch_ahead(*this, plan_.stages.size(), lists, "HALOX_SHM_FETCH_AHEAD", node_.comm);
 }
 
-std::string shm_transport::settings() const { return describe_rule("shm", staged_below_, rule_); }
+std::string shm_transport::settings() const {
+  return describe_rule("shm", staged_below_, rule_) + describe_fetch_ahead(fetch_ahead_);
+}
 
 shm_transport::schedule shm_transport::build(size_t staged_below, std::string& problem) {
   schedule out;
@@ -99,8 +106,9 @@ shm_transport::schedule shm_transport::build(size_t staged_below, std::string& p
             w.land.add(unpack_copy(signals_->payload(peer) + p.outbox_offset, field, grid,
                                    to.region, element_bytes));
           } else {
-            const std::byte* there = fields_.shared->segment_of(peer) +
-                                     peer_words_[static_cast<size_t>(peer)][static_cast<size_t>(p.field)];
+            const std::byte* there =
+                fields_.shared->segment_of(peer) +
+                peer_words_[static_cast<size_t>(peer)][static_cast<size_t>(p.field)];
             w.land.add(field_copy(there, peer_grids_[static_cast<size_t>(peer)], p.region(), field,
                                   grid, to.region, element_bytes));
           }
@@ -120,8 +128,9 @@ size_t shm_transport::measured_rule(const std::vector<size_t>& candidates) {
   std::string problem;
   std::vector<schedule> schedules;
   for (size_t rule : candidates) schedules.push_back(build(rule, problem));
-  const size_t best = fastest_candidate(*this, plan_.stages.size(), candidates.size(),
-                                        [&](size_t c) { active_ = &schedules[c]; }, node_.comm);
+  const size_t best = fastest_candidate(
+      *this, plan_.stages.size(), candidates.size(), [&](size_t c) { active_ = &schedules[c]; },
+      node_.comm);
   work_ = std::move(schedules[best]);
   active_ = &work_;
   return candidates[best];

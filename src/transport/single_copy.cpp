@@ -13,7 +13,9 @@ namespace halox {
 namespace {
 // Longer runs are always copied directly: staging them doubles the bytes for no saving.
 constexpr size_t longest_staged_run = 4096;
-size_t round_up(size_t n) { return (n + 63) / 64 * 64; }
+size_t round_up(size_t n) {
+  return (n + 63) / 64 * 64;
+}
 }  // namespace
 
 size_t outbox_slot_bytes(const exchange_plan& plan) {
@@ -37,7 +39,8 @@ std::vector<size_t> staging_rules(const exchange_plan& plan, const field_set& fi
                                .run;
         if (run > 0 && run <= longest_staged_run) rules.insert(run + 1);
       }
-  std::vector<size_t> out = agreed_union(std::vector<size_t>(rules.begin(), rules.end()), node_comm);
+  std::vector<size_t> out =
+      agreed_union(std::vector<size_t>(rules.begin(), rules.end()), node_comm);
   out.insert(out.begin(), 0);
   return out;
 }
@@ -91,6 +94,34 @@ long long forced_rule(const std::string& variable) {
   const char* env = std::getenv(variable.c_str());
   if (!env || !*env) return -1;
   return static_cast<long long>(std::strtoull(env, nullptr, 10));
+}
+
+fetch_ahead_choice choose_fetch_ahead(transport& t, size_t stages,
+                                      const std::vector<copy_list*>& lists,
+                                      const std::string& variable, MPI_Comm node_comm) {
+  auto set = [&](bool on) {
+    for (copy_list* l : lists) l->fetch_ahead(on);
+  };
+  if (const long long forced = forced_rule(variable); forced >= 0) {
+    set(forced != 0);
+    return {forced != 0, variable};
+  }
+  int fetchable =
+      std::ranges::any_of(lists, [](const copy_list* l) { return l->can_fetch_ahead(); });
+  MPI_Allreduce(MPI_IN_PLACE, &fetchable, 1, MPI_INT, MPI_MAX, node_comm);
+  if (!fetchable) {
+    set(false);
+    return {false, "no strided run to fetch"};
+  }
+  const size_t best = fastest_candidate(
+      t, stages, 2, [&](size_t c) { set(c == 1); }, node_comm);
+  set(best == 1);
+  return {best == 1, "measured"};
+}
+
+std::string describe_fetch_ahead(const fetch_ahead_choice& choice) {
+  return fmt::format("; {} ({})", choice.on ? "strided runs fetched ahead" : "no run fetched ahead",
+                     choice.how);
 }
 
 void single_copy_steps::before_pack(size_t stage, const std::vector<int>& readers) const {

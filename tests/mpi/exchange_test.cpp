@@ -2,23 +2,24 @@
 // open boundaries, dimensions of 1 and 2 ranks, halo widths up to the
 // sub-domain size (and per-side widths), float and double, several fields,
 // per-rank and unevenly split global domains.
+#include "halox/exchange.hpp"
+
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <unistd.h>
 
-#include <fmt/core.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
 #include <optional>
+#include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "halox/common/error.hpp"
 #include "halox/decomposition/options.hpp"
-#include "halox/exchange.hpp"
 #include "halox/field_memory.hpp"
 #include "halox/transport/registry.hpp"
 #include "halox/verify.hpp"
@@ -42,17 +43,25 @@ enum class matrix_size { full, reduced, minimal };
 matrix_size test_matrix() {
   const char* value = std::getenv("HALOX_TEST_MATRIX");
   const std::string v = value ? value : "";
-  return v == "minimal" ? matrix_size::minimal : v == "reduced" ? matrix_size::reduced : matrix_size::full;
+  return v == "minimal"   ? matrix_size::minimal
+         : v == "reduced" ? matrix_size::reduced
+                          : matrix_size::full;
 }
 
-bool reduced_matrix() { return test_matrix() != matrix_size::full; }
-bool minimal_matrix() { return test_matrix() == matrix_size::minimal; }
+bool reduced_matrix() {
+  return test_matrix() != matrix_size::full;
+}
+bool minimal_matrix() {
+  return test_matrix() == matrix_size::minimal;
+}
 
 // Rank grids to try for the current number of ranks (0 = MPI_Dims_create).
 std::vector<ivec3> rank_grids() {
   switch (world_size()) {
-    case 1: return {{1, 1, 1}};
-    case 2: return {{2, 1, 1}, {1, 2, 1}, {1, 1, 2}};
+    case 1:
+      return {{1, 1, 1}};
+    case 2:
+      return {{2, 1, 1}, {1, 2, 1}, {1, 1, 2}};
     case 3:
       if (minimal_matrix()) return {{1, 3, 1}};
       return {{3, 1, 1}, {1, 1, 3}};
@@ -64,7 +73,8 @@ std::vector<ivec3> rank_grids() {
     case 8:
       if (reduced_matrix()) return {{2, 2, 2}};
       return {{2, 2, 2}, {1, 4, 2}};
-    default: return {{0, 0, 0}};
+    default:
+      return {{0, 0, 0}};
   }
 }
 
@@ -81,7 +91,6 @@ std::vector<domain_case> domains(const ivec3& dims) {
   if (minimal_matrix()) return {{true, global}};
   return {{false, {5, 4, 3}}, {true, global}};
 }
-
 
 std::vector<halo_widths> halos_for(const ivec3& smallest) {
   int full = std::min({smallest[0], smallest[1], smallest[2]});
@@ -116,8 +125,9 @@ std::string run_case(const decomposition& d, const domain_case& dc, const halo_w
   local_grid grid(sub.extent, halo);
   std::vector<T*> fields;
   for (int f = 0; f < nfields; ++f)
-    fields.push_back(store.shared ? static_cast<T*>(store.shared->field(f))
-                                  : reinterpret_cast<T*>((*store.heap)[static_cast<size_t>(f)].data()));
+    fields.push_back(store.shared
+                         ? static_cast<T*>(store.shared->field(f))
+                         : reinterpret_cast<T*>((*store.heap)[static_cast<size_t>(f)].data()));
   verify_context ctx{grid, sub, d.periodic(), options.alg};
   std::optional<halo_exchange> ex;
   if (store.shared && store.shared->nfields() == nfields)
@@ -235,13 +245,13 @@ TEST_P(ExchangeMatrix, EveryHaloCellIsExact) {
                                     ? run_case<float>(d, dc, halo, nfields, options, store)
                                     : run_case<double>(d, dc, halo, nfields, options, store);
             std::string agreed = agree_on_error(MPI_COMM_WORLD, error);
-            ASSERT_TRUE(agreed.empty())
-                << fmt::format("dims {}x{}x{} periodic {}{}{} {} cells {}x{}x{} halo lo {},{},{} "
-                               "hi {},{},{} fields {}: {}",
-                               d.dims()[0], d.dims()[1], d.dims()[2], periodic[0], periodic[1],
-                               periodic[2], dc.global ? "global" : "per-rank", dc.cells[0],
-                               dc.cells[1], dc.cells[2], halo.lo[0], halo.lo[1], halo.lo[2],
-                               halo.hi[0], halo.hi[1], halo.hi[2], nfields, agreed);
+            ASSERT_TRUE(agreed.empty()) << fmt::format(
+                "dims {}x{}x{} periodic {}{}{} {} cells {}x{}x{} halo lo {},{},{} "
+                "hi {},{},{} fields {}: {}",
+                d.dims()[0], d.dims()[1], d.dims()[2], periodic[0], periodic[1], periodic[2],
+                dc.global ? "global" : "per-rank", dc.cells[0], dc.cells[1], dc.cells[2],
+                halo.lo[0], halo.lo[1], halo.lo[2], halo.hi[0], halo.hi[1], halo.hi[2], nfields,
+                agreed);
             ++cases;
           }
       }
@@ -270,7 +280,9 @@ decomposition_options hw_options(int size, const std::vector<int>& periodic) {
   o.binding = "spread";
   o.periodic = periodic;
   o.order = "ZYX";
-  auto grid = [&](level l, std::vector<int> g) { o.level_grids[static_cast<size_t>(index_of(l))] = g; };
+  auto grid = [&](level l, std::vector<int> g) {
+    o.level_grids[static_cast<size_t>(index_of(l))] = g;
+  };
   if (size % 4 == 0) {
     o.ranks_per_node = 4;
     grid(level::node, {1, 1, size / 4});
@@ -306,10 +318,11 @@ TEST_P(HwExchange, EveryHaloCellIsExactOnHardwareAwareGrids) {
         for (const auto& dc : domains(d.dims()))
           for (int width : {1, 3}) {
             exchange_options options{.alg = alg, .mode = mode, .transport = GetParam().choice};
-            std::string error = run_case<double>(d, dc, halo_widths::uniform(width), 2, options, store);
+            std::string error =
+                run_case<double>(d, dc, halo_widths::uniform(width), 2, options, store);
             std::string agreed = agree_on_error(MPI_COMM_WORLD, error);
-            ASSERT_TRUE(agreed.empty()) << to_string(alg) << " " << to_string(mode) << " halo "
-                                        << width << ": " << agreed;
+            ASSERT_TRUE(agreed.empty())
+                << to_string(alg) << " " << to_string(mode) << " halo " << width << ": " << agreed;
           }
   }
 }
@@ -341,14 +354,15 @@ TEST(Exchange, FieldBlocksAreExactForEveryTransport) {
         else
           heap.assign(3, std::vector<std::byte>(bytes));
         field_store store{shared ? &*shared : nullptr, &heap};
-        exchange_options options{.alg = alg, .mode = field_mode::compact, .transport = transport.choice};
+        exchange_options options{
+            .alg = alg, .mode = field_mode::compact, .transport = transport.choice};
         options.fields_per_message = per_message;
         options.fields_per_block = per_block;
         std::string error = run_case<double>(d, dc, halo_widths::uniform(2), 3, options, store);
         std::string agreed = agree_on_error(MPI_COMM_WORLD, error);
-        ASSERT_TRUE(agreed.empty()) << transport.choice << " " << to_string(alg) << " messages of "
-                                    << per_message << " fields, blocks of " << per_block << ": "
-                                    << agreed;
+        ASSERT_TRUE(agreed.empty())
+            << transport.choice << " " << to_string(alg) << " messages of " << per_message
+            << " fields, blocks of " << per_block << ": " << agreed;
       }
 }
 
@@ -471,9 +485,9 @@ TEST(Exchange, CmaReadsUserVectorsInPlace) {
           }
           size_t total = 1;
           auto bad = check_fields(fields, ctx, epoch, 1, &total);
-          EXPECT_EQ(total, 0u) << "HALOX_CMA_DIRECT_MIN_RUN='" << min_run << "' "
-                               << to_string(alg) << " " << to_string(mode) << " epoch " << epoch
-                               << ": " << (bad.empty() ? std::string() : describe(bad[0]));
+          EXPECT_EQ(total, 0u) << "HALOX_CMA_DIRECT_MIN_RUN='" << min_run << "' " << to_string(alg)
+                               << " " << to_string(mode) << " epoch " << epoch << ": "
+                               << (bad.empty() ? std::string() : describe(bad[0]));
         }
       }
   }
@@ -484,9 +498,10 @@ TEST(Exchange, CmaReadsUserVectorsInPlace) {
 }
 
 // shm and cma under every staging rule (all direct, short runs staged,
-// everything staged, and the measured choice), moving the fields one at a
-// time so that the outbox ring wraps around; the settings say which rule
-// ran and how it was chosen.
+// everything staged, and the measured choice), each with strided runs
+// fetched ahead, not, or measured, moving the fields one at a time so that
+// the outbox ring wraps around; the settings say which rule ran, whether
+// runs were fetched ahead, and how each was chosen.
 TEST(Exchange, SingleCopyStagingRulesAreExact) {
   auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, false, true}, false);
   const ivec3 cells{7, 6, 5};
@@ -497,11 +512,19 @@ TEST(Exchange, SingleCopyStagingRulesAreExact) {
   for (int f = 0; f < 3; ++f) fields.push_back(static_cast<double*>(shared.field(f)));
   for (const std::string transport : {"shm", "cma"}) {
     if (auto why = find_transport(transport).unavailable(); !why.empty()) continue;
-    const std::string variable = transport == "shm" ? "HALOX_SHM_DIRECT_MIN_RUN" : "HALOX_CMA_DIRECT_MIN_RUN";
+    const std::string variable =
+        transport == "shm" ? "HALOX_SHM_DIRECT_MIN_RUN" : "HALOX_CMA_DIRECT_MIN_RUN";
+    const std::string fetch_variable =
+        transport == "shm" ? "HALOX_SHM_FETCH_AHEAD" : "HALOX_CMA_FETCH_AHEAD";
     const char* saved = std::getenv(variable.c_str());
     const std::string before = saved ? saved : "";
-    for (const char* rule : {"0", "9", "1000000", ""}) {
+    const char* saved_fetch = std::getenv(fetch_variable.c_str());
+    const std::string before_fetch = saved_fetch ? saved_fetch : "";
+    const std::pair<const char*, const char*> cases[] = {
+        {"0", "1"}, {"9", ""}, {"1000000", "0"}, {"", ""}, {"", "1"}};
+    for (const auto& [rule, fetch] : cases) {
       setenv(variable.c_str(), rule, 1);
+      setenv(fetch_variable.c_str(), fetch, 1);
       for (auto alg : {algorithm::standard, algorithm::staged}) {
         exchange_options options{.alg = alg, .mode = field_mode::compact, .transport = transport};
         options.fields_per_block = 1;
@@ -513,6 +536,17 @@ TEST(Exchange, SingleCopyStagingRulesAreExact) {
           EXPECT_TRUE(settings.find("(measured") != std::string::npos ||
                       settings.find("(no run to stage)") != std::string::npos)
               << settings;
+        if (*fetch)
+          EXPECT_NE(settings.find(std::string(*fetch == '1' ? "; strided runs fetched ahead ("
+                                                            : "; no run fetched ahead (") +
+                                  fetch_variable + ")"),
+                    std::string::npos)
+              << settings;
+        else  // the grid's x halos (2 and 1 doubles wide) offer 16-byte runs when a rank has x
+              // neighbours
+          EXPECT_TRUE(settings.find("fetched ahead (measured)") != std::string::npos ||
+                      settings.find("(no strided run to fetch)") != std::string::npos)
+              << settings;
         verify_context ctx{grid, sub, d.periodic(), alg};
         for (int epoch = 0; epoch < 3; ++epoch) {
           fill_fields(fields, ctx, epoch);
@@ -520,7 +554,8 @@ TEST(Exchange, SingleCopyStagingRulesAreExact) {
           size_t total = 1;
           auto bad = check_fields(fields, ctx, epoch, 1, &total);
           EXPECT_EQ(total, 0u) << transport << " " << variable << "='" << rule << "' "
-                               << to_string(alg) << " epoch " << epoch << ": "
+                               << fetch_variable << "='" << fetch << "' " << to_string(alg)
+                               << " epoch " << epoch << ": "
                                << (bad.empty() ? std::string() : describe(bad[0]));
         }
       }
@@ -529,6 +564,10 @@ TEST(Exchange, SingleCopyStagingRulesAreExact) {
       setenv(variable.c_str(), before.c_str(), 1);
     else
       unsetenv(variable.c_str());
+    if (saved_fetch)
+      setenv(fetch_variable.c_str(), before_fetch.c_str(), 1);
+    else
+      unsetenv(fetch_variable.c_str());
   }
 }
 

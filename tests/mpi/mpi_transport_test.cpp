@@ -76,9 +76,10 @@ TEST(Plan, OnePeerInSeveralDirectionsIsOneMessageListedAlikeAtBothEnds) {
       ASSERT_EQ(send.boxes.size(), 2 * directions);
       for (size_t i = 0; i < send.boxes.size(); ++i) {
         EXPECT_EQ(send.boxes[i].field, static_cast<int>(i / directions));
-        if (i % directions > 0)
+        if (i % directions > 0) {
           EXPECT_LT(direction_index(send.boxes[i - 1].direction),
                     direction_index(send.boxes[i].direction));
+        }
       }
       // What I receive is what the other rank sends: tags, then box sizes in order.
       int mine[2] = {send.tag, recv.tag}, theirs[2];

@@ -1,10 +1,11 @@
+#include "halox/pack.hpp"
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <vector>
-
-#include "halox/pack.hpp"
 
 using namespace halox;
 
@@ -41,7 +42,8 @@ void check_round_trip(const local_grid& g, int nfields) {
         for (int f = nfields - 1; f >= 0; --f) boxes.push_back({f, r.send});
         auto expected = reference_pack(boxes, fields, g);
         std::vector<T> buffer(expected.size());
-        size_t written = pack(reinterpret_cast<std::byte*>(buffer.data()), boxes, bytes.data(), g, sizeof(T));
+        size_t written =
+            pack(reinterpret_cast<std::byte*>(buffer.data()), boxes, bytes.data(), g, sizeof(T));
         ASSERT_EQ(written, expected.size() * sizeof(T));
         ASSERT_EQ(buffer, expected) << "pack " << to_string(r.send);
         // Unpack into the receive box, then the receive box packs to the same bytes.
@@ -110,8 +112,8 @@ TEST(Pack, CopiesWalkingTogetherEqualTheReference) {
     list.add(field_copy(from, g, r.send, reinterpret_cast<std::byte*>(got[targets].data()), g,
                         r.send, sizeof(double)));
     for (size_t t = 0; t < targets; ++t)
-      list.add(field_copy(from, g, r.send, reinterpret_cast<std::byte*>(got[t].data()), g,
-                          r.send, sizeof(double)));
+      list.add(field_copy(from, g, r.send, reinterpret_cast<std::byte*>(got[t].data()), g, r.send,
+                          sizeof(double)));
     for (int z = r.send.lo[2]; z < r.send.hi[2]; ++z)
       for (int y = r.send.lo[1]; y < r.send.hi[1]; ++y)
         for (int x = r.send.lo[0]; x < r.send.hi[0]; ++x)
@@ -121,6 +123,58 @@ TEST(Pack, CopiesWalkingTogetherEqualTheReference) {
   ASSERT_EQ(copies, 18u);
   list.run();
   for (const auto& field : got) EXPECT_EQ(field, expected);
+}
+
+// Fetching ahead is offered for strided runs of 16..256 bytes only, and a
+// list that fetches ahead (pack, unpack, field to field, groups of one and
+// of several, runs that end at the last row of the allocation) moves the
+// same bytes as one that does not.
+TEST(Pack, FetchingAheadMovesTheSameBytes) {
+  for (int h : {1, 2, 5, 9, 33}) {
+    local_grid g({40, 9, 7}, halo_widths::uniform(h));
+    std::vector<double> source(g.cells());
+    std::iota(source.begin(), source.end(), 1.0);
+    const auto* from = reinterpret_cast<const std::byte*>(source.data());
+    const auto regions = halo_regions(g, algorithm::standard).front();
+    std::vector<double> plain(g.cells(), -1.0), fetched(g.cells(), -1.0);
+    std::vector<double> plain_buffer(g.cells(), -1.0), fetched_buffer(g.cells(), -1.0);
+    auto fill = [&](std::vector<double>& field, std::vector<double>& buffer, bool fetch_ahead) {
+      copy_list copies, packs;
+      size_t offset = 0;
+      for (const auto& r : regions) {
+        // each x face into the opposite halo, as a periodic dimension of one rank does
+        box to = r.recv;
+        for (const auto& o : regions)
+          if (o.direction == opposite(r.direction)) to = o.recv;
+        copies.add(field_copy(from, g, r.send, reinterpret_cast<std::byte*>(field.data()), g, to,
+                              sizeof(double)));
+        packs.add(pack_copy(from, g, r.send, sizeof(double),
+                            reinterpret_cast<std::byte*>(buffer.data()) + offset));
+        offset += static_cast<size_t>(r.send.volume()) * sizeof(double);
+      }
+      const size_t run = static_cast<size_t>(h) * sizeof(double);
+      const bool offered =
+          run >= copy_list::fetched_runs.first && run <= copy_list::fetched_runs.second;
+      EXPECT_EQ(copies.can_fetch_ahead(), offered) << "halo " << h;
+      EXPECT_EQ(packs.can_fetch_ahead(), offered) << "halo " << h;
+      copies.fetch_ahead(fetch_ahead);
+      packs.fetch_ahead(fetch_ahead);
+      EXPECT_EQ(copies.fetches_ahead(), fetch_ahead);
+      copies.run();
+      packs.run();
+    };
+    fill(plain, plain_buffer, false);
+    fill(fetched, fetched_buffer, true);
+    EXPECT_EQ(fetched, plain) << "halo " << h;
+    EXPECT_EQ(fetched_buffer, plain_buffer) << "halo " << h;
+    EXPECT_NE(std::count(plain.begin(), plain.end(), -1.0), static_cast<long>(plain.size()));
+    // Contiguous copies are never offered.
+    copy_list whole;
+    const box planes{{-h, -h, 0}, {40 + h, 9 + h, 2}};
+    whole.add(field_copy(from, g, planes, reinterpret_cast<std::byte*>(plain.data()), g, planes,
+                         sizeof(double)));
+    EXPECT_FALSE(whole.can_fetch_ahead());
+  }
 }
 
 // Boxes of whole planes merge into one long run, between two layouts and

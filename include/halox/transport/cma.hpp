@@ -93,6 +93,7 @@ class cma_transport final : public transport {
   const schedule* active_ = &work_;  // work_, or a candidate while they are measured
   size_t staged_below_ = 0;
   std::string rule_;
+  fetch_ahead_choice fetch_ahead_;
   uint64_t probe_ = 0;  // a word every peer reads once at set-up
   int me_ = 0;
 };

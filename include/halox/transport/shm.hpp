@@ -61,16 +61,17 @@ class shm_transport final : public transport {
   const wait_policy& waits_;
   const node_membership& node_;
   int me_ = 0;
-  bool direct_ = false;  // fields of the whole node in shared memory
-  std::vector<local_grid> peer_grids_;            // by node rank
-  std::vector<std::vector<uint64_t>> peer_words_; // by node rank: field offsets in the window
-  size_t slot_bytes_ = 0;            // of my outbox slots
-  std::optional<node_signals> signals_;  // ready/done counters; the payload is the outbox
+  bool direct_ = false;                            // fields of the whole node in shared memory
+  std::vector<local_grid> peer_grids_;             // by node rank
+  std::vector<std::vector<uint64_t>> peer_words_;  // by node rank: field offsets in the window
+  size_t slot_bytes_ = 0;                          // of my outbox slots
+  std::optional<node_signals> signals_;            // ready/done counters; the payload is the outbox
   std::optional<single_copy_steps> steps_;
   schedule work_;
   const schedule* active_ = &work_;  // work_, or a candidate while they are measured
   size_t staged_below_ = 0;
-  std::string rule_;                 // how staged_below_ was chosen
+  std::string rule_;  // how staged_below_ was chosen
+  fetch_ahead_choice fetch_ahead_;
 };
 
 }  // namespace halox

@@ -55,8 +55,8 @@ std::vector<size_t> staging_rules(const exchange_plan& plan, const field_set& fi
 
 // My send boxes under one rule, published to the readers.
 struct owner_side {
-  std::vector<copy_list> packs;  // by stage: my staged boxes -> their outbox slot
-  std::vector<int> readers;      // node ranks that read my boxes
+  std::vector<copy_list> packs;                   // by stage: my staged boxes -> their outbox slot
+  std::vector<int> readers;                       // node ranks that read my boxes
   std::unique_ptr<node_publication> publication;  // the boxes the node sends me
 };
 
@@ -74,6 +74,23 @@ std::string describe_rule(const std::string& transport, size_t staged_below,
 // HALOX_<TRANSPORT>_DIRECT_MIN_RUN=N: the rule "runs under N bytes staged",
 // nothing measured; -1 when unset.
 long long forced_rule(const std::string& variable);
+
+// Whether the copy lists of a schedule fetch short strided runs ahead
+// (copy_list::fetch_ahead), and how that was decided.
+struct fetch_ahead_choice {
+  bool on = false;
+  std::string how;
+};
+
+// Collective over node_comm: sets `lists` to fetch ahead or not. Forced by
+// HALOX_<TRANSPORT>_FETCH_AHEAD=0|1 (`variable`); otherwise off when no rank
+// has a run to fetch, else measured both ways (trial.hpp) and the faster kept.
+fetch_ahead_choice choose_fetch_ahead(transport& t, size_t stages,
+                                      const std::vector<copy_list*>& lists,
+                                      const std::string& variable, MPI_Comm node_comm);
+
+// "; strided runs fetched ahead (how)" or "; no run fetched ahead (how)".
+std::string describe_fetch_ahead(const fetch_ahead_choice& choice);
 
 // The order of a stage (above) over node_signals.
 class single_copy_steps {
