@@ -66,6 +66,12 @@ box_copy make_copy(const copy_end& from, const copy_end& to, const box& b, size_
 // 64^3 fields).
 constexpr size_t rows_ahead = 8;
 
+// Whether one end of a copy (runs of `run` bytes, `row` bytes apart) is
+// fetched ahead: the rule of copy_list::fetched_runs.
+bool fetched_end(size_t run, size_t row) {
+  return run >= copy_list::fetched_runs.first && run <= copy_list::fetched_runs.second && row > run;
+}
+
 // K copies of `planes` x `rows` runs of RunBytes (0: the group's run, with
 // memcpy), row by row: the k-th row of every copy before the (k+1)-th. The
 // group is read into locals first: stores through std::byte* may alias it.
@@ -87,11 +93,11 @@ void walk(const Group& g, bool fetch_ahead) {
     to_plane[m] = g.to_plane[m];
   }
   size_t from_ahead[K], to_ahead[K];  // 0: that end is not fetched
-  const bool fetched_run =
-      fetch_ahead && run >= copy_list::fetched_runs.first && run <= copy_list::fetched_runs.second;
+  bool fetched_run = false;
   for (int m = 0; m < K; ++m) {
-    from_ahead[m] = fetched_run && from_row[m] > run ? rows_ahead * from_row[m] : 0;
-    to_ahead[m] = fetched_run && to_row[m] > run ? rows_ahead * to_row[m] : 0;
+    from_ahead[m] = fetch_ahead && fetched_end(run, from_row[m]) ? rows_ahead * from_row[m] : 0;
+    to_ahead[m] = fetch_ahead && fetched_end(run, to_row[m]) ? rows_ahead * to_row[m] : 0;
+    fetched_run = fetched_run || from_ahead[m] || to_ahead[m];
   }
   for (int k = 0; k < planes; ++k) {
     const std::byte* f[K];
@@ -198,9 +204,8 @@ void copy_list::run() const {
 
 bool copy_list::can_fetch_ahead() const {
   for (const auto& g : groups_)
-    if (g.run >= fetched_runs.first && g.run <= fetched_runs.second)
-      for (int m = 0; m < g.count; ++m)
-        if (g.from_row[m] > g.run || g.to_row[m] > g.run) return true;
+    for (int m = 0; m < g.count; ++m)
+      if (fetched_end(g.run, g.from_row[m]) || fetched_end(g.run, g.to_row[m])) return true;
   return false;
 }
 
