@@ -227,8 +227,8 @@ cma_transport::schedule cma_transport::build(size_t staged_below, std::string& p
     const stage& st = plan_.stages[s];
     auto& reads = out.stages[s].reads;
     std::map<int, size_t> read_of;  // node rank -> index in reads
-    std::vector<std::vector<std::pair<uint64_t, field_box>>>
-        staged;  // per read: outbox offset, my box
+    // per read: outbox offset, my box
+    std::vector<std::vector<std::pair<uint64_t, field_box>>> staged;
     for (const auto& m : st.recvs) {
       const auto owner_boxes = publication.boxes_of(s, m, problem);
       if (!problem.empty()) break;
