@@ -328,7 +328,7 @@ void cma_transport::read(const peer_read& r) const {
 void cma_transport::start(size_t stage) {
   const copy_list& pack = active_->owner.packs[stage];
   if (!pack.empty()) {
-    steps_->before_pack(stage, active_->owner.readers);
+    steps_->before_pack(stage, active_->owner.slot_freed_by[stage], active_->owner.readers);
     pack.run();
   }
   steps_->ready(stage);

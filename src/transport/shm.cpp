@@ -139,7 +139,7 @@ size_t shm_transport::measured_rule(const std::vector<size_t>& candidates) {
 void shm_transport::start(size_t stage) {
   const copy_list& pack = active_->owner.packs[stage];
   if (!pack.empty()) {
-    steps_->before_pack(stage, active_->owner.readers);
+    steps_->before_pack(stage, active_->owner.slot_freed_by[stage], active_->owner.readers);
     pack.run();
   }
   steps_->ready(stage);

@@ -52,8 +52,12 @@ owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields
   std::vector<published_box> published;
   std::vector<bool> reader(static_cast<size_t>(node.size), false);
   out.packs.resize(plan.stages.size());
+  out.slot_freed_by.assign(plan.stages.size(), -1);
+  std::vector<int> last_user(outbox_ring, -1);  // by slot: the stage that staged there last
+  size_t staging_stages = 0;
   for (size_t s = 0; s < plan.stages.size(); ++s) {
-    size_t cursor = s % outbox_ring * slot_bytes;
+    const size_t slot = staging_stages % outbox_ring;
+    size_t cursor = slot * slot_bytes;
     for (const auto& m : plan.stages[s].sends) {
       reader[static_cast<size_t>(node.node_rank_of[static_cast<size_t>(m.peer)])] = true;
       for (size_t i = 0; i < m.boxes.size(); ++i) {
@@ -73,6 +77,11 @@ owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields
         }
         published.push_back(p);
       }
+    }
+    if (!out.packs[s].empty()) {
+      out.slot_freed_by[s] = last_user[slot];
+      last_user[slot] = static_cast<int>(s);
+      ++staging_stages;
     }
   }
   for (int r = 0; r < node.size; ++r)
@@ -124,9 +133,10 @@ std::string describe_fetch_ahead(const fetch_ahead_choice& choice) {
                      choice.how);
 }
 
-void single_copy_steps::before_pack(size_t stage, const std::vector<int>& readers) const {
-  if (stage >= outbox_ring)
-    for (int r : readers) signals_.wait_done(r, seq(stage) - outbox_ring);
+void single_copy_steps::before_pack(size_t stage, int freed_by,
+                                    const std::vector<int>& readers) const {
+  if (freed_by >= 0)
+    for (int r : readers) signals_.wait_done(r, seq(static_cast<size_t>(freed_by)));
 }
 
 void single_copy_steps::await(size_t stage, const std::vector<int>& peers) const {

@@ -9,13 +9,16 @@
 // rules are all-direct and one per distinct run length of the plan, and the
 // transports measure them when they are built (trial.hpp).
 //
-// The outbox is a ring of a few stage-sized slots, reused stage after stage
-// (a stage moves one block of fields, plan.hpp), so the staged bytes are
-// still in the owner's cache when a reader takes them.
+// The outbox is a ring of a few stage-sized slots, taken in turn by the
+// stages that stage something (a stage moves one block of fields, plan.hpp).
+// A slot is reused only outbox_ring staging stages later, so that the owner's
+// stores seldom find its lines still in the reader's cache (with slots by
+// stage index, a 2x1x1 grid, where only x steps stage, reused one slot).
 //
 // Reference algorithm of stage j of an exchange; seq(j) = stages of earlier
-// exchanges + j + 1, slot(j) = j mod outbox_ring:
-//   start(j): if j >= outbox_ring: wait until done[r] >= seq(j - outbox_ring)
+// exchanges + j + 1, slot(j) = (staging stages before j) mod outbox_ring,
+// freed(j) = the last stage before j in this exchange with the same slot:
+//   start(j): if freed(j) exists: wait until done[r] >= seq(freed(j))
 //             for every reader r; pack my staged boxes into slot(j)
 //             ready[me] = seq(j)           (and my cells for stage j are final)
 //   wait(j):  wait until ready[p] >= seq(j) for every peer p of the stage
@@ -56,6 +59,7 @@ std::vector<size_t> staging_rules(const exchange_plan& plan, const field_set& fi
 // My send boxes under one rule, published to the readers.
 struct owner_side {
   std::vector<copy_list> packs;                   // by stage: my staged boxes -> their outbox slot
+  std::vector<int> slot_freed_by;                 // by stage: freed(j) above, -1 for none
   std::vector<int> readers;                       // node ranks that read my boxes
   std::unique_ptr<node_publication> publication;  // the boxes the node sends me
 };
@@ -96,8 +100,9 @@ std::string describe_fetch_ahead(const fetch_ahead_choice& choice);
 class single_copy_steps {
  public:
   single_copy_steps(node_signals& signals, size_t stages) : signals_(signals), stages_(stages) {}
-  // Before packing stage s: its outbox slot has been read by every reader.
-  void before_pack(size_t stage, const std::vector<int>& readers) const;
+  // Before packing stage s: its outbox slot has been read by every reader
+  // (in stage `freed_by` of this exchange; -1: not used yet in this exchange).
+  void before_pack(size_t stage, int freed_by, const std::vector<int>& readers) const;
   void ready(size_t stage) const { signals_.raise_ready(seq(stage)); }
   // Returns when every peer (or the one peer) made stage s ready.
   void await(size_t stage, const std::vector<int>& peers) const;
