@@ -65,6 +65,7 @@ class copy_list {
   bool fetches_ahead() const { return fetch_ahead_; }
   bool can_fetch_ahead() const;  // some run would be fetched ahead
   size_t bytes() const { return bytes_; }
+  size_t walks() const { return groups_.size(); }  // copies walking together count once
 
   static constexpr int max_together = 4;
 
