@@ -12,8 +12,9 @@
 // The outbox is a ring of a few stage-sized slots, taken in turn by the
 // stages that stage something (a stage moves one block of fields, plan.hpp).
 // A slot is reused only outbox_ring staging stages later, so that the owner's
-// stores seldom find its lines still in the reader's cache (with slots by
-// stage index, a 2x1x1 grid, where only x steps stage, reused one slot).
+// stores are less likely to find its lines still in the reader's cache (with
+// slots by stage index, a 2x1x1 grid, where only x steps stage, reused one
+// slot; end to end the two measured alike within noise).
 //
 // Reference algorithm of stage j of an exchange; seq(j) = stages of earlier
 // exchanges + j + 1, slot(j) = (staging stages before j) mod outbox_ring,
