@@ -77,38 +77,35 @@ bool fetched_end(size_t run, size_t row) {
 // unrolled over K, so they stay in registers: kept in arrays indexed by a
 // loop counter, they were stored and reloaded around every run (stores through
 // std::byte* may alias them), which made the x faces 1.7x slower.
-template <size_t RunBytes, int K, bool FetchAhead>
-struct walker_loop {
-  template <size_t... M>
-  static void plane(const std::byte* (&f)[K], std::byte* (&t)[K], const size_t (&from_row)[K],
-                    const size_t (&to_row)[K], const size_t (&from_ahead)[K],
-                    const size_t (&to_ahead)[K], size_t run, int rows, std::index_sequence<M...>) {
-    const std::byte* fp[K] = {f[M]...};
-    std::byte* tp[K] = {t[M]...};
-    for (int j = 0; j < rows; ++j) {
-      (
-          [&] {
-            if constexpr (FetchAhead) {
-              if (from_ahead[M]) {  // a prefetch never faults, even past the field
-                __builtin_prefetch(fp[M] + from_ahead[M], 0, 3);
-                __builtin_prefetch(fp[M] + from_ahead[M] + run - 1, 0, 3);
-              }
-              if (to_ahead[M]) {
-                __builtin_prefetch(tp[M] + to_ahead[M], 1, 3);
-                __builtin_prefetch(tp[M] + to_ahead[M] + run - 1, 1, 3);
-              }
+template <size_t RunBytes, int K, bool FetchAhead, size_t... M>
+void walk_plane(const std::byte* (&f)[K], std::byte* (&t)[K], const size_t (&from_row)[K],
+                const size_t (&to_row)[K], const size_t (&from_ahead)[K],
+                const size_t (&to_ahead)[K], size_t run, int rows, std::index_sequence<M...>) {
+  const std::byte* fp[K] = {f[M]...};
+  std::byte* tp[K] = {t[M]...};
+  for (int j = 0; j < rows; ++j) {
+    (
+        [&] {
+          if constexpr (FetchAhead) {
+            if (from_ahead[M]) {  // a prefetch never faults, even past the field
+              __builtin_prefetch(fp[M] + from_ahead[M], 0, 3);
+              __builtin_prefetch(fp[M] + from_ahead[M] + run - 1, 0, 3);
             }
-            if constexpr (RunBytes > 0)
-              std::memcpy(tp[M], fp[M], RunBytes);
-            else
-              std::memcpy(tp[M], fp[M], run);
-            fp[M] += from_row[M];
-            tp[M] += to_row[M];
-          }(),
-          ...);
-    }
+            if (to_ahead[M]) {
+              __builtin_prefetch(tp[M] + to_ahead[M], 1, 3);
+              __builtin_prefetch(tp[M] + to_ahead[M] + run - 1, 1, 3);
+            }
+          }
+          if constexpr (RunBytes > 0)
+            std::memcpy(tp[M], fp[M], RunBytes);
+          else
+            std::memcpy(tp[M], fp[M], run);
+          fp[M] += from_row[M];
+          tp[M] += to_row[M];
+        }(),
+        ...);
   }
-};
+}
 
 // K copies of `planes` x `rows` runs of RunBytes (0: the group's run, with
 // memcpy), row by row: the k-th row of every copy before the (k+1)-th. The
@@ -137,11 +134,11 @@ void walk(const Group& g, bool fetch_ahead) {
       t[m] = g.to[m] + static_cast<size_t>(k) * g.to_plane[m];
     }
     if (fetched_run)
-      walker_loop<RunBytes, K, true>::plane(f, t, from_row, to_row, from_ahead, to_ahead, run, rows,
-                                            std::make_index_sequence<K>{});
+      walk_plane<RunBytes, K, true>(f, t, from_row, to_row, from_ahead, to_ahead, run, rows,
+                                    std::make_index_sequence<K>{});
     else
-      walker_loop<RunBytes, K, false>::plane(f, t, from_row, to_row, from_ahead, to_ahead, run,
-                                             rows, std::make_index_sequence<K>{});
+      walk_plane<RunBytes, K, false>(f, t, from_row, to_row, from_ahead, to_ahead, run, rows,
+                                     std::make_index_sequence<K>{});
   }
 }
 
