@@ -133,10 +133,8 @@ TEST(Pack, PacksGoBoxAfterBoxAndEqualTheReference) {
     local_grid g({11, 7, 6}, halo_widths::uniform(h));
     std::vector<double> source(g.cells());
     std::iota(source.begin(), source.end(), 1.0);
-    const auto* from = reinterpret_cast<const std::byte*>(source.data());
-    std::vector<double> expected, got;
-    copy_list packs;
-    size_t copies = 0;
+    std::vector<double> expected;
+    std::vector<field_box> boxes;
     const auto regions = halo_regions(g, algorithm::standard).front();
     for (const auto& r : regions) {
       if (r.direction[0] == 0) continue;
@@ -144,19 +142,15 @@ TEST(Pack, PacksGoBoxAfterBoxAndEqualTheReference) {
         for (int y = r.send.lo[1]; y < r.send.hi[1]; ++y)
           for (int x = r.send.lo[0]; x < r.send.hi[0]; ++x)
             expected.push_back(source[g.index(x, y, z)]);
-      ++copies;
+      boxes.push_back({0, r.send});
     }
-    got.assign(expected.size(), -1.0);
-    size_t offset = 0;
-    for (const auto& r : regions) {
-      if (r.direction[0] == 0) continue;
-      packs.add(pack_copy(from, g, r.send, sizeof(double),
-                          reinterpret_cast<std::byte*>(got.data()) + offset));
-      offset += static_cast<size_t>(r.send.volume()) * sizeof(double);
-    }
+    std::vector<double> got(expected.size(), -1.0);
+    std::byte* const fields[] = {reinterpret_cast<std::byte*>(source.data())};
+    copy_list packs;
+    add_pack(packs, reinterpret_cast<std::byte*>(got.data()), boxes, fields, g, sizeof(double));
     packs.run();
     EXPECT_EQ(got, expected) << "halo " << h;
-    EXPECT_EQ(packs.walks(), copies) << "halo " << h;
+    EXPECT_EQ(packs.walks(), boxes.size()) << "halo " << h;
   }
 }
 
