@@ -3,10 +3,12 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "halox/common/error.hpp"
 #include "halox/pack.hpp"
+#include "halox/transport/single_copy.hpp"
 #include "mpi_datatypes.hpp"
 
 namespace halox {
@@ -81,6 +83,19 @@ std::string describe_origins(size_t stage, size_t field, const std::vector<messa
   return out;
 }
 
+std::string describe_packed_origins(size_t stage, const std::vector<message>& recvs,
+                                   const std::vector<long long>& offsets) {
+  std::string out = fmt::format("packed puts into the landing window in stage {} (mpi-rma) from", stage);
+  bool first = true;
+  for (size_t i = 0; i < recvs.size(); ++i)
+    if (offsets[i] >= 0) {
+      out += fmt::format("{} rank {} (direction {},{},{})", first ? "" : ",", recvs[i].peer,
+                         recvs[i].direction[0], recvs[i].direction[1], recvs[i].direction[2]);
+      first = false;
+    }
+  return out;
+}
+
 }  // namespace
 
 // A window per field rather than one dynamic window with every field
@@ -90,6 +105,10 @@ std::string describe_origins(size_t stage, size_t field, const std::vector<messa
 mpi_rma_transport::mpi_rma_transport(const transport_context& ctx, rma_sync sync)
     : plan_(ctx.plan), fields_(ctx.fields), waits_(ctx.waits), sync_(sync) {
   MPI_Comm_dup(ctx.comm, &comm_);
+  if (const long long forced = forced_rule("HALOX_RMA_DIRECT_MIN_RUN"); forced >= 0) {
+    min_run_ = static_cast<size_t>(forced);
+    rule_ = "HALOX_RMA_DIRECT_MIN_RUN";
+  }
   // No windows when no rank has a message (one rank, or the off-node part of
   // a routing on one node): Open MPI's osc/rdma cannot even create a window
   // over a single process, and windows cost registration and a collective.
@@ -101,6 +120,9 @@ mpi_rma_transport::mpi_rma_transport(const transport_context& ctx, rma_sync sync
     return;
   }
   const auto interiors = exchange_interiors(plan_, comm_, waits_);
+  choose_packed_messages();
+  const auto uses = window_uses();
+  assign_window_slots(uses);
   MPI_Info info;
   MPI_Info_create(&info);
   MPI_Info_set(info, "no_locks", "true");  // active target only
@@ -111,15 +133,17 @@ mpi_rma_transport::mpi_rma_transport(const transport_context& ctx, rma_sync sync
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   // Every rank makes the same number of (collective) calls, whatever failed.
   int failed = 0;
-  assign_window_slots();
-  for (auto* field : fields_.pointers)
+  auto create = [&](void* base, MPI_Aint size) {
     for (size_t slot = 0; slot < window_slots_; ++slot) {
       MPI_Win win = MPI_WIN_NULL;
-      if (MPI_Win_create(field, bytes, 1, info, comm_, &win) == MPI_SUCCESS)
+      if (MPI_Win_create(base, size, 1, info, comm_, &win) == MPI_SUCCESS)
         windows_.push_back(win);
       else
         failed = 1;
     }
+  };
+  for (auto* field : fields_.pointers) create(field, bytes);
+  if (landing_anywhere_) create(landing_, static_cast<MPI_Aint>(landing_bytes_));
   MPI_Info_free(&info);
   int failed_anywhere = 0;
   MPI_Allreduce(&failed, &failed_anywhere, 1, MPI_INT, MPI_MAX, comm_);
@@ -133,53 +157,141 @@ mpi_rma_transport::mpi_rma_transport(const transport_context& ctx, rma_sync sync
         "(no one-sided component for their network; with Open MPI over TCP try "
         "--mca osc sm,pt2pt)");
   }
-  build_schedule(interiors);
+  build_schedule(interiors, uses);
   if (sync_ == rma_sync::fence) agree_on_fences(comm_);
+}
+
+// The receiver decides, from its own layout, which messages come packed and
+// where they land; it tells each origin the offset (or -1), stage by stage.
+void mpi_rma_transport::choose_packed_messages() {
+  const local_grid& grid = plan_.grid;
+  const size_t nstages = plan_.stages.size();
+  recv_offsets_.assign(nstages, {});
+  send_offsets_.assign(nstages, {});
+  constexpr size_t align = 64;
+  for (size_t s = 0; s < nstages; ++s) {
+    const stage& st = plan_.stages[s];
+    auto& offers = recv_offsets_[s];
+    auto& answers = send_offsets_[s];
+    offers.assign(st.recvs.size(), -1);
+    answers.assign(st.sends.size(), -1);
+    size_t landed = 0, packed = 0;
+    std::vector<MPI_Request> requests;
+    std::vector<std::string> what;
+    for (size_t i = 0; i < st.recvs.size(); ++i) {
+      const message& m = st.recvs[i];
+      size_t runs = 0;
+      for (const auto& fb : m.boxes) {
+        const std::byte* field = fields_.pointers[static_cast<size_t>(fb.field)];
+        const box_copy c = unpack_copy(field, const_cast<std::byte*>(field), grid, fb.region,
+                                       plan_.element_bytes);
+        runs += static_cast<size_t>(c.rows) * static_cast<size_t>(c.planes);
+      }
+      const bool short_runs = runs > 0 && m.bytes < min_run_ * runs;
+      ++receives_;
+      if (short_runs && m.bytes <= static_cast<size_t>(std::numeric_limits<int>::max())) {
+        ++packed_receives_;
+        offers[i] = static_cast<long long>(landed);
+        landed += (m.bytes + align - 1) / align * align;
+      }
+      requests.emplace_back();
+      what.push_back(describe_message(m, "from", "mpi-rma set-up"));
+      MPI_Isend(&offers[i], 1, MPI_LONG_LONG, m.peer, m.tag, comm_, &requests.back());
+    }
+    for (size_t i = 0; i < st.sends.size(); ++i) {
+      const message& m = st.sends[i];
+      requests.emplace_back();
+      what.push_back(describe_message(m, "to", "mpi-rma set-up"));
+      MPI_Irecv(&answers[i], 1, MPI_LONG_LONG, m.peer, m.tag, comm_, &requests.back());
+    }
+    waits_.wait_all(requests, {}, [&](size_t i) { return what[i]; });
+    for (size_t i = 0; i < st.sends.size(); ++i)
+      if (answers[i] >= 0) packed += (st.sends[i].bytes + align - 1) / align * align;
+    landing_bytes_ = std::max(landing_bytes_, landed);
+    send_bytes_ = std::max(send_bytes_, packed);
+  }
+  int mine = landing_bytes_ > 0 ? 1 : 0, anywhere = 0;
+  MPI_Allreduce(&mine, &anywhere, 1, MPI_INT, MPI_MAX, comm_);
+  landing_anywhere_ = anywhere != 0;
+  // Never zero bytes: every rank creates the landing windows over some memory.
+  MPI_Alloc_mem(static_cast<MPI_Aint>(std::max<size_t>(landing_bytes_, align)), MPI_INFO_NULL,
+                &landing_);
+  MPI_Alloc_mem(static_cast<MPI_Aint>(std::max<size_t>(send_bytes_, align)), MPI_INFO_NULL,
+                &send_buffer_);
+}
+
+std::vector<std::vector<mpi_rma_transport::window_use>> mpi_rma_transport::window_uses() const {
+  const size_t nfields = fields_.pointers.size();
+  std::vector<std::vector<window_use>> uses(plan_.stages.size(),
+                                            std::vector<window_use>(nfields + 1));
+  for (size_t s = 0; s < plan_.stages.size(); ++s) {
+    const stage& st = plan_.stages[s];
+    auto& of = uses[s];
+    for (size_t i = 0; i < st.recvs.size(); ++i) {
+      const message& m = st.recvs[i];
+      if (recv_offsets_[s][i] >= 0)
+        of[nfields].origins.insert(m.peer);
+      else
+        for (const auto& fb : m.boxes) of[static_cast<size_t>(fb.field)].origins.insert(m.peer);
+    }
+    for (size_t i = 0; i < st.sends.size(); ++i) {
+      const message& m = st.sends[i];
+      if (send_offsets_[s][i] >= 0)
+        of[nfields].targets.insert(m.peer);
+      else
+        for (const auto& fb : m.boxes) of[static_cast<size_t>(fb.field)].targets.insert(m.peer);
+    }
+  }
+  return uses;
 }
 
 // PSCW epochs of one window must always pair the same ranks: MPICH 4.0 counts
 // the posts that reach a window, so a post for a later epoch from a rank
 // outside the current access group (a neighbour already in the next step)
-// completes the wrong MPI_Win_start, and the exchange hangs. Each field gets a
-// window per distinct (origins, targets) pair of its stages; all ranks create
-// the largest number any rank needs (MPI_Win_create is collective).
-void mpi_rma_transport::assign_window_slots() {
-  const size_t nfields = fields_.pointers.size();
-  slot_of_.assign(plan_.stages.size(), std::vector<size_t>(nfields, 0));
+// completes the wrong MPI_Win_start, and the exchange hangs. Each window kind
+// gets a window per distinct (origins, targets) pair of its stages; all ranks
+// create the largest number any rank needs (MPI_Win_create is collective).
+void mpi_rma_transport::assign_window_slots(const std::vector<std::vector<window_use>>& uses) {
+  const size_t kinds = fields_.pointers.size() + 1;
+  slot_of_.assign(plan_.stages.size(), std::vector<size_t>(kinds, 0));
   size_t most = 1;
   if (sync_ == rma_sync::pscw) {
-    using groups = std::pair<std::set<int>, std::set<int>>;
-    std::vector<std::vector<groups>> seen(nfields);
-    for (size_t s = 0; s < plan_.stages.size(); ++s) {
-      std::vector<groups> of_field(nfields);
-      for (const auto& m : plan_.stages[s].recvs)
-        for (const auto& fb : m.boxes) of_field[static_cast<size_t>(fb.field)].first.insert(m.peer);
-      for (const auto& m : plan_.stages[s].sends)
-        for (const auto& fb : m.boxes) of_field[static_cast<size_t>(fb.field)].second.insert(m.peer);
-      for (size_t f = 0; f < nfields; ++f) {
-        if (of_field[f].first.empty() && of_field[f].second.empty()) continue;
-        auto& known = seen[f];
-        auto it = std::find(known.begin(), known.end(), of_field[f]);
-        slot_of_[s][f] = static_cast<size_t>(it - known.begin());
-        if (it == known.end()) known.push_back(of_field[f]);
+    std::vector<std::vector<window_use>> seen(kinds);
+    for (size_t s = 0; s < plan_.stages.size(); ++s)
+      for (size_t k = 0; k < kinds; ++k) {
+        const window_use& use = uses[s][k];
+        if (use.origins.empty() && use.targets.empty()) continue;
+        auto& known = seen[k];
+        auto it = std::find(known.begin(), known.end(), use);
+        slot_of_[s][k] = static_cast<size_t>(it - known.begin());
+        if (it == known.end()) known.push_back(use);
         most = std::max(most, known.size());
       }
-    }
   }
   unsigned long mine = most, agreed = 0;
   MPI_Allreduce(&mine, &agreed, 1, MPI_UNSIGNED_LONG, MPI_MAX, comm_);
   window_slots_ = agreed;
 }
 
-void mpi_rma_transport::build_schedule(const std::map<int, ivec3>& interiors) {
+void mpi_rma_transport::build_schedule(const std::map<int, ivec3>& interiors,
+                                       const std::vector<std::vector<window_use>>& uses) {
   const MPI_Datatype element = mpi_element_type(plan_.element_bytes);
   const local_grid& grid = plan_.grid;
   const size_t nfields = fields_.pointers.size();
+  std::byte* const* fields = fields_.pointers.data();
   for (size_t s = 0; s < plan_.stages.size(); ++s) {
     const stage& st = plan_.stages[s];
     stage_ops ops;
-    std::vector<std::set<int>> origins(nfields), targets(nfields);
-    for (const auto& m : st.sends) {
+    ops.landing_window = window_of(s, nfields);
+    size_t packed = 0;
+    for (size_t i = 0; i < st.sends.size(); ++i) {
+      const message& m = st.sends[i];
+      if (const long long offset = send_offsets_[s][i]; offset >= 0) {
+        add_pack(ops.pack, send_buffer_ + packed, m.boxes, fields, grid, plan_.element_bytes);
+        ops.packed.push_back({m.peer, packed, m.bytes, static_cast<MPI_Aint>(offset)});
+        packed += (m.bytes + 63) / 64 * 64;
+        continue;
+      }
       const ivec3 peer_interior = interiors.at(m.peer);
       const local_grid peer_grid(peer_interior, grid.halo);
       for (const auto& fb : m.boxes) {
@@ -190,24 +302,34 @@ void mpi_rma_transport::build_schedule(const std::map<int, ivec3>& interiors) {
         types_.push_back(put.origin_type);
         types_.push_back(put.target_type);
         ops.puts.push_back(put);
-        targets[field].insert(m.peer);
       }
     }
-    for (const auto& m : st.recvs)
-      for (const auto& fb : m.boxes) origins[static_cast<size_t>(fb.field)].insert(m.peer);
-    for (size_t w = 0; w < nfields; ++w) {
-      if (origins[w].empty() && targets[w].empty()) continue;
+    for (size_t i = 0; i < st.recvs.size(); ++i)
+      if (const long long offset = recv_offsets_[s][i]; offset >= 0)
+        add_unpack(ops.unpack, landing_ + offset, st.recvs[i].boxes, fields, grid,
+                   plan_.element_bytes);
+    for (size_t k = 0; k <= nfields; ++k) {
+      const window_use& use = uses[s][k];
+      if (use.origins.empty() && use.targets.empty()) continue;
       epoch e;
-      e.window = window_of(s, w);
+      e.window = window_of(s, k);
       if (sync_ == rma_sync::pscw) {
-        e.origins = group_of(comm_, origins[w]);
-        e.targets = group_of(comm_, targets[w]);
+        e.origins = group_of(comm_, use.origins);
+        e.targets = group_of(comm_, use.targets);
       }
-      e.what = describe_origins(s, w, st.recvs);
+      e.what = k < nfields ? describe_origins(s, k, st.recvs)
+                           : describe_packed_origins(s, st.recvs, recv_offsets_[s]);
       ops.epochs.push_back(std::move(e));
     }
     stages_.push_back(std::move(ops));
   }
+}
+
+std::string mpi_rma_transport::settings() const {
+  return fmt::format(
+      "mpi-rma: messages whose runs average under {} B on the receiver packed into its landing "
+      "window, the rest put with datatypes ({}): {} of {} received here packed",
+      min_run_, rule_, packed_receives_, receives_);
 }
 
 // A fence is collective over all ranks of the window: every rank fences the
@@ -225,8 +347,12 @@ void mpi_rma_transport::agree_on_fences(MPI_Comm comm) {
         epoch& e = epochs.emplace_back();
         e.window = w;
         // A fence waits for every rank; name the ones this rank gets data from.
+        const size_t kind = w / window_slots_;
         e.what = "every rank at MPI_Win_fence, among them the " +
-                 describe_origins(s, w, plan_.stages[s].recvs) + " (mpi-rma-fence)";
+                 (kind < fields_.pointers.size()
+                      ? describe_origins(s, kind, plan_.stages[s].recvs)
+                      : describe_packed_origins(s, plan_.stages[s].recvs, recv_offsets_[s])) +
+                 " (mpi-rma-fence)";
       }
     stages_[s].epochs = std::move(epochs);
   }
@@ -239,6 +365,8 @@ mpi_rma_transport::~mpi_rma_transport() {
         if (*g != MPI_GROUP_NULL) MPI_Group_free(g);
   for (auto& t : types_) MPI_Type_free(&t);
   for (auto& w : windows_) MPI_Win_free(&w);
+  if (landing_) MPI_Free_mem(landing_);
+  if (send_buffer_) MPI_Free_mem(send_buffer_);
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
@@ -258,6 +386,10 @@ void mpi_rma_transport::start(size_t stage_index) {
         waits_.blocking([&] { MPI_Win_start(e.targets, 0, windows_[e.window]); },
                         [&] { return e.what; });
   }
+  ops.pack.run();
+  for (const auto& p : ops.packed)
+    MPI_Put(send_buffer_ + p.from, static_cast<int>(p.bytes), MPI_BYTE, p.target, p.offset,
+            static_cast<int>(p.bytes), MPI_BYTE, windows_[ops.landing_window]);
   for (const auto& p : ops.puts)
     MPI_Put(p.origin, 1, p.origin_type, p.target, 0, 1, p.target_type, windows_[p.window]);
   // Self copies fill other halo cells than the puts write, from cells they only read.
@@ -271,6 +403,7 @@ void mpi_rma_transport::wait(size_t stage_index) {
     for (const auto& e : ops.epochs)
       waits_.blocking([&] { MPI_Win_fence(MPI_MODE_NOSUCCEED, windows_[e.window]); },
                       [&] { return e.what; });
+    ops.unpack.run();
     return;
   }
   // Access epochs first: the origins' MPI_Win_complete is what ends our exposure.
@@ -288,6 +421,7 @@ void mpi_rma_transport::wait(size_t stage_index) {
         },
         [&] { return e.what; });
   }
+  ops.unpack.run();
 }
 
 }  // namespace halox

@@ -7,6 +7,9 @@
 
 #include <fmt/core.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -140,6 +143,88 @@ TEST_P(DuplicateNeighbours, PairByDirectionWithTwoRanksPerDimension) {
 
 INSTANTIATE_TEST_SUITE_P(MessageTransports, DuplicateNeighbours,
                          testing::ValuesIn(message_transports()), test_name);
+
+// "...: P of R received here packed" of the mpi-rma settings; {-1, -1} if absent.
+std::pair<int, int> packed_of_received(const std::string& settings) {
+  int packed = -1, received = -1;
+  const auto at = settings.rfind("): ");
+  if (at == std::string::npos ||
+      std::sscanf(settings.c_str() + at, "): %d of %d received here packed", &packed, &received) != 2)
+    return {-1, -1};
+  return {packed, received};
+}
+
+// mpi-rma packs the messages whose runs are short on the receiver and puts
+// the others with datatypes: every message direct (rule 0), every message
+// packed, and the default, which packs x faces (runs of 2-3 cells) and puts
+// staged z faces (whole planes) directly. Both synchronisations, every
+// algorithm and field mode, the boxes of distinct sizes as above.
+TEST(MpiRma, PacksShortRunsAndPutsLongOnesDirectly) {
+  const auto grids = grids_of_one_and_two();
+  if (grids.empty()) GTEST_SKIP() << "for 1, 2, 4 or 8 ranks";
+  const char* saved = std::getenv("HALOX_RMA_DIRECT_MIN_RUN");
+  const std::string before = saved ? saved : "";
+  const ivec3 interior{5, 13, 23};
+  const halo_widths halo{{2, 7, 17}, {3, 11, 19}};
+  for (const char* rule : {"0", "1000000000", ""}) {
+    setenv("HALOX_RMA_DIRECT_MIN_RUN", rule, 1);
+    for (const auto& dims : grids)
+      for (const std::string transport : {"mpi-rma", "mpi-rma-fence"})
+        for (auto alg : {algorithm::standard, algorithm::staged, algorithm::faces})
+          for (auto mode : {field_mode::compact, field_mode::sequence}) {
+            auto d = make_cart_decomposition(MPI_COMM_WORLD, dims, {true, true, true}, false);
+            local_grid grid(interior, halo);
+            subdomain sub = subdomain_per_rank(d, interior);
+            std::vector<std::vector<double>> memory(2, std::vector<double>(grid.cells()));
+            std::vector<double*> fields{memory[0].data(), memory[1].data()};
+            verify_context ctx{grid, sub, d.periodic(), alg};
+            halo_exchange ex(d, grid, std::span<double* const>(fields), {alg, mode, transport});
+            const std::string where = fmt::format("HALOX_RMA_DIRECT_MIN_RUN='{}' dims {}x{}x{} {} {} {}",
+                                                  rule, dims[0], dims[1], dims[2], transport,
+                                                  to_string(alg), to_string(mode));
+            const std::string settings = ex.transport_settings();
+            const std::string why = where + ": " + settings;
+            EXPECT_NE(settings.find(*rule ? "(HALOX_RMA_DIRECT_MIN_RUN)" : "(default)"),
+                      std::string::npos)
+                << why;
+            const auto [packed, received] = packed_of_received(settings);
+            ASSERT_GE(received, 0) << why;
+            if (world_size() > 1) {
+              EXPECT_GT(received, 0) << why;
+            }
+            if (*rule == '0') {
+              EXPECT_EQ(packed, 0) << why;
+            }
+            if (*rule == '1') {
+              EXPECT_EQ(packed, received) << why;
+            }
+            // Two ranks along x only: every message is an x face of runs of 2-3 cells.
+            // Along z only, staged: every message is whole planes.
+            if (!*rule && dims == ivec3{2, 1, 1}) {
+              EXPECT_EQ(packed, received) << why;
+            }
+            if (!*rule && dims == ivec3{1, 1, 2} && alg == algorithm::staged) {
+              EXPECT_EQ(packed, 0) << why;
+            }
+            std::string error;
+            for (int epoch = 0; epoch < 2 && error.empty(); ++epoch) {
+              fill_fields(fields, ctx, epoch);
+              ex.exchange();
+              size_t total = 0;
+              auto bad = check_fields(fields, ctx, epoch, 1, &total);
+              if (total > 0)
+                error = fmt::format("rank {}: {} wrong cells, first {}", d.rank(), total,
+                                    describe(bad[0]));
+            }
+            std::string agreed = agree_on_error(MPI_COMM_WORLD, error);
+            ASSERT_TRUE(agreed.empty()) << where << ": " << agreed;
+          }
+  }
+  if (saved)
+    setenv("HALOX_RMA_DIRECT_MIN_RUN", before.c_str(), 1);
+  else
+    unsetenv("HALOX_RMA_DIRECT_MIN_RUN");
+}
 
 TEST(MpiNeighbor, PathSaysWhetherTheCollectiveIsPersistent) {
   auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
