@@ -158,7 +158,7 @@ std::pair<int, int> packed_of_received(const std::string& settings) {
 // the others with datatypes: every message direct (rule 0), every message
 // packed, and the default, which packs x faces (runs of 2-3 cells) and puts
 // staged z faces (whole planes) directly. Both synchronisations, every
-// algorithm and field mode, the boxes of distinct sizes as above.
+// algorithm and field mode for the default, the boxes of distinct sizes as above.
 TEST(MpiRma, PacksShortRunsAndPutsLongOnesDirectly) {
   const auto grids = grids_of_one_and_two();
   if (grids.empty()) GTEST_SKIP() << "for 1, 2, 4 or 8 ranks";
@@ -172,6 +172,9 @@ TEST(MpiRma, PacksShortRunsAndPutsLongOnesDirectly) {
       for (const std::string transport : {"mpi-rma", "mpi-rma-fence"})
         for (auto alg : {algorithm::standard, algorithm::staged, algorithm::faces})
           for (auto mode : {field_mode::compact, field_mode::sequence}) {
+            // The forced rules on fewer shapes: MPICH with more ranks than cores is slow to
+            // create windows.
+            if (*rule && (alg == algorithm::faces || mode == field_mode::compact)) continue;
             auto d = make_cart_decomposition(MPI_COMM_WORLD, dims, {true, true, true}, false);
             local_grid grid(interior, halo);
             subdomain sub = subdomain_per_rank(d, interior);
