@@ -112,7 +112,10 @@ void walk_plane(const std::byte* (&f)[K], std::byte* (&t)[K], const size_t (&fro
 // strides are read into locals first: stores through std::byte* may alias the
 // group.
 // With fetch_ahead, the strided ends of runs of copy_list::fetched_runs have
-// their first and last cache lines fetched rows_ahead rows early.
+// their first and last cache lines fetched rows_ahead rows early. Longer runs
+// (a y face: 5 rows of a plane in one run) have the next plane's source
+// fetched while this plane copies: the hardware prefetcher follows a run but
+// not the jump to the next plane (see copy_list::group::next_plane).
 template <size_t RunBytes, int K, class Group>
 void walk(const Group& g, bool fetch_ahead) {
   const size_t run = RunBytes ? RunBytes : g.run;
@@ -126,6 +129,7 @@ void walk(const Group& g, bool fetch_ahead) {
     to_ahead[m] = fetch_ahead && fetched_end(run, to_row[m]) ? rows_ahead * to_row[m] : 0;
     fetched_run = fetched_run || from_ahead[m] || to_ahead[m];
   }
+  const bool next_plane = g.next_plane;
   for (int k = 0; k < planes; ++k) {
     const std::byte* f[K];
     std::byte* t[K];
@@ -133,6 +137,12 @@ void walk(const Group& g, bool fetch_ahead) {
       f[m] = g.from[m] + static_cast<size_t>(k) * g.from_plane[m];
       t[m] = g.to[m] + static_cast<size_t>(k) * g.to_plane[m];
     }
+    if (next_plane && k + 1 < planes)
+      for (int m = 0; m < K; ++m)
+        for (int j = 0; j < rows; ++j) {
+          const std::byte* next = f[m] + g.from_plane[m] + static_cast<size_t>(j) * from_row[m];
+          for (size_t b = 0; b < run; b += 64) __builtin_prefetch(next + b, 0, 3);
+        }
     if (fetched_run)
       walk_plane<RunBytes, K, true>(f, t, from_row, to_row, from_ahead, to_ahead, run, rows,
                                     std::make_index_sequence<K>{});
@@ -200,6 +210,7 @@ void copy_list::add(const box_copy& c) {
                         groups_.back().rows == c.rows && groups_.back().planes == c.planes;
   if (!together) {
     groups_.emplace_back();
+    groups_.back().next_plane = c.run > fetched_runs.second && c.planes > 1;
     groups_.back().run = c.run;
     groups_.back().rows = c.rows;
     groups_.back().planes = c.planes;
