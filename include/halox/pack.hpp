@@ -69,16 +69,19 @@ class copy_list {
 
   static constexpr int max_together = 4;
 
+  // Runs this long in several planes have the next plane's source fetched
+  // while a plane copies, always: y faces at halo 5 x 8 doubles (2960-byte
+  // runs), 64^3, 2 ranks: exchanges 10-11 % faster for shm, 6-8 % for cma and
+  // mpi-p2p; fields in the cache (floats, one field) within 1 %. At halo 1
+  // (264- and 528-byte runs, fields in the cache) it measured 2-3 % slower.
+  static constexpr size_t next_plane_min_run = 1024;
+
  private:
   struct group {
     int count = 0;
     size_t run = 0;
     int rows = 0, planes = 0;
-    // Runs over fetched_runs in several planes: the next plane's source is
-    // fetched while a plane copies, always (y faces at halo 5 x 8 doubles,
-    // 64^3, 2 ranks: 10-12 % faster exchanges for shm, 5-6 % for cma and
-    // mpi-p2p; fields in cache within 1 %).
-    bool next_plane = false;
+    bool next_plane = false;  // runs of next_plane_min_run or more in several planes
     const std::byte* from[max_together] = {};
     std::byte* to[max_together] = {};
     size_t from_row[max_together] = {}, from_plane[max_together] = {};

@@ -112,10 +112,10 @@ void walk_plane(const std::byte* (&f)[K], std::byte* (&t)[K], const size_t (&fro
 // strides are read into locals first: stores through std::byte* may alias the
 // group.
 // With fetch_ahead, the strided ends of runs of copy_list::fetched_runs have
-// their first and last cache lines fetched rows_ahead rows early. Longer runs
-// (a y face: 5 rows of a plane in one run) have the next plane's source
-// fetched while this plane copies: the hardware prefetcher follows a run but
-// not the jump to the next plane (see copy_list::group::next_plane).
+// their first and last cache lines fetched rows_ahead rows early. Runs of
+// next_plane_min_run or more (a y face: 5 rows of a plane in one run) have
+// the next plane's source fetched while this plane copies: the hardware
+// prefetcher follows a run but not the jump to the next plane.
 template <size_t RunBytes, int K, class Group>
 void walk(const Group& g, bool fetch_ahead) {
   const size_t run = RunBytes ? RunBytes : g.run;
@@ -210,7 +210,7 @@ void copy_list::add(const box_copy& c) {
                         groups_.back().rows == c.rows && groups_.back().planes == c.planes;
   if (!together) {
     groups_.emplace_back();
-    groups_.back().next_plane = c.run > fetched_runs.second && c.planes > 1;
+    groups_.back().next_plane = c.run >= next_plane_min_run && c.planes > 1;
     groups_.back().run = c.run;
     groups_.back().rows = c.rows;
     groups_.back().planes = c.planes;

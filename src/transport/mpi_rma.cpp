@@ -151,6 +151,8 @@ mpi_rma_transport::mpi_rma_transport(const transport_context& ctx, rma_sync sync
   if (failed_anywhere) {
     for (auto& win : windows_) MPI_Win_free(&win);
     windows_.clear();
+    MPI_Free_mem(landing_);
+    MPI_Free_mem(send_buffer_);
     MPI_Comm_free(&comm_);
     throw run_error(
         "mpi-rma: the MPI library could not create a window over the fields of these ranks "

@@ -49,6 +49,40 @@ std::vector<std::string> message_transports() {
   return out;
 }
 
+// Two fields on a periodic rank grid whose interior and halo widths are
+// distinct primes, so the 26 boxes of a rank all differ in size (unique
+// factorisation): messages between two ranks that pair in the wrong order
+// fail loudly instead of swapping equal shapes.
+struct two_fields_of_distinct_boxes {
+  static constexpr ivec3 interior{5, 13, 23};
+  decomposition d;
+  local_grid grid{interior, halo_widths{{2, 7, 17}, {3, 11, 19}}};
+  std::vector<std::vector<double>> memory;
+  std::vector<double*> fields;
+  verify_context ctx;
+
+  two_fields_of_distinct_boxes(const ivec3& dims, algorithm alg)
+      : d(make_cart_decomposition(MPI_COMM_WORLD, dims, {true, true, true}, false)),
+        memory(2, std::vector<double>(grid.cells())),
+        fields{memory[0].data(), memory[1].data()},
+        ctx{grid, subdomain_per_rank(d, interior), d.periodic(), alg} {}
+
+  // Two exchanges of freshly filled fields: the first wrong cell of any rank,
+  // agreed by all ("" when every halo cell is right).
+  std::string wrong_cells_in_two_exchanges(halo_exchange& ex) {
+    std::string error;
+    for (int epoch = 0; epoch < 2 && error.empty(); ++epoch) {
+      fill_fields(fields, ctx, epoch);
+      ex.exchange();
+      size_t total = 0;
+      auto bad = check_fields(fields, ctx, epoch, 1, &total);
+      if (total > 0)
+        error = fmt::format("rank {}: {} wrong cells, first {}", d.rank(), total, describe(bad[0]));
+    }
+    return agree_on_error(MPI_COMM_WORLD, error);
+  }
+};
+
 std::string test_name(const testing::TestParamInfo<std::string>& info) {
   std::string name = info.param;
   for (auto& c : name)
@@ -106,35 +140,16 @@ TEST(Plan, OnePeerInSeveralDirectionsIsOneMessageListedAlikeAtBothEnds) {
 
 class DuplicateNeighbours : public testing::TestWithParam<std::string> {};
 
-// Interior and halo widths are distinct primes, so the 26 boxes of a rank
-// all differ in size (unique factorisation): messages between two ranks
-// that pair in the wrong order fail loudly instead of swapping equal shapes.
+// Two fields of distinct boxes (see two_fields_of_distinct_boxes).
 TEST_P(DuplicateNeighbours, PairByDirectionWithTwoRanksPerDimension) {
   const auto grids = grids_of_one_and_two();
   if (grids.empty()) GTEST_SKIP() << "for 1, 2, 4 or 8 ranks";
-  const ivec3 interior{5, 13, 23};
-  const halo_widths halo{{2, 7, 17}, {3, 11, 19}};
   for (const auto& dims : grids)
     for (auto alg : {algorithm::standard, algorithm::staged, algorithm::faces})
       for (auto mode : {field_mode::compact, field_mode::sequence}) {
-        auto d = make_cart_decomposition(MPI_COMM_WORLD, dims, {true, true, true}, false);
-        local_grid grid(interior, halo);
-        subdomain sub = subdomain_per_rank(d, interior);
-        std::vector<std::vector<double>> memory(2, std::vector<double>(grid.cells()));
-        std::vector<double*> fields{memory[0].data(), memory[1].data()};
-        verify_context ctx{grid, sub, d.periodic(), alg};
-        halo_exchange ex(d, grid, std::span<double* const>(fields), {alg, mode, GetParam()});
-        std::string error;
-        for (int epoch = 0; epoch < 2 && error.empty(); ++epoch) {
-          fill_fields(fields, ctx, epoch);
-          ex.exchange();
-          size_t total = 0;
-          auto bad = check_fields(fields, ctx, epoch, 1, &total);
-          if (total > 0)
-            error = fmt::format("rank {}: {} wrong cells, first {}", d.rank(), total,
-                                describe(bad[0]));
-        }
-        std::string agreed = agree_on_error(MPI_COMM_WORLD, error);
+        two_fields_of_distinct_boxes c(dims, alg);
+        halo_exchange ex(c.d, c.grid, std::span<double* const>(c.fields), {alg, mode, GetParam()});
+        const std::string agreed = c.wrong_cells_in_two_exchanges(ex);
         ASSERT_TRUE(agreed.empty()) << fmt::format("dims {}x{}x{} {} {}: {}", dims[0], dims[1],
                                                    dims[2], to_string(alg), to_string(mode),
                                                    agreed);
@@ -164,8 +179,6 @@ TEST(MpiRma, PacksShortRunsAndPutsLongOnesDirectly) {
   if (grids.empty()) GTEST_SKIP() << "for 1, 2, 4 or 8 ranks";
   const char* saved = std::getenv("HALOX_RMA_DIRECT_MIN_RUN");
   const std::string before = saved ? saved : "";
-  const ivec3 interior{5, 13, 23};
-  const halo_widths halo{{2, 7, 17}, {3, 11, 19}};
   for (const char* rule : {"0", "1000000000", ""}) {
     setenv("HALOX_RMA_DIRECT_MIN_RUN", rule, 1);
     for (const auto& dims : grids)
@@ -175,13 +188,8 @@ TEST(MpiRma, PacksShortRunsAndPutsLongOnesDirectly) {
             // The forced rules on fewer shapes: MPICH with more ranks than cores is slow to
             // create windows.
             if (*rule && (alg == algorithm::faces || mode == field_mode::compact)) continue;
-            auto d = make_cart_decomposition(MPI_COMM_WORLD, dims, {true, true, true}, false);
-            local_grid grid(interior, halo);
-            subdomain sub = subdomain_per_rank(d, interior);
-            std::vector<std::vector<double>> memory(2, std::vector<double>(grid.cells()));
-            std::vector<double*> fields{memory[0].data(), memory[1].data()};
-            verify_context ctx{grid, sub, d.periodic(), alg};
-            halo_exchange ex(d, grid, std::span<double* const>(fields), {alg, mode, transport});
+            two_fields_of_distinct_boxes c(dims, alg);
+            halo_exchange ex(c.d, c.grid, std::span<double* const>(c.fields), {alg, mode, transport});
             const std::string where = fmt::format("HALOX_RMA_DIRECT_MIN_RUN='{}' dims {}x{}x{} {} {} {}",
                                                   rule, dims[0], dims[1], dims[2], transport,
                                                   to_string(alg), to_string(mode));
@@ -209,17 +217,7 @@ TEST(MpiRma, PacksShortRunsAndPutsLongOnesDirectly) {
             if (!*rule && dims == ivec3{1, 1, 2} && alg == algorithm::staged) {
               EXPECT_EQ(packed, 0) << why;
             }
-            std::string error;
-            for (int epoch = 0; epoch < 2 && error.empty(); ++epoch) {
-              fill_fields(fields, ctx, epoch);
-              ex.exchange();
-              size_t total = 0;
-              auto bad = check_fields(fields, ctx, epoch, 1, &total);
-              if (total > 0)
-                error = fmt::format("rank {}: {} wrong cells, first {}", d.rank(), total,
-                                    describe(bad[0]));
-            }
-            std::string agreed = agree_on_error(MPI_COMM_WORLD, error);
+            const std::string agreed = c.wrong_cells_in_two_exchanges(ex);
             ASSERT_TRUE(agreed.empty()) << where << ": " << agreed;
           }
   }
