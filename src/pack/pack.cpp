@@ -120,14 +120,24 @@ template <size_t RunBytes, int K, class Group>
 void walk(const Group& g, bool fetch_ahead) {
   const size_t run = RunBytes ? RunBytes : g.run;
   const int rows = g.rows, planes = g.planes;
-  size_t from_row[K], to_row[K], from_ahead[K], to_ahead[K];
+  // rows_ahead rows on in the walk's order: the rows of this plane first,
+  // then those of the next (q planes and r rows on; a plane's last r rows
+  // fetch from q + 1 planes on). Counted in the field's rows instead, the
+  // first rows of a plane fetched halo rows that the walk never copies.
+  const size_t q = rows_ahead / static_cast<size_t>(rows), r = rows_ahead % static_cast<size_t>(rows);
+  const int split = rows - static_cast<int>(r);
+  size_t from_row[K], to_row[K], from_ahead[K], to_ahead[K], from_later[K], to_later[K];
   bool fetched_run = false;
   for (int m = 0; m < K; ++m) {
     from_row[m] = g.from_row[m];
     to_row[m] = g.to_row[m];
-    from_ahead[m] = fetch_ahead && fetched_end(run, from_row[m]) ? rows_ahead * from_row[m] : 0;
-    to_ahead[m] = fetch_ahead && fetched_end(run, to_row[m]) ? rows_ahead * to_row[m] : 0;
-    fetched_run = fetched_run || from_ahead[m] || to_ahead[m];
+    const bool from_fetched = fetch_ahead && fetched_end(run, from_row[m]);
+    const bool to_fetched = fetch_ahead && fetched_end(run, to_row[m]);
+    from_ahead[m] = from_fetched ? q * g.from_plane[m] + r * from_row[m] : 0;
+    to_ahead[m] = to_fetched ? q * g.to_plane[m] + r * to_row[m] : 0;
+    from_later[m] = from_fetched ? (q + 1) * g.from_plane[m] - (rows - r) * from_row[m] : 0;
+    to_later[m] = to_fetched ? (q + 1) * g.to_plane[m] - (rows - r) * to_row[m] : 0;
+    fetched_run = fetched_run || from_fetched || to_fetched;
   }
   const bool next_plane = g.next_plane;
   for (int k = 0; k < planes; ++k) {
@@ -143,10 +153,18 @@ void walk(const Group& g, bool fetch_ahead) {
           const std::byte* next = f[m] + g.from_plane[m] + static_cast<size_t>(j) * from_row[m];
           for (size_t b = 0; b < run; b += 64) __builtin_prefetch(next + b, 0, 3);
         }
-    if (fetched_run)
-      walk_plane<RunBytes, K, true>(f, t, from_row, to_row, from_ahead, to_ahead, run, rows,
+    if (fetched_run) {
+      walk_plane<RunBytes, K, true>(f, t, from_row, to_row, from_ahead, to_ahead, run, split,
                                     std::make_index_sequence<K>{});
-    else
+      if (split < rows) {
+        for (int m = 0; m < K; ++m) {
+          f[m] += static_cast<size_t>(split) * from_row[m];
+          t[m] += static_cast<size_t>(split) * to_row[m];
+        }
+        walk_plane<RunBytes, K, true>(f, t, from_row, to_row, from_later, to_later, run,
+                                      rows - split, std::make_index_sequence<K>{});
+      }
+    } else
       walk_plane<RunBytes, K, false>(f, t, from_row, to_row, from_ahead, to_ahead, run, rows,
                                      std::make_index_sequence<K>{});
   }

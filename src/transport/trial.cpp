@@ -8,7 +8,7 @@
 namespace halox {
 
 namespace {
-constexpr int rounds = 5, untimed = 1, timed = 2;
+constexpr int rounds = 7, untimed = 1, timed = 2;
 }  // namespace
 
 size_t fastest_candidate(transport& t, size_t stages, size_t candidates,
@@ -19,18 +19,28 @@ size_t fastest_candidate(transport& t, size_t stages, size_t candidates,
       t.wait(s);
     }
   };
-  std::vector<double> seconds(candidates, 0.0);
+  // seconds[round * candidates + c]: the slowest rank's time, round by round.
+  std::vector<double> seconds(rounds * candidates, 0.0);
   for (int round = 0; round < rounds; ++round)
     for (size_t c = 0; c < candidates; ++c) {
       use(c);
       for (int i = 0; i < untimed; ++i) exchange();
       const double t0 = MPI_Wtime();
       for (int i = 0; i < timed; ++i) exchange();
-      seconds[c] += MPI_Wtime() - t0;
+      seconds[static_cast<size_t>(round) * candidates + c] = MPI_Wtime() - t0;
     }
-  MPI_Allreduce(MPI_IN_PLACE, seconds.data(), static_cast<int>(candidates), MPI_DOUBLE, MPI_MAX,
-                comm);
-  return static_cast<size_t>(std::min_element(seconds.begin(), seconds.end()) - seconds.begin());
+  MPI_Allreduce(MPI_IN_PLACE, seconds.data(), static_cast<int>(seconds.size()), MPI_DOUBLE,
+                MPI_MAX, comm);
+  // The median over rounds: one slow moment of the machine does not decide.
+  std::vector<double> medians(candidates);
+  for (size_t c = 0; c < candidates; ++c) {
+    std::vector<double> of(rounds);
+    for (int round = 0; round < rounds; ++round)
+      of[static_cast<size_t>(round)] = seconds[static_cast<size_t>(round) * candidates + c];
+    std::nth_element(of.begin(), of.begin() + rounds / 2, of.end());
+    medians[c] = of[rounds / 2];
+  }
+  return static_cast<size_t>(std::min_element(medians.begin(), medians.end()) - medians.begin());
 }
 
 std::vector<size_t> agreed_union(const std::vector<size_t>& mine, MPI_Comm comm) {

@@ -5,8 +5,8 @@
 //   for round in 1..rounds:                 (candidates interleaved, so that
 //     for each candidate c:                  the machine's slow and fast
 //       use(c); 1 untimed exchange;          moments fall on all of them)
-//       t[c] += 2 timed exchanges (every stage started and waited for in order)
-//   the candidate with the least max over comm of t[c]
+//       t[round][c] = 2 timed exchanges (every stage started and waited for in order)
+//   the candidate with the least median over rounds of max over comm of t[round][c]
 #pragma once
 
 #include <mpi.h>
