@@ -18,6 +18,7 @@ mpi_p2p_transport::mpi_p2p_transport(const transport_context& ctx)
     }
     stages_.push_back(std::move(r));
   }
+  fetch_ahead_ = staging_.choose_fetch_ahead(*this, ctx.plan, "HALOX_P2P_FETCH_AHEAD", ctx.comm);
 }
 
 mpi_p2p_transport::~mpi_p2p_transport() {

@@ -253,6 +253,9 @@ class ucx_transport final : public transport {
   void start(size_t stage) override;
   void wait(size_t stage) override;
   std::string name() const override { return "ucx"; }
+  std::string settings() const override {
+    return fetch_ahead_.empty() ? std::string() : "ucx: " + fetch_ahead_;
+  }
 
  private:
   struct stage_operations {  // by message (staging.hpp)
@@ -272,6 +275,7 @@ class ucx_transport final : public transport {
   int rank_ = 0;
   std::shared_ptr<ucx_runtime> ucx_;  // null when the plan part has no peer
   std::unique_ptr<staging> staging_;
+  std::string fetch_ahead_;  // how strided runs are fetched (empty: small halos, not at all)
   std::vector<stage_operations> stages_;
 };
 
@@ -284,6 +288,7 @@ ucx_transport::ucx_transport(const transport_context& ctx) : plan_(ctx.plan), wa
   require_all(ctx.comm, problem);
   staging_ = std::make_unique<staging>(ctx.plan, ctx.fields);
   address(links);
+  fetch_ahead_ = staging_->choose_fetch_ahead(*this, ctx.plan, "HALOX_UCX_FETCH_AHEAD", ctx.comm);
 }
 
 // Tells every distinct peer our worker address and the channel we receive

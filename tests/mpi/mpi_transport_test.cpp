@@ -49,6 +49,22 @@ std::vector<std::string> message_transports() {
   return out;
 }
 
+// Two exchanges of freshly filled fields: the first wrong cell of any rank,
+// agreed by all ("" when every halo cell is right).
+std::string wrong_cells_in_two_exchanges(halo_exchange& ex, const std::vector<double*>& fields,
+                                         const verify_context& ctx, int rank) {
+  std::string error;
+  for (int epoch = 0; epoch < 2 && error.empty(); ++epoch) {
+    fill_fields(fields, ctx, epoch);
+    ex.exchange();
+    size_t total = 0;
+    auto bad = check_fields(fields, ctx, epoch, 1, &total);
+    if (total > 0)
+      error = fmt::format("rank {}: {} wrong cells, first {}", rank, total, describe(bad[0]));
+  }
+  return agree_on_error(MPI_COMM_WORLD, error);
+}
+
 // Two fields on a periodic rank grid whose interior and halo widths are
 // distinct primes, so the 26 boxes of a rank all differ in size (unique
 // factorisation): messages between two ranks that pair in the wrong order
@@ -67,19 +83,8 @@ struct two_fields_of_distinct_boxes {
         fields{memory[0].data(), memory[1].data()},
         ctx{grid, subdomain_per_rank(d, interior), d.periodic(), alg} {}
 
-  // Two exchanges of freshly filled fields: the first wrong cell of any rank,
-  // agreed by all ("" when every halo cell is right).
-  std::string wrong_cells_in_two_exchanges(halo_exchange& ex) {
-    std::string error;
-    for (int epoch = 0; epoch < 2 && error.empty(); ++epoch) {
-      fill_fields(fields, ctx, epoch);
-      ex.exchange();
-      size_t total = 0;
-      auto bad = check_fields(fields, ctx, epoch, 1, &total);
-      if (total > 0)
-        error = fmt::format("rank {}: {} wrong cells, first {}", d.rank(), total, describe(bad[0]));
-    }
-    return agree_on_error(MPI_COMM_WORLD, error);
+  std::string wrong_cells(halo_exchange& ex) {
+    return wrong_cells_in_two_exchanges(ex, fields, ctx, d.rank());
   }
 };
 
@@ -149,7 +154,7 @@ TEST_P(DuplicateNeighbours, PairByDirectionWithTwoRanksPerDimension) {
       for (auto mode : {field_mode::compact, field_mode::sequence}) {
         two_fields_of_distinct_boxes c(dims, alg);
         halo_exchange ex(c.d, c.grid, std::span<double* const>(c.fields), {alg, mode, GetParam()});
-        const std::string agreed = c.wrong_cells_in_two_exchanges(ex);
+        const std::string agreed = c.wrong_cells(ex);
         ASSERT_TRUE(agreed.empty()) << fmt::format("dims {}x{}x{} {} {}: {}", dims[0], dims[1],
                                                    dims[2], to_string(alg), to_string(mode),
                                                    agreed);
@@ -217,7 +222,7 @@ TEST(MpiRma, PacksShortRunsAndPutsLongOnesDirectly) {
             if (!*rule && dims == ivec3{1, 1, 2} && alg == algorithm::staged) {
               EXPECT_EQ(packed, 0) << why;
             }
-            const std::string agreed = c.wrong_cells_in_two_exchanges(ex);
+            const std::string agreed = c.wrong_cells(ex);
             ASSERT_TRUE(agreed.empty()) << where << ": " << agreed;
           }
   }
@@ -225,6 +230,61 @@ TEST(MpiRma, PacksShortRunsAndPutsLongOnesDirectly) {
     setenv("HALOX_RMA_DIRECT_MIN_RUN", before.c_str(), 1);
   else
     unsetenv("HALOX_RMA_DIRECT_MIN_RUN");
+}
+
+// mpi-p2p and ucx fetch short strided runs ahead as forced (=0|1), measured
+// where a rank moves at least 2 MiB per exchange, and not at all below
+// (settings empty); the halos are exact every way.
+TEST(MessageTransports, FetchAheadIsForcedMeasuredOrOffForSmallHalos) {
+  struct shape {
+    ivec3 interior;
+    int halo, nfields;
+    const char* forced;  // HALOX_<T>_FETCH_AHEAD
+    const char* expected;  // in the settings; "" = settings empty
+  };
+  const shape shapes[] = {
+      {{8, 7, 6}, 2, 2, "", ""},
+      {{8, 7, 6}, 2, 2, "1", "strided runs fetched ahead (HALOX_{}_FETCH_AHEAD)"},
+      {{8, 7, 6}, 2, 2, "0", "no run fetched ahead (HALOX_{}_FETCH_AHEAD)"},
+      {{40, 40, 40}, 3, 10, "", "fetched ahead (measured)"},
+  };
+  for (const std::string transport : {"mpi-p2p", "ucx"}) {
+    if (auto why = find_transport(transport).unavailable(); !why.empty()) continue;
+    const std::string variable = transport == "mpi-p2p" ? "P2P" : "UCX";
+    const std::string name = "HALOX_" + variable + "_FETCH_AHEAD";
+    const char* saved = std::getenv(name.c_str());
+    const std::string before = saved ? saved : "";
+    for (const auto& sh : shapes) {
+      setenv(name.c_str(), sh.forced, 1);
+      auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
+      local_grid grid(sh.interior, halo_widths::uniform(sh.halo));
+      std::vector<std::vector<double>> memory(static_cast<size_t>(sh.nfields),
+                                              std::vector<double>(grid.cells()));
+      std::vector<double*> fields;
+      for (auto& m : memory) fields.push_back(m.data());
+      verify_context ctx{grid, subdomain_per_rank(d, sh.interior), d.periodic(), algorithm::staged};
+      halo_exchange ex(d, grid, std::span<double* const>(fields),
+                       {algorithm::staged, field_mode::sequence, transport});
+      const std::string settings = ex.transport_settings();
+      const std::string expected = fmt::format(fmt::runtime(sh.expected), variable);
+      const std::string where = fmt::format("{} {}='{}' interior {} halo {} x {}: '{}'", transport,
+                                            name, sh.forced, sh.interior[0], sh.halo, sh.nfields,
+                                            settings);
+      if (expected.empty()) {
+        EXPECT_EQ(settings, "") << where;
+      } else {
+        EXPECT_EQ(settings.rfind(transport + ": ", 0), 0u) << where;
+        EXPECT_NE(settings.find(expected), std::string::npos) << where;
+      }
+      const std::string agreed =
+          wrong_cells_in_two_exchanges(ex, fields, ctx, d.rank());
+      ASSERT_TRUE(agreed.empty()) << where << ": " << agreed;
+    }
+    if (saved)
+      setenv(name.c_str(), before.c_str(), 1);
+    else
+      unsetenv(name.c_str());
+  }
 }
 
 TEST(MpiNeighbor, PathSaysWhetherTheCollectiveIsPersistent) {

@@ -10,6 +10,7 @@
 //   MPI_Waitall(sends)
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "halox/transport.hpp"
@@ -24,6 +25,9 @@ class mpi_p2p_transport final : public transport {
   void start(size_t stage) override;
   void wait(size_t stage) override;
   std::string name() const override { return "mpi-p2p"; }
+  std::string settings() const override {
+    return fetch_ahead_.empty() ? std::string() : "mpi-p2p: " + fetch_ahead_;
+  }
 
  private:
   struct stage_requests {
@@ -33,6 +37,7 @@ class mpi_p2p_transport final : public transport {
   const wait_policy& waits_;
   staging staging_;
   std::vector<stage_requests> stages_;
+  std::string fetch_ahead_;  // how strided runs are fetched (empty: small halos, not at all)
 };
 
 }  // namespace halox
