@@ -61,11 +61,12 @@ box_copy make_copy(const copy_end& from, const copy_end& to, const box& b, size_
   return c;
 }
 
-// Rows ahead that fetch_ahead asks for: far enough to hide a miss at the
-// speed the walk now runs (measured on the x faces of 64^3 fields, halo 5 x 8,
-// shm staged, fetching forced on: 64 rows beat 8 by 10-20 %, 32 by 7-10 %,
-// and matched 128; with the slower walk of before, 8 had beaten 4, 16 and 32).
-constexpr size_t rows_ahead = 64;
+// Rows ahead (in the walk's order) that fetch_ahead asks for: far enough to
+// hide a miss at the speed the walk runs. Measured on the x faces of 64^3
+// fields, halo 5 x 8, shm staged, fetching forced on, two exchanges timed in
+// alternation: 96 rows beat 64 by 1-4 % and matched 128; 32 lost 3-12 % to
+// 64 and 256 lost 5-10 % to 128.
+constexpr size_t rows_ahead = 96;
 
 // Whether one end of a copy (runs of `run` bytes, `row` bytes apart) is
 // fetched ahead: the rule of copy_list::fetched_runs.
