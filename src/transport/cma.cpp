@@ -194,7 +194,7 @@ cma_transport::cma_transport(const transport_context& ctx)
 }
 
 std::string cma_transport::settings() const {
-  return describe_rule("cma", staged_below_, rule_) + describe_fetch_ahead(fetch_ahead_);
+  return describe_rule("cma", staged_below_, rule_) + "; " + describe_fetch_ahead(fetch_ahead_);
 }
 
 size_t cma_transport::measured_rule(const std::vector<size_t>& candidates) {

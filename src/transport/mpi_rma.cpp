@@ -184,9 +184,9 @@ void mpi_rma_transport::choose_packed_messages() {
       const message& m = st.recvs[i];
       size_t runs = 0;
       for (const auto& fb : m.boxes) {
-        const std::byte* field = fields_.pointers[static_cast<size_t>(fb.field)];
-        const box_copy c = unpack_copy(field, const_cast<std::byte*>(field), grid, fb.region,
-                                       plan_.element_bytes);
+        // Only the shape of the copy counts here: the field stands in for the buffer.
+        std::byte* field = fields_.pointers[static_cast<size_t>(fb.field)];
+        const box_copy c = unpack_copy(field, field, grid, fb.region, plan_.element_bytes);
         runs += static_cast<size_t>(c.rows) * static_cast<size_t>(c.planes);
       }
       const bool short_runs = runs > 0 && m.bytes < min_run_ * runs;
@@ -226,23 +226,20 @@ std::vector<std::vector<mpi_rma_transport::window_use>> mpi_rma_transport::windo
   const size_t nfields = fields_.pointers.size();
   std::vector<std::vector<window_use>> uses(plan_.stages.size(),
                                             std::vector<window_use>(nfields + 1));
+  // A packed message uses the landing window, a direct one its fields' windows.
+  auto note = [&](std::vector<window_use>& of, const std::vector<message>& messages,
+                  const std::vector<long long>& offsets, std::set<int> window_use::*peers) {
+    for (size_t i = 0; i < messages.size(); ++i) {
+      const message& m = messages[i];
+      if (offsets[i] >= 0)
+        (of[nfields].*peers).insert(m.peer);
+      else
+        for (const auto& fb : m.boxes) (of[static_cast<size_t>(fb.field)].*peers).insert(m.peer);
+    }
+  };
   for (size_t s = 0; s < plan_.stages.size(); ++s) {
-    const stage& st = plan_.stages[s];
-    auto& of = uses[s];
-    for (size_t i = 0; i < st.recvs.size(); ++i) {
-      const message& m = st.recvs[i];
-      if (recv_offsets_[s][i] >= 0)
-        of[nfields].origins.insert(m.peer);
-      else
-        for (const auto& fb : m.boxes) of[static_cast<size_t>(fb.field)].origins.insert(m.peer);
-    }
-    for (size_t i = 0; i < st.sends.size(); ++i) {
-      const message& m = st.sends[i];
-      if (send_offsets_[s][i] >= 0)
-        of[nfields].targets.insert(m.peer);
-      else
-        for (const auto& fb : m.boxes) of[static_cast<size_t>(fb.field)].targets.insert(m.peer);
-    }
+    note(uses[s], plan_.stages[s].recvs, recv_offsets_[s], &window_use::origins);
+    note(uses[s], plan_.stages[s].sends, send_offsets_[s], &window_use::targets);
   }
   return uses;
 }

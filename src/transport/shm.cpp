@@ -61,7 +61,7 @@ shm_transport::shm_transport(const transport_context& ctx)
 }
 
 std::string shm_transport::settings() const {
-  return describe_rule("shm", staged_below_, rule_) + describe_fetch_ahead(fetch_ahead_);
+  return describe_rule("shm", staged_below_, rule_) + "; " + describe_fetch_ahead(fetch_ahead_);
 }
 
 shm_transport::schedule shm_transport::build(size_t staged_below, std::string& problem) {

@@ -129,7 +129,7 @@ fetch_ahead_choice choose_fetch_ahead(transport& t, size_t stages,
 }
 
 std::string describe_fetch_ahead(const fetch_ahead_choice& choice) {
-  return fmt::format("; {} ({})", choice.on ? "strided runs fetched ahead" : "no run fetched ahead",
+  return fmt::format("{} ({})", choice.on ? "strided runs fetched ahead" : "no run fetched ahead",
                      choice.how);
 }
 

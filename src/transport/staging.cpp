@@ -64,8 +64,7 @@ std::string staging::choose_fetch_ahead(transport& t, const exchange_plan& plan,
     MPI_Allreduce(MPI_IN_PLACE, &large, 1, MPI_INT, MPI_MAX, comm);
     if (!large) return {};  // as built: nothing fetched ahead
   }
-  return describe_fetch_ahead(halox::choose_fetch_ahead(t, plan.stages.size(), lists, variable, comm))
-      .substr(2);
+  return describe_fetch_ahead(halox::choose_fetch_ahead(t, plan.stages.size(), lists, variable, comm));
 }
 
 }  // namespace halox

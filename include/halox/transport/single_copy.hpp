@@ -94,7 +94,7 @@ fetch_ahead_choice choose_fetch_ahead(transport& t, size_t stages,
                                       const std::vector<copy_list*>& lists,
                                       const std::string& variable, MPI_Comm node_comm);
 
-// "; strided runs fetched ahead (how)" or "; no run fetched ahead (how)".
+// "strided runs fetched ahead (how)" or "no run fetched ahead (how)".
 std::string describe_fetch_ahead(const fetch_ahead_choice& choice);
 
 // The order of a stage (above) over node_signals.
