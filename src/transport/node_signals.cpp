@@ -11,7 +11,7 @@ namespace {
 
 constexpr size_t counter_slot = 128;    // ready and done on separate cache lines
 constexpr size_t payload_start = 4096;  // the payload starts a page in
-constexpr int ready_counter = 0, done_counter = 1;
+constexpr int ready_counter = 0, done_counter = 1, pushed_counter = 2;
 
 uint64_t load_acquire(const uint64_t* p) {
   return std::atomic_ref<const uint64_t>(*p).load(std::memory_order_acquire);
@@ -42,6 +42,7 @@ node_signals::node_signals(const node_membership& node, const wait_policy& waits
   }
   store_release(counters_[static_cast<size_t>(me_)], 0);
   store_release(counters_[static_cast<size_t>(me_)] + counter_slot / 8, 0);
+  store_release(counters_[static_cast<size_t>(me_)] + pushed_counter * (counter_slot / 8), 0);
   MPI_Barrier(node.comm);  // counters are zero everywhere before the first step
 }
 
@@ -62,12 +63,20 @@ void node_signals::raise_done(uint64_t step) {
   store_release(counters_[static_cast<size_t>(me_)] + done_counter * (counter_slot / 8), step);
 }
 
+void node_signals::raise_pushed(uint64_t step) {
+  store_release(counters_[static_cast<size_t>(me_)] + pushed_counter * (counter_slot / 8), step);
+}
+
 void node_signals::wait_ready(int node_rank, uint64_t step) const {
   wait_for(node_rank, ready_counter, step);
 }
 
 void node_signals::wait_done(int node_rank, uint64_t step) const {
   wait_for(node_rank, done_counter, step);
+}
+
+void node_signals::wait_pushed(int node_rank, uint64_t step) const {
+  wait_for(node_rank, pushed_counter, step);
 }
 
 void node_signals::wait_for(int node_rank, int counter, uint64_t step) const {
@@ -77,7 +86,10 @@ void node_signals::wait_for(int node_rank, int counter, uint64_t step) const {
                     [&] {
                       return fmt::format("rank {} to be {} with step {} ({})",
                                          comm_rank_of_[static_cast<size_t>(node_rank)],
-                                         counter == ready_counter ? "ready" : "done", step,
+                                         counter == ready_counter  ? "ready"
+                                         : counter == done_counter ? "done"
+                                                                   : "pushed",
+                                         step,
                                          transport_);
                     });
 }

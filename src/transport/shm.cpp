@@ -1,6 +1,7 @@
 #include "halox/transport/shm.hpp"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -38,43 +39,73 @@ shm_transport::shm_transport(const transport_context& ctx)
 
   // The send boxes must match their readers' receives (the same on every rule).
   std::string problem;
-  staged_below_ = direct_ ? 0 : stage_every_box;
-  work_ = build(staged_below_, problem);
+  rule_.staged_below = direct_ ? 0 : stage_every_box;
+  work_ = build(rule_, problem);
   require_all(ctx.comm, problem);
+  int node_has_messages = 0;
+  for (const auto& st : plan_.stages) node_has_messages |= st.sends.empty() ? 0 : 1;
+  MPI_Allreduce(MPI_IN_PLACE, &node_has_messages, 1, MPI_INT, MPI_MAX, node_.comm);
   if (!direct_) {
-    rule_ = "fields in private memory";
-  } else if (const long long forced = forced_rule("HALOX_SHM_DIRECT_MIN_RUN"); forced >= 0) {
-    staged_below_ = static_cast<size_t>(forced);
-    rule_ = "HALOX_SHM_DIRECT_MIN_RUN";
-    work_ = build(staged_below_, problem);
-  } else if (auto candidates = staging_rules(plan_, fields_, node_.comm); candidates.size() > 1) {
-    staged_below_ = measured_rule(candidates);
-    rule_ = fmt::format("measured, {} rules", candidates.size());
+    how_ = "fields in private memory";
   } else {
-    rule_ = "no run to stage";
+    // Each variable pins its half of the rule; the rest is measured.
+    std::vector<std::string> forced_by;
+    std::vector<size_t> lengths;
+    if (const long long forced = forced_rule("HALOX_SHM_DIRECT_MIN_RUN"); forced >= 0) {
+      lengths = {static_cast<size_t>(forced)};
+      forced_by.push_back("HALOX_SHM_DIRECT_MIN_RUN");
+    } else {
+      lengths = node_has_messages ? staging_rules(plan_, fields_, node_.comm)
+                                  : std::vector<size_t>{0};
+    }
+    std::vector<bool> pushes{false};
+    if (node_has_messages) pushes.push_back(true);
+    if (const long long forced = forced_rule("HALOX_SHM_PUSH"); forced >= 0) {
+      pushes = {forced != 0};
+      forced_by.push_back("HALOX_SHM_PUSH");
+    }
+    std::vector<rule> candidates;
+    for (bool push : pushes)
+      for (size_t below : lengths) candidates.push_back({below, push});
+    const std::string forced = fmt::format("{}", fmt::join(forced_by, ", "));
+    if (candidates.size() > 1) {
+      rule_ = measured_rule(candidates);
+      how_ = fmt::format("measured, {} rules{}{}", candidates.size(), forced.empty() ? "" : "; ",
+                         forced);
+    } else {
+      rule_ = candidates.front();
+      work_ = build(rule_, problem);
+      how_ = forced.empty() ? "no run to stage" : forced;
+    }
   }
   std::vector<copy_list*> lists;
   for (auto& pack : work_.owner.packs) lists.push_back(&pack);
-  for (auto& w : work_.stages) lists.push_back(&w.land);
+  for (auto& w : work_.stages) {
+    lists.push_back(&w.land);
+    lists.push_back(&w.push);
+  }
   fetch_ahead_ =
       choose_fetch_ahead(*this, plan_.stages.size(), lists, "HALOX_SHM_FETCH_AHEAD", node_.comm);
 }
 
 std::string shm_transport::settings() const {
-  return describe_rule("shm", staged_below_, rule_) + "; " + describe_fetch_ahead(fetch_ahead_);
+  return describe_rule("shm", rule_.staged_below, how_) +
+         (rule_.push ? "; owners write direct boxes into the readers' halos (push)" : "") + "; " +
+         describe_fetch_ahead(fetch_ahead_);
 }
 
-shm_transport::schedule shm_transport::build(size_t staged_below, std::string& problem) {
+shm_transport::schedule shm_transport::build(const rule& choice, std::string& problem) {
   schedule out;
   const size_t element_bytes = plan_.element_bytes;
   const auto& grid = plan_.grid;
   std::byte* const* fields = fields_.pointers.data();
   auto node_rank_of = [&](int peer) { return node_.node_rank_of[static_cast<size_t>(peer)]; };
 
-  out.owner = publish_send_boxes(plan_, fields_, node_, me_, staged_below,
+  out.owner = publish_send_boxes(plan_, fields_, node_, me_, choice.staged_below,
                                  signals_->payload(node_.rank), slot_bytes_);
   const node_publication& publication = *out.owner.publication;
   out.stages.resize(plan_.stages.size());
+  if (choice.push) add_pushes(choice, out, problem);
 
   // My receives: the owner's published box for each of mine, and my self
   // copies, field by field (the -x and +x boxes of a field land together).
@@ -99,10 +130,13 @@ shm_transport::schedule shm_transport::build(size_t staged_below, std::string& p
         for (size_t i = 0; i < m.boxes.size(); ++i) {
           const auto& to = m.boxes[i];
           if (to.field != f) continue;
-          if (std::ranges::find(w.peers, peer) == w.peers.end()) w.peers.push_back(peer);
           const published_box& p = *owner_boxes[r][i];
+          if (!(choice.push && !p.staged) && std::ranges::find(w.peers, peer) == w.peers.end())
+            w.peers.push_back(peer);
           std::byte* field = fields[to.field];
-          if (p.staged) {
+          if (choice.push && !p.staged) {
+            if (std::ranges::find(w.pushers, peer) == w.pushers.end()) w.pushers.push_back(peer);
+          } else if (p.staged) {
             w.land.add(unpack_copy(signals_->payload(peer) + p.outbox_offset, field, grid,
                                    to.region, element_bytes));
           } else {
@@ -124,10 +158,51 @@ shm_transport::schedule shm_transport::build(size_t staged_below, std::string& p
   return out;
 }
 
-size_t shm_transport::measured_rule(const std::vector<size_t>& candidates) {
+void shm_transport::add_pushes(const rule& choice, schedule& out, std::string& problem) {
+  const auto& grid = plan_.grid;
+  std::byte* const* fields = fields_.pointers.data();
+  // My receive boxes, published to their owners (who write them).
+  std::vector<published_box> mine;
+  for (size_t s = 0; s < plan_.stages.size(); ++s)
+    for (const auto& m : plan_.stages[s].recvs)
+      for (size_t i = 0; i < m.boxes.size(); ++i) {
+        published_box p{static_cast<int>(s), me_, m.peer, m.tag, static_cast<int>(i),
+                        m.boxes[i].field};
+        for (int d = 0; d < 3; ++d) {
+          p.lo[d] = m.boxes[i].region.lo[d];
+          p.hi[d] = m.boxes[i].region.hi[d];
+        }
+        mine.push_back(p);
+      }
+  const node_publication receivers(mine, node_.comm, me_);
+  for (size_t s = 0; s < plan_.stages.size() && problem.empty(); ++s) {
+    stage_work& w = out.stages[s];
+    for (int f = 0; f < plan_.nfields; ++f)
+      for (const auto& m : plan_.stages[s].sends) {
+        const auto theirs = receivers.boxes_of(s, m, problem);
+        if (!problem.empty()) return;
+        const int peer = node_.node_rank_of[static_cast<size_t>(m.peer)];
+        for (size_t i = 0; i < m.boxes.size(); ++i) {
+          const auto& from = m.boxes[i];
+          if (from.field != f ||
+              pack_copy(fields[f], grid, from.region, plan_.element_bytes, nullptr).run <
+                  choice.staged_below)
+            continue;
+          if (std::ranges::find(w.targets, peer) == w.targets.end()) w.targets.push_back(peer);
+          std::byte* there = fields_.shared->segment_of(peer) +
+                             peer_words_[static_cast<size_t>(peer)][static_cast<size_t>(f)];
+          w.push.add(field_copy(fields[f], grid, from.region, there,
+                                peer_grids_[static_cast<size_t>(peer)], theirs[i]->region(),
+                                plan_.element_bytes));
+        }
+      }
+  }
+}
+
+shm_transport::rule shm_transport::measured_rule(const std::vector<rule>& candidates) {
   std::string problem;
   std::vector<schedule> schedules;
-  for (size_t rule : candidates) schedules.push_back(build(rule, problem));
+  for (const rule& r : candidates) schedules.push_back(build(r, problem));
   const size_t best = fastest_candidate(
       *this, plan_.stages.size(), candidates.size(), [&](size_t c) { active_ = &schedules[c]; },
       node_.comm);
@@ -143,11 +218,19 @@ void shm_transport::start(size_t stage) {
     pack.run();
   }
   steps_->ready(stage);
+  const stage_work& w = active_->stages[stage];
+  if (!w.targets.empty()) {
+    // Their halos for this stage are free once they are in it.
+    steps_->await(stage, w.targets);
+    w.push.run();
+    steps_->pushed(stage);
+  }
 }
 
 void shm_transport::wait(size_t stage) {
   const stage_work& w = active_->stages[stage];
   steps_->await(stage, w.peers);
+  steps_->await_pushed(stage, w.pushers);
   w.land.run();
   steps_->done(stage, active_->owner.readers);
 }

@@ -36,10 +36,12 @@ class node_signals {
 
   void raise_ready(uint64_t step);
   void raise_done(uint64_t step);
+  void raise_pushed(uint64_t step);
   // Return once node rank `node_rank` raised ready (done) to at least `step`;
   // time out through the wait policy.
   void wait_ready(int node_rank, uint64_t step) const;
   void wait_done(int node_rank, uint64_t step) const;
+  void wait_pushed(int node_rank, uint64_t step) const;
 
   // The payload of node rank `node_rank` (64-byte aligned, page-aligned in its segment).
   std::byte* payload(int node_rank) const { return payload_[static_cast<size_t>(node_rank)]; }

@@ -42,19 +42,30 @@ class shm_transport final : public transport {
 
  private:
   struct stage_work {
-    std::vector<int> peers;  // node ranks this stage reads from
-    copy_list land;          // their direct boxes and outbox bytes, and my self copies
+    std::vector<int> peers;    // node ranks this stage reads from
+    copy_list land;            // their direct boxes and outbox bytes, and my self copies
+    std::vector<int> targets;  // push: node ranks whose halos I write in this stage
+    copy_list push;            // push: my direct boxes into their halos
+    std::vector<int> pushers;  // push: node ranks that write my halos in this stage
   };
   struct schedule {
     owner_side owner;
     std::vector<stage_work> stages;
   };
+  // Which boxes go through the outbox, and who copies the others.
+  struct rule {
+    size_t staged_below = 0;  // runs shorter than this many bytes through the outbox
+    bool push = false;        // the owner writes its direct boxes into the reader's halo
+  };
 
-  // The schedule when boxes with runs shorter than staged_below bytes go
-  // through the outbox (collective over the node: publishes my send boxes).
-  schedule build(size_t staged_below, std::string& problem);
+  // The schedule under one rule (collective over the node: publishes my
+  // send boxes, and my receive boxes when pushing).
+  schedule build(const rule& choice, std::string& problem);
+  // Push: my direct boxes of `out` go into their readers' halos (collective
+  // over the node: publishes my receive boxes).
+  void add_pushes(const rule& choice, schedule& out, std::string& problem);
   // Collective over the node: the rule with the fastest trial exchanges.
-  size_t measured_rule(const std::vector<size_t>& candidates);
+  rule measured_rule(const std::vector<rule>& candidates);
 
   const exchange_plan& plan_;
   const field_set& fields_;
@@ -69,8 +80,8 @@ class shm_transport final : public transport {
   std::optional<single_copy_steps> steps_;
   schedule work_;
   const schedule* active_ = &work_;  // work_, or a candidate while they are measured
-  size_t staged_below_ = 0;
-  std::string rule_;  // how staged_below_ was chosen
+  rule rule_;
+  std::string how_;  // how rule_ was chosen
   fetch_ahead_choice fetch_ahead_;
 };
 

@@ -105,6 +105,11 @@ class single_copy_steps {
   // (in stage `freed_by` of this exchange; -1: not used yet in this exchange).
   void before_pack(size_t stage, int freed_by, const std::vector<int>& readers) const;
   void ready(size_t stage) const { signals_.raise_ready(seq(stage)); }
+  // Push mode: I wrote stage s into my targets' halos (each has raised ready for s).
+  void pushed(size_t stage) const { signals_.raise_pushed(seq(stage)); }
+  void await_pushed(size_t stage, const std::vector<int>& pushers) const {
+    for (int p : pushers) signals_.wait_pushed(p, seq(stage));
+  }
   // Returns when every peer (or the one peer) made stage s ready.
   void await(size_t stage, const std::vector<int>& peers) const;
   void await(size_t stage, int peer) const { signals_.wait_ready(peer, seq(stage)); }
