@@ -9,7 +9,7 @@ namespace halox {
 
 namespace {
 
-constexpr size_t counter_slot = 128;    // ready and done on separate cache lines
+constexpr size_t counter_slot = 128;    // ready, done and pushed on separate cache lines
 constexpr size_t payload_start = 4096;  // the payload starts a page in
 constexpr int ready_counter = 0, done_counter = 1, pushed_counter = 2;
 

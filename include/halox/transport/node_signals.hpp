@@ -7,9 +7,11 @@
 //           done[me] = k           once I read everything of step k
 //   owner, after the last step: wait until done[r] >= k for every reader r
 //           (nobody still reads my cells when the caller may change them)
+//   pushing owner (shm): wait until ready[r] >= k; write into r's halo;
+//           pushed[me] = k; the reader waits until pushed[p] >= k
 // Counters only grow; a release store publishes everything written before it
-// to the acquire load that sees it. ready and done of a rank sit on separate
-// cache lines, so readers polling one do not steal the line the owner writes.
+// to the acquire load that sees it. Each counter of a rank sits on a cache
+// line of its own, so readers polling one do not steal the line the owner writes.
 #pragma once
 
 #include <mpi.h>
@@ -54,7 +56,7 @@ class node_signals {
   std::vector<int> comm_rank_of_;  // exchange rank of each node rank
   int me_ = 0;
   MPI_Win window_ = MPI_WIN_NULL;
-  std::vector<uint64_t*> counters_;  // by node rank: ready, then done a cache line later
+  std::vector<uint64_t*> counters_;  // by node rank: ready, done, pushed, 128 bytes apart
   std::vector<std::byte*> payload_;  // by node rank
 };
 

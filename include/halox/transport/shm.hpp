@@ -13,6 +13,14 @@
 // bytes staged"). Fields in private memory go through the outbox entirely
 // (path "shm(staged)").
 //
+// Direct boxes are pulled by the reader or pushed by their owner into the
+// reader's halo (the reader publishes its receive boxes then); each rule is
+// measured both ways (HALOX_SHM_PUSH=0|1 forces one). Push, stage s:
+//   start(s): ready[me] = seq(s); wait until ready[t] >= seq(s) for every
+//             target t (its halos of stage s are free once it is in s);
+//             copy my direct boxes into their halos; pushed[me] = seq(s)
+//   wait(s):  also wait until pushed[p] >= seq(s) for every pusher p
+//
 // The outbox is a ring of stage-sized slots and a stage runs as
 // single_copy.hpp describes.
 #pragma once
