@@ -175,12 +175,16 @@ void shm_transport::add_pushes(const rule& choice, schedule& out, std::string& p
         mine.push_back(p);
       }
   const node_publication receivers(mine, node_.comm, me_);
-  for (size_t s = 0; s < plan_.stages.size() && problem.empty(); ++s) {
+  for (size_t s = 0; s < plan_.stages.size(); ++s) {
+    const auto& sends = plan_.stages[s].sends;
+    std::vector<std::vector<const published_box*>> theirs;  // by message, the receiver's boxes
+    for (const auto& m : sends) theirs.push_back(receivers.boxes_of(s, m, problem));
+    if (!problem.empty()) return;
     stage_work& w = out.stages[s];
+    // Field by field, as the reader lands them.
     for (int f = 0; f < plan_.nfields; ++f)
-      for (const auto& m : plan_.stages[s].sends) {
-        const auto theirs = receivers.boxes_of(s, m, problem);
-        if (!problem.empty()) return;
+      for (size_t r = 0; r < sends.size(); ++r) {
+        const message& m = sends[r];
         const int peer = node_.node_rank_of[static_cast<size_t>(m.peer)];
         for (size_t i = 0; i < m.boxes.size(); ++i) {
           const auto& from = m.boxes[i];
@@ -192,7 +196,7 @@ void shm_transport::add_pushes(const rule& choice, schedule& out, std::string& p
           std::byte* there = fields_.shared->segment_of(peer) +
                              peer_words_[static_cast<size_t>(peer)][static_cast<size_t>(f)];
           w.push.add(field_copy(fields[f], grid, from.region, there,
-                                peer_grids_[static_cast<size_t>(peer)], theirs[i]->region(),
+                                peer_grids_[static_cast<size_t>(peer)], theirs[r][i]->region(),
                                 plan_.element_bytes));
         }
       }
