@@ -12,6 +12,7 @@ namespace {
 constexpr size_t counter_slot = 128;    // ready, done and pushed on separate cache lines
 constexpr size_t payload_start = 4096;  // the payload starts a page in
 constexpr int ready_counter = 0, done_counter = 1, pushed_counter = 2;
+constexpr const char* counter_names[] = {"ready", "done", "pushed"};
 
 uint64_t load_acquire(const uint64_t* p) {
   return std::atomic_ref<const uint64_t>(*p).load(std::memory_order_acquire);
@@ -40,9 +41,8 @@ node_signals::node_signals(const node_membership& node, const wait_policy& waits
     counters_.push_back(static_cast<uint64_t*>(segment));
     payload_.push_back(static_cast<std::byte*>(segment) + payload_start);
   }
-  store_release(counters_[static_cast<size_t>(me_)], 0);
-  store_release(counters_[static_cast<size_t>(me_)] + counter_slot / 8, 0);
-  store_release(counters_[static_cast<size_t>(me_)] + pushed_counter * (counter_slot / 8), 0);
+  for (int counter : {ready_counter, done_counter, pushed_counter})
+    store_release(counters_[static_cast<size_t>(me_)] + counter * (counter_slot / 8), 0);
   MPI_Barrier(node.comm);  // counters are zero everywhere before the first step
 }
 
@@ -86,10 +86,7 @@ void node_signals::wait_for(int node_rank, int counter, uint64_t step) const {
                     [&] {
                       return fmt::format("rank {} to be {} with step {} ({})",
                                          comm_rank_of_[static_cast<size_t>(node_rank)],
-                                         counter == ready_counter  ? "ready"
-                                         : counter == done_counter ? "done"
-                                                                   : "pushed",
-                                         step,
+                                         counter_names[counter], step,
                                          transport_);
                     });
 }

@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -24,6 +23,7 @@
 #include "halox/field_memory.hpp"
 #include "halox/transport/registry.hpp"
 #include "halox/verify.hpp"
+#include "scoped_environment.hpp"
 
 using namespace halox;
 
@@ -465,10 +465,9 @@ TEST(Exchange, CmaReadsUserVectorsInPlace) {
   std::vector<std::vector<double>> memory(3, std::vector<double>(grid.cells()));
   std::vector<double*> fields;
   for (auto& m : memory) fields.push_back(m.data());
-  const char* saved = std::getenv("HALOX_CMA_DIRECT_MIN_RUN");
-  const std::string before = saved ? saved : "";
+  scoped_environment environment;
   for (const char* min_run : {"0", "1000000", ""}) {
-    setenv("HALOX_CMA_DIRECT_MIN_RUN", min_run, 1);
+    environment.set("HALOX_CMA_DIRECT_MIN_RUN", min_run);
     for (auto alg : {algorithm::standard, algorithm::staged, algorithm::faces})
       for (auto mode : {field_mode::compact, field_mode::sequence}) {
         halo_exchange ex(d, grid, std::span<double* const>(fields),
@@ -492,33 +491,7 @@ TEST(Exchange, CmaReadsUserVectorsInPlace) {
         }
       }
   }
-  if (saved)
-    setenv("HALOX_CMA_DIRECT_MIN_RUN", before.c_str(), 1);
-  else
-    unsetenv("HALOX_CMA_DIRECT_MIN_RUN");
 }
-
-// Sets environment variables for one scope and puts back what was there.
-class scoped_environment {
- public:
-  void set(const std::string& name, const char* value) {
-    if (!saved_.contains(name)) {
-      const char* old = std::getenv(name.c_str());
-      saved_[name] = old ? std::optional<std::string>(old) : std::nullopt;
-    }
-    setenv(name.c_str(), value, 1);
-  }
-  ~scoped_environment() {
-    for (const auto& [name, old] : saved_)
-      if (old)
-        setenv(name.c_str(), old->c_str(), 1);
-      else
-        unsetenv(name.c_str());
-  }
-
- private:
-  std::map<std::string, std::optional<std::string>> saved_;
-};
 
 // shm and cma under every staging rule (all direct, short runs staged,
 // everything staged, and the measured choice), each with strided runs

@@ -18,6 +18,7 @@
 #include "halox/plan.hpp"
 #include "halox/transport/registry.hpp"
 #include "halox/verify.hpp"
+#include "scoped_environment.hpp"
 
 using namespace halox;
 
@@ -182,10 +183,9 @@ std::pair<int, int> packed_of_received(const std::string& settings) {
 TEST(MpiRma, PacksShortRunsAndPutsLongOnesDirectly) {
   const auto grids = grids_of_one_and_two();
   if (grids.empty()) GTEST_SKIP() << "for 1, 2, 4 or 8 ranks";
-  const char* saved = std::getenv("HALOX_RMA_DIRECT_MIN_RUN");
-  const std::string before = saved ? saved : "";
+  scoped_environment environment;
   for (const char* rule : {"0", "1000000000", ""}) {
-    setenv("HALOX_RMA_DIRECT_MIN_RUN", rule, 1);
+    environment.set("HALOX_RMA_DIRECT_MIN_RUN", rule);
     for (const auto& dims : grids)
       for (const std::string transport : {"mpi-rma", "mpi-rma-fence"})
         for (auto alg : {algorithm::standard, algorithm::staged, algorithm::faces})
@@ -226,10 +226,6 @@ TEST(MpiRma, PacksShortRunsAndPutsLongOnesDirectly) {
             ASSERT_TRUE(agreed.empty()) << where << ": " << agreed;
           }
   }
-  if (saved)
-    setenv("HALOX_RMA_DIRECT_MIN_RUN", before.c_str(), 1);
-  else
-    unsetenv("HALOX_RMA_DIRECT_MIN_RUN");
 }
 
 // mpi-p2p and ucx fetch short strided runs ahead as forced (=0|1), measured
@@ -252,10 +248,9 @@ TEST(MessageTransports, FetchAheadIsForcedMeasuredOrOffForSmallHalos) {
     if (auto why = find_transport(transport).unavailable(); !why.empty()) continue;
     const std::string variable = transport == "mpi-p2p" ? "P2P" : "UCX";
     const std::string name = "HALOX_" + variable + "_FETCH_AHEAD";
-    const char* saved = std::getenv(name.c_str());
-    const std::string before = saved ? saved : "";
+    scoped_environment environment;
     for (const auto& sh : shapes) {
-      setenv(name.c_str(), sh.forced, 1);
+      environment.set(name, sh.forced);
       auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
       local_grid grid(sh.interior, halo_widths::uniform(sh.halo));
       std::vector<std::vector<double>> memory(static_cast<size_t>(sh.nfields),
@@ -280,10 +275,6 @@ TEST(MessageTransports, FetchAheadIsForcedMeasuredOrOffForSmallHalos) {
           wrong_cells_in_two_exchanges(ex, fields, ctx, d.rank());
       ASSERT_TRUE(agreed.empty()) << where << ": " << agreed;
     }
-    if (saved)
-      setenv(name.c_str(), before.c_str(), 1);
-    else
-      unsetenv(name.c_str());
   }
 }
 
