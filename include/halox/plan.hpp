@@ -94,8 +94,9 @@ exchange_plan make_plan(const decomposition& d, const local_grid& grid, int nfie
                         size_t element_bytes, algorithm alg, field_mode mode,
                         int fields_per_message = 0, int cache_block = 0);
 
-// The largest block of fields whose halo traffic in one stage (bytes sent,
-// received and copied) fits in a quarter of `cache_bytes`; at least one.
+// The largest block of fields whose halo traffic in one stage (the cache
+// lines its sent, received and copied boxes touch in the fields) fits in a
+// quarter of `cache_bytes`; at least one.
 int cache_sized_block(const decomposition& d, const local_grid& grid, int nfields,
                       size_t element_bytes, algorithm alg, size_t cache_bytes);
 

@@ -71,6 +71,24 @@ TEST(Plan, CompactMessagesMoveInBlocksThroughAllSteps) {
   EXPECT_EQ(make_plan(d, g, 5, 8, algorithm::standard, field_mode::sequence, 0, 4).stages.size(), 5u);
 }
 
+// Blocks are sized by the cache lines the boxes touch, not by the bytes they
+// move: across x, a halo 1 cell wide moves 4 bytes of floats per 64-byte line.
+TEST(Plan, CacheBlocksCountTheLinesTheBoxesTouch) {
+  auto d = make_cart_decomposition(MPI_COMM_SELF, {1, 1, 1}, {true, true, true}, false);
+  local_grid g({64, 64, 64}, halo_widths::uniform(1));
+  // The x step copies 2 boxes of 64 x 64 one-cell runs: 4 x 4096 lines, 1 MiB per field.
+  constexpr size_t mib = 1 << 20;
+  EXPECT_EQ(cache_sized_block(d, g, 8, 4, algorithm::staged, 2 * mib), 1);
+  EXPECT_EQ(cache_sized_block(d, g, 8, 4, algorithm::staged, 16 * mib), 4);
+  EXPECT_EQ(cache_sized_block(d, g, 8, 4, algorithm::staged, 64 * mib), 8);
+  EXPECT_EQ(cache_sized_block(d, g, 8, 4, algorithm::staged, 0), 8);
+  // Whole planes (z faces of a 1x1x2-like step) count their bytes: with x and
+  // y open only the z step moves anything, 2 x 2 planes of 66 x 66 floats.
+  auto open_xy = make_cart_decomposition(MPI_COMM_SELF, {1, 1, 1}, {false, false, true}, false);
+  const size_t z_step = 4 * 66 * 66 * 4;
+  EXPECT_EQ(cache_sized_block(open_xy, g, 100, 4, algorithm::staged, 4 * z_step * 10), 10);
+}
+
 TEST(Plan, TagsAreDistinctPerFieldSlotAndDirection) {
   std::set<int> tags;
   for (int slot = 0; slot < 4; ++slot)
