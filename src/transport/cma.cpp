@@ -193,6 +193,10 @@ cma_transport::cma_transport(const transport_context& ctx)
       choose_fetch_ahead(*this, plan_.stages.size(), lists, "HALOX_CMA_FETCH_AHEAD", node_.comm);
 }
 
+cma_transport::~cma_transport() {
+  if (steps_) steps_->drain(active_->owner);
+}
+
 std::string cma_transport::settings() const {
   return describe_rule("cma", staged_below_, rule_) + "; " + describe_fetch_ahead(fetch_ahead_);
 }
@@ -328,7 +332,7 @@ void cma_transport::read(const peer_read& r) const {
 void cma_transport::start(size_t stage) {
   const copy_list& pack = active_->owner.packs[stage];
   if (!pack.empty()) {
-    steps_->before_pack(stage, active_->owner.slot_freed_by[stage], active_->owner.readers);
+    steps_->before_pack(stage, active_->owner);
     pack.run();
   }
   steps_->ready(stage);
@@ -342,7 +346,7 @@ void cma_transport::wait(size_t stage) {
     r.unpack.run();
   }
   w.self_copies.run();
-  steps_->done(stage, active_->owner.readers);
+  steps_->done(stage, active_->owner);
 }
 
 }  // namespace halox

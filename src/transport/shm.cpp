@@ -88,6 +88,10 @@ shm_transport::shm_transport(const transport_context& ctx)
       choose_fetch_ahead(*this, plan_.stages.size(), lists, "HALOX_SHM_FETCH_AHEAD", node_.comm);
 }
 
+shm_transport::~shm_transport() {
+  if (steps_) steps_->drain(active_->owner);
+}
+
 std::string shm_transport::settings() const {
   return describe_rule("shm", rule_.staged_below, how_) +
          (rule_.push ? "; owners write direct boxes into the readers' halos (push)" : "") + "; " +
@@ -105,7 +109,10 @@ shm_transport::schedule shm_transport::build(const rule& choice, std::string& pr
                                  signals_->payload(node_.rank), slot_bytes_);
   const node_publication& publication = *out.owner.publication;
   out.stages.resize(plan_.stages.size());
-  if (choice.push) add_pushes(choice, out, problem);
+  if (choice.push) {
+    add_pushes(choice, out, problem);
+    out.owner.direct_reads.clear();  // I write my direct boxes myself
+  }
 
   // My receives: the owner's published box for each of mine, and my self
   // copies, field by field (the -x and +x boxes of a field land together).
@@ -218,7 +225,7 @@ shm_transport::rule shm_transport::measured_rule(const std::vector<rule>& candid
 void shm_transport::start(size_t stage) {
   const copy_list& pack = active_->owner.packs[stage];
   if (!pack.empty()) {
-    steps_->before_pack(stage, active_->owner.slot_freed_by[stage], active_->owner.readers);
+    steps_->before_pack(stage, active_->owner);
     pack.run();
   }
   steps_->ready(stage);
@@ -236,7 +243,7 @@ void shm_transport::wait(size_t stage) {
   steps_->await(stage, w.peers);
   steps_->await_pushed(stage, w.pushers);
   w.land.run();
-  steps_->done(stage, active_->owner.readers);
+  steps_->done(stage, active_->owner);
 }
 
 }  // namespace halox

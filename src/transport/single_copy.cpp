@@ -3,6 +3,8 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <cstdlib>
 #include <set>
 
@@ -48,18 +50,25 @@ std::vector<size_t> staging_rules(const exchange_plan& plan, const field_set& fi
 owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields,
                               const node_membership& node, int me, size_t staged_below,
                               std::byte* outbox, size_t slot_bytes) {
+  static std::atomic<uint64_t> schedules{0};
   owner_side out;
+  out.id = ++schedules;
   std::vector<published_box> published;
   std::vector<bool> reader(static_cast<size_t>(node.size), false);
+  std::vector<int> last_direct(static_cast<size_t>(node.size), -1);  // by reader: stage
   out.packs.resize(plan.stages.size());
   out.slot_freed_by.assign(plan.stages.size(), -1);
+  out.slot_freed_before.assign(plan.stages.size(), -1);
   std::vector<int> last_user(outbox_ring, -1);  // by slot: the stage that staged there last
   size_t staging_stages = 0;
+  std::vector<size_t> slot_of(plan.stages.size(), 0);
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const size_t slot = staging_stages % outbox_ring;
+    slot_of[s] = slot;
     size_t cursor = slot * slot_bytes;
     for (const auto& m : plan.stages[s].sends) {
-      reader[static_cast<size_t>(node.node_rank_of[static_cast<size_t>(m.peer)])] = true;
+      const auto r = static_cast<size_t>(node.node_rank_of[static_cast<size_t>(m.peer)]);
+      reader[r] = true;
       for (size_t i = 0; i < m.boxes.size(); ++i) {
         const auto& fb = m.boxes[i];
         published_box p{static_cast<int>(s), me, m.peer, m.tag, static_cast<int>(i), fb.field};
@@ -74,6 +83,8 @@ owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields
           p.outbox_offset = cursor;
           out.packs[s].add(c);
           cursor += c.bytes();
+        } else if (c.bytes() > 0) {
+          last_direct[r] = static_cast<int>(s);
         }
         published.push_back(p);
       }
@@ -84,8 +95,19 @@ owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields
       ++staging_stages;
     }
   }
-  for (int r = 0; r < node.size; ++r)
+  // A slot's first stage in an exchange waits for its last stage in the previous one.
+  for (size_t s = 0; s < plan.stages.size(); ++s)
+    if (!out.packs[s].empty() && out.slot_freed_by[s] < 0)
+      for (size_t t = plan.stages.size(); t-- > 0;)
+        if (t >= s && !out.packs[t].empty() && slot_of[t] == slot_of[s]) {
+          out.slot_freed_before[s] = static_cast<int>(t);
+          break;
+        }
+  for (int r = 0; r < node.size; ++r) {
     if (reader[static_cast<size_t>(r)]) out.readers.push_back(r);
+    if (last_direct[static_cast<size_t>(r)] >= 0)
+      out.direct_reads.emplace_back(r, static_cast<size_t>(last_direct[static_cast<size_t>(r)]));
+  }
   out.publication = std::make_unique<node_publication>(published, node.comm, me);
   return out;
 }
@@ -133,21 +155,41 @@ std::string describe_fetch_ahead(const fetch_ahead_choice& choice) {
                      choice.how);
 }
 
-void single_copy_steps::before_pack(size_t stage, int freed_by,
-                                    const std::vector<int>& readers) const {
-  if (freed_by >= 0)
-    for (int r : readers) signals_.wait_done(r, seq(static_cast<size_t>(freed_by)));
+void single_copy_steps::before_pack(size_t stage, const owner_side& owner) const {
+  uint64_t freed = 0;
+  if (const int by = owner.slot_freed_by[stage]; by >= 0) {
+    freed = seq(static_cast<size_t>(by));
+  } else if (completed_ > 0) {
+    // Another schedule may have used the slot in any stage of the previous exchange.
+    const int before = owner.id == previous_ ? owner.slot_freed_before[stage]
+                                             : static_cast<int>(stages_) - 1;
+    if (before >= 0) freed = completed_ - stages_ + static_cast<size_t>(before) + 1;
+  }
+  if (freed > 0)
+    for (int r : owner.readers) signals_.wait_done(r, freed);
 }
 
 void single_copy_steps::await(size_t stage, const std::vector<int>& peers) const {
   for (int p : peers) signals_.wait_ready(p, seq(stage));
 }
 
-void single_copy_steps::done(size_t stage, const std::vector<int>& readers) {
+void single_copy_steps::done(size_t stage, const owner_side& owner) {
   signals_.raise_done(seq(stage));
   if (stage + 1 == stages_) {
+    const uint64_t first = completed_;
     completed_ += stages_;
-    for (int r : readers) signals_.wait_done(r, completed_);
+    previous_ = owner.id;
+    for (const auto& [r, last] : owner.direct_reads) signals_.wait_done(r, first + last + 1);
+  }
+}
+
+void single_copy_steps::drain(const owner_side& owner) const {
+  // While an error unwinds, the readers may never get there.
+  if (std::uncaught_exceptions() > 0) return;
+  try {
+    for (int r : owner.readers) signals_.wait_done(r, completed_);
+  } catch (const std::exception&) {
+    // A reader that timed out ends the job with its own error.
   }
 }
 

@@ -49,6 +49,7 @@ class cma_transport final : public transport {
  public:
   // Collective over ctx.comm. Every peer of ctx.plan must be on this node.
   explicit cma_transport(const transport_context& ctx);
+  ~cma_transport() override;  // waits until no reader still reads my outbox
   void start(size_t stage) override;
   void wait(size_t stage) override;
   std::string name() const override { return "cma"; }

@@ -42,6 +42,7 @@ class shm_transport final : public transport {
  public:
   // Collective over ctx.node.comm. Every peer of ctx.plan must be on this node.
   explicit shm_transport(const transport_context& ctx);
+  ~shm_transport() override;  // waits until no reader still reads my outbox
   void start(size_t stage) override;
   void wait(size_t stage) override;
   std::string name() const override { return "shm"; }

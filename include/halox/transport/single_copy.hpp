@@ -18,15 +18,20 @@
 //
 // Reference algorithm of stage j of an exchange; seq(j) = stages of earlier
 // exchanges + j + 1, slot(j) = (staging stages before j) mod outbox_ring,
-// freed(j) = the last stage before j in this exchange with the same slot:
+// freed(j) = the last stage before j in this exchange with the same slot,
+// else the last stage of an exchange with that slot (seq of the previous
+// exchange; its last stage when the previous exchange ran another schedule):
 //   start(j): if freed(j) exists: wait until done[r] >= seq(freed(j))
 //             for every reader r; pack my staged boxes into slot(j)
 //             ready[me] = seq(j)           (and my cells for stage j are final)
 //   wait(j):  wait until ready[p] >= seq(j) for every peer p of the stage
 //             take p's direct boxes and its slot(j); do my self copies
 //             done[me] = seq(j)
-//   after the last stage: wait until done[r] >= seq(last) for every reader r
-//                         (nobody still reads my cells when the caller may change them)
+//   after the last stage: wait until done[r] >= seq(the last stage r reads
+//                         my cells in place) for every such reader r
+//                         (nobody still reads my cells when the caller may
+//                         change them; readers of my outbox only are waited
+//                         for when a slot is packed again)
 // Steps only read cells that earlier steps finished and only write halos that
 // no peer reads in the same step, so these two counters are the only sync.
 #pragma once
@@ -36,6 +41,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "halox/pack.hpp"
@@ -61,7 +67,12 @@ std::vector<size_t> staging_rules(const exchange_plan& plan, const field_set& fi
 struct owner_side {
   std::vector<copy_list> packs;                   // by stage: my staged boxes -> their outbox slot
   std::vector<int> slot_freed_by;                 // by stage: freed(j) above, -1 for none
+  std::vector<int> slot_freed_before;             // by stage: freed(j) in the previous exchange, -1 for none
   std::vector<int> readers;                       // node ranks that read my boxes
+  // Readers of my cells in place (direct boxes, pulled), each with the last
+  // stage it reads them in.
+  std::vector<std::pair<int, size_t>> direct_reads;
+  uint64_t id = 0;                                // which schedule this is (unique per process)
   std::unique_ptr<node_publication> publication;  // the boxes the node sends me
 };
 
@@ -102,8 +113,8 @@ class single_copy_steps {
  public:
   single_copy_steps(node_signals& signals, size_t stages) : signals_(signals), stages_(stages) {}
   // Before packing stage s: its outbox slot has been read by every reader
-  // (in stage `freed_by` of this exchange; -1: not used yet in this exchange).
-  void before_pack(size_t stage, int freed_by, const std::vector<int>& readers) const;
+  // (freed(s) above, of this exchange or the previous one).
+  void before_pack(size_t stage, const owner_side& owner) const;
   void ready(size_t stage) const { signals_.raise_ready(seq(stage)); }
   // Push mode: I wrote stage s into my targets' halos (each has raised ready for s).
   void pushed(size_t stage) const { signals_.raise_pushed(seq(stage)); }
@@ -113,14 +124,18 @@ class single_copy_steps {
   // Returns when every peer (or the one peer) made stage s ready.
   void await(size_t stage, const std::vector<int>& peers) const;
   void await(size_t stage, int peer) const { signals_.wait_ready(peer, seq(stage)); }
-  // After reading stage s; after the last stage, waits for the readers.
-  void done(size_t stage, const std::vector<int>& readers);
+  // After reading stage s; after the last stage, waits for the readers of my
+  // cells in place.
+  void done(size_t stage, const owner_side& owner);
+  // Before the outbox or the fields go away: every reader is through.
+  void drain(const owner_side& owner) const;
 
  private:
   uint64_t seq(size_t stage) const { return completed_ + stage + 1; }
   node_signals& signals_;
   size_t stages_ = 0;
   uint64_t completed_ = 0;  // stages of completed exchanges
+  uint64_t previous_ = 0;   // owner_side::id of the schedule the previous exchange ran
 };
 
 }  // namespace halox
