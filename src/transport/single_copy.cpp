@@ -98,11 +98,7 @@ owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields
   // A slot's first stage in an exchange waits for its last stage in the previous one.
   for (size_t s = 0; s < plan.stages.size(); ++s)
     if (!out.packs[s].empty() && out.slot_freed_by[s] < 0)
-      for (size_t t = plan.stages.size(); t-- > 0;)
-        if (t >= s && !out.packs[t].empty() && slot_of[t] == slot_of[s]) {
-          out.slot_freed_before[s] = static_cast<int>(t);
-          break;
-        }
+      out.slot_freed_before[s] = last_user[slot_of[s]];
   for (int r = 0; r < node.size; ++r) {
     if (reader[static_cast<size_t>(r)]) out.readers.push_back(r);
     if (last_direct[static_cast<size_t>(r)] >= 0)
