@@ -11,8 +11,9 @@
 //          (one at a time, as it will run: a live MPI window slows the progress of
 //          every other exchange; rounds interleave the finalists, so that the
 //          machine's slow and fast moments fall on all of them);
-//          the least median over rounds of the slowest rank's round time wins (one
-//          slow moment on one finalist does not decide)
+//          the slowest rank's round times decide as in choose_from_rounds
+//          (transport/trial.hpp): each round relative to its fastest finalist, the
+//          least median wins, the screening's fastest unless beaten by 2 %
 //        append (key, choice) to the wisdom file
 #include <unistd.h>
 
@@ -21,13 +22,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
-#include <limits>
 #include <vector>
 
 #include "halox/common/error.hpp"
 #include "halox/exchange.hpp"
 #include "halox/topology.hpp"
 #include "halox/transport/registry.hpp"
+#include "halox/transport/trial.hpp"
 
 namespace halox {
 
@@ -224,26 +225,24 @@ exchange_options halo_exchange::measured_choice(const decomposition& decomp, con
   size_t best = 0;
   double best_time = screened.front().seconds;
   if (finalists > 1) {
-    std::vector<double> round_time(finalists * final_rounds, 0.0);  // [finalist][round]
+    std::vector<double> round_time(final_rounds * finalists, 0.0);  // [round][finalist]
     for (int round = 0; round < final_rounds; ++round)
       for (size_t i = 0; i < finalists; ++i) {
         halo_exchange finalist(decomp, grid, type, fields, screened[i].options);
         for (int k = 0; k < final_untimed; ++k) finalist.exchange();
+        MPI_Barrier(comm);  // one rank's late start is not counted against the finalist
         const double t0 = MPI_Wtime();
         for (int k = 0; k < final_timed; ++k) finalist.exchange();
-        round_time[i * final_rounds + round] = (MPI_Wtime() - t0) / final_timed;
+        round_time[static_cast<size_t>(round) * finalists + i] = (MPI_Wtime() - t0) / final_timed;
       }
     MPI_Allreduce(MPI_IN_PLACE, round_time.data(), static_cast<int>(round_time.size()), MPI_DOUBLE,
                   MPI_MAX, comm);
-    best_time = std::numeric_limits<double>::infinity();
-    for (size_t i = 0; i < finalists; ++i) {
-      auto first = round_time.begin() + static_cast<std::ptrdiff_t>(i * final_rounds);
-      std::nth_element(first, first + final_rounds / 2, first + final_rounds);
-      if (first[final_rounds / 2] < best_time) {
-        best_time = first[final_rounds / 2];
-        best = i;
-      }
-    }
+    best = choose_from_rounds(round_time, finalists).best;
+    std::vector<double> of_best;
+    for (int round = 0; round < final_rounds; ++round)
+      of_best.push_back(round_time[static_cast<size_t>(round) * finalists + best]);
+    std::nth_element(of_best.begin(), of_best.begin() + final_rounds / 2, of_best.end());
+    best_time = of_best[final_rounds / 2];
   }
   const exchange_options chosen = screened[best].options;
   report = fmt::format("chose {} of {} candidates ({:.2f} us per exchange, measured; {} finalists)",

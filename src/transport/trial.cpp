@@ -1,6 +1,7 @@
 #include "halox/transport/trial.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 
 #include "halox/transport.hpp"
@@ -8,8 +9,40 @@
 namespace halox {
 
 namespace {
-constexpr int rounds = 7, untimed = 1, timed = 2;
+constexpr int rounds_at_once = 7, most_rounds = 21, untimed = 1, timed = 2;
+
+double median_of(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
 }  // namespace
+
+trial_choice choose_from_rounds(const std::vector<double>& seconds, size_t candidates) {
+  const size_t rounds = seconds.size() / candidates;
+  auto at = [&](size_t r, size_t c) { return seconds[r * candidates + c]; };
+  std::vector<double> score(candidates);
+  for (size_t c = 0; c < candidates; ++c) {
+    std::vector<double> relative(rounds);
+    for (size_t r = 0; r < rounds; ++r) {
+      double fastest = at(r, 0);
+      for (size_t o = 1; o < candidates; ++o) fastest = std::min(fastest, at(r, o));
+      relative[r] = fastest > 0 ? at(r, c) / fastest : 1.0;
+    }
+    score[c] = median_of(std::move(relative));
+  }
+  trial_choice out;
+  out.best = static_cast<size_t>(std::min_element(score.begin(), score.end()) - score.begin());
+  if (score[0] <= score[out.best] * (1 + trial_tie)) out.best = 0;
+  if (candidates < 2) return out;
+  // Clear: the runner-up is far behind, or lost to the winner in two rounds of three.
+  size_t runner = out.best == 0 ? 1 : 0;
+  for (size_t c = 0; c < candidates; ++c)
+    if (c != out.best && score[c] < score[runner]) runner = c;
+  size_t won = 0;
+  for (size_t r = 0; r < rounds; ++r) won += at(r, out.best) <= at(r, runner) ? 1 : 0;
+  out.clear = score[runner] > score[out.best] * (1 + trial_clear_gap) || 3 * won >= 2 * rounds;
+  return out;
+}
 
 size_t fastest_candidate(transport& t, size_t stages, size_t candidates,
                          const std::function<void(size_t)>& use, MPI_Comm comm) {
@@ -20,27 +53,26 @@ size_t fastest_candidate(transport& t, size_t stages, size_t candidates,
     }
   };
   // seconds[round * candidates + c]: the slowest rank's time, round by round.
-  std::vector<double> seconds(rounds * candidates, 0.0);
-  for (int round = 0; round < rounds; ++round)
-    for (size_t c = 0; c < candidates; ++c) {
-      use(c);
-      for (int i = 0; i < untimed; ++i) exchange();
+  std::vector<double> seconds;
+  trial_choice choice;
+  do {
+    std::vector<double> more(rounds_at_once * candidates, 0.0);
+    for (size_t i = 0; i < more.size(); ++i) {
+      use(i % candidates);
+      for (int k = 0; k < untimed; ++k) exchange();
+      // Every rank starts the timed exchanges together: one rank's late
+      // arrival is not counted against the candidate on the others.
+      MPI_Barrier(comm);
       const double t0 = MPI_Wtime();
-      for (int i = 0; i < timed; ++i) exchange();
-      seconds[static_cast<size_t>(round) * candidates + c] = MPI_Wtime() - t0;
+      for (int k = 0; k < timed; ++k) exchange();
+      more[i] = MPI_Wtime() - t0;
     }
-  MPI_Allreduce(MPI_IN_PLACE, seconds.data(), static_cast<int>(seconds.size()), MPI_DOUBLE,
-                MPI_MAX, comm);
-  // The median over rounds: one slow moment of the machine does not decide.
-  std::vector<double> medians(candidates);
-  for (size_t c = 0; c < candidates; ++c) {
-    std::vector<double> of(rounds);
-    for (int round = 0; round < rounds; ++round)
-      of[static_cast<size_t>(round)] = seconds[static_cast<size_t>(round) * candidates + c];
-    std::nth_element(of.begin(), of.begin() + rounds / 2, of.end());
-    medians[c] = of[rounds / 2];
-  }
-  return static_cast<size_t>(std::min_element(medians.begin(), medians.end()) - medians.begin());
+    MPI_Allreduce(MPI_IN_PLACE, more.data(), static_cast<int>(more.size()), MPI_DOUBLE, MPI_MAX,
+                  comm);
+    seconds.insert(seconds.end(), more.begin(), more.end());
+    choice = choose_from_rounds(seconds, candidates);
+  } while (!choice.clear && seconds.size() < most_rounds * candidates);
+  return choice.best;
 }
 
 std::vector<size_t> agreed_union(const std::vector<size_t>& mine, MPI_Comm comm) {
