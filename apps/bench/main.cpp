@@ -122,6 +122,8 @@ struct result {
   double loop_seconds = 0;      // wall time of all timed exchanges, max over ranks
   long long exchanges = 0;
   double memcpy_seconds = 0;    // the single-copy floor: median over rounds, max over ranks
+  bool computed = false;        // --timing compute
+  double compute_seconds = 0;   // its steps between exchanges, max over ranks
   // Per round: the median exchange and the floor measured around it (max over
   // ranks); efficiency = median over rounds of floor / exchange.
   std::vector<double> round_medians, round_floors;
@@ -194,7 +196,8 @@ void add_options(CLI::App& app, bench_options& o) {
                  "many times, interleaved, on the same memory; the floor is measured in every round")
       ->capture_default_str();
   app.add_option("--timing", o.timing, "throughput: back-to-back exchanges; latency: a barrier "
-                 "before each")
+                 "before each; compute: every interior cell of every field written before each "
+                 "(untimed), so that each exchange meets the caches as a time step leaves them")
       ->capture_default_str();
   app.add_option("--baseline", o.baseline, "Variant transport/algorithm/fields that ratios refer to")
       ->capture_default_str();
@@ -254,8 +257,9 @@ std::vector<config> build_matrix(bench_options& o, const std::vector<std::string
   if (o.time_budget < 0) throw usage_error("--time must not be negative");
   if (o.warmup < 0) throw usage_error("--warmup must not be negative");
   if (o.rounds <= 0) throw usage_error("--rounds must be positive");
-  if (o.timing != "throughput" && o.timing != "latency")
-    throw usage_error(fmt::format("unknown timing '{}' (expected throughput or latency)", o.timing));
+  if (o.timing != "throughput" && o.timing != "latency" && o.timing != "compute")
+    throw usage_error(
+        fmt::format("unknown timing '{}' (expected throughput, latency or compute)", o.timing));
   for (int f : o.nfields)
     if (f > 1000) throw usage_error(fmt::format("--nfields {} is more than the 1000 supported", f));
 
@@ -349,12 +353,15 @@ struct shape_memory {
 };
 
 // The single-copy floor: every rank copies its halo bytes once, all ranks at
-// the same time, from and to buffers the size of its fields; `count` samples,
-// median, slowest rank. Collective on every rank, also those with nothing to
-// copy (an open side of width 0 leaves a rank without halo bytes while its
+// the same time, from and to buffers the size of its fields; the median of
+// samples worth about `floor_sample_seconds` (at least 5, at most 101), so
+// that a moment of the machine shorter than half of them does not move it;
+// slowest rank. Collective on every rank, also those with nothing to copy
+// (an open side of width 0 leaves a rank without halo bytes while its
 // neighbours have some).
+constexpr double floor_sample_seconds = 2e-3;
 double single_copy_floor(MPI_Comm comm, size_t bytes, shape_memory& mem, size_t field_bytes,
-                         int count) {
+                         bool after_compute) {
   if (mem.floor_from.size() < field_bytes) {
     mem.floor_from = mapped_buffer(field_bytes);
     mem.floor_to = mapped_buffer(field_bytes);
@@ -364,19 +371,43 @@ double single_copy_floor(MPI_Comm comm, size_t bytes, shape_memory& mem, size_t 
   std::byte* from = mem.floor_from.data();
   std::byte* to = mem.floor_to.data();
   bytes = std::min(bytes, field_bytes);
-  std::vector<double> times;
-  for (int i = 0; i < count; ++i) {
+  auto sample = [&](int i) {
+    // --timing compute: both buffers written whole first, as the fields are.
+    if (after_compute)
+      for (std::byte* buffer : {from, to}) std::memset(buffer, i & 0xff, field_bytes);
     MPI_Barrier(comm);
-    double t0 = MPI_Wtime();
+    const double t0 = MPI_Wtime();
     if (bytes > 0) std::memcpy(to, from, bytes);
-    double t1 = MPI_Wtime();
+    const double t1 = MPI_Wtime();
     // Keep the copy observable so it is not optimised away.
     if (bytes > 0) from[static_cast<size_t>(i) % bytes] = to[(static_cast<size_t>(i) * 7) % bytes];
-    times.push_back(t1 - t0);
-  }
+    return t1 - t0;
+  };
+  // The first copy, untimed, brings the lines in and sets how many follow.
+  double first = sample(0), slowest_first = 0;
+  MPI_Allreduce(&first, &slowest_first, 1, MPI_DOUBLE, MPI_MAX, comm);
+  const int count = static_cast<int>(
+      std::clamp(floor_sample_seconds / std::max(slowest_first, 1e-9), 5.0, 101.0));
+  std::vector<double> times;
+  for (int i = 1; i <= count; ++i) times.push_back(sample(i));
   double median = bytes > 0 ? summarize(times).median : 0, slowest = 0;
   MPI_Allreduce(&median, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
   return slowest;
+}
+
+// --timing compute: one time step's worth of writes between exchanges, every
+// interior cell of every field updated in place, field after field, which
+// leaves the caches as a stencil code's sweep does (the faces an exchange
+// reads freshly written, the rest of the caches taken by the later fields).
+template <class T>
+void compute_step(const std::vector<T*>& fields, const local_grid& grid) {
+  const ivec3 n = grid.interior;
+  for (T* field : fields)
+    for (int z = 0; z < n[2]; ++z)
+      for (int y = 0; y < n[1]; ++y) {
+        T* row = field + grid.index(0, y, z);
+        for (int x = 0; x < n[0]; ++x) row[x] = row[x] * T(0.5) + T(1);
+      }
 }
 
 // Collective: the fields of the largest configuration, on every rank of a
@@ -521,38 +552,51 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
 
     for (int i = 0; i < o.warmup; ++i) exchange();
     long long nrep = o.nrep;
+    const bool latency = o.timing == "latency", compute = o.timing == "compute";
     if (o.time_budget > 0) {
       // Agree on a repetition count from a short calibration.
       double t0 = MPI_Wtime();
       int probe = 5;
-      for (int i = 0; i < probe; ++i) exchange();
+      for (int i = 0; i < probe; ++i) {
+        if (compute) compute_step(fields, grid);
+        exchange();
+      }
       double per = (MPI_Wtime() - t0) / probe, slowest = 0;
       MPI_Allreduce(&per, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
       nrep = std::clamp<long long>(static_cast<long long>(o.time_budget / std::max(slowest, 1e-9)),
                                    10, 10'000'000);
     }
     const size_t halo_bytes = r.bytes_received + r.bytes_copied;
-    constexpr int floor_samples = 5;
-    const double floor_before = single_copy_floor(comm, halo_bytes, mem, all_fields, floor_samples);
+    const double floor_before = single_copy_floor(comm, halo_bytes, mem, all_fields, compute);
     std::vector<double> samples(static_cast<size_t>(nrep));
-    const bool latency = o.timing == "latency";
     MPI_Barrier(comm);
-    double loop_start = MPI_Wtime();
+    double loop_start = MPI_Wtime(), computing = 0;
     for (long long i = 0; i < nrep; ++i) {
       if (latency) MPI_Barrier(comm);
+      if (compute) {
+        const double c0 = MPI_Wtime();
+        compute_step(fields, grid);
+        computing += MPI_Wtime() - c0;
+      }
       double t0 = MPI_Wtime();
       ex.exchange();
       samples[static_cast<size_t>(i)] = MPI_Wtime() - t0;
     }
+    // The exchanges' own time: the compute steps are not the exchange's.
     double loop = MPI_Wtime() - loop_start;
-    const double floor_after = single_copy_floor(comm, halo_bytes, mem, all_fields, floor_samples);
+    if (compute) loop = std::accumulate(samples.begin(), samples.end(), 0.0);
+    const double floor_after = single_copy_floor(comm, halo_bytes, mem, all_fields, compute);
     exchanges_run += nrep;
     MPI_Allreduce(&loop, &r.loop_seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
+    MPI_Allreduce(&computing, &r.compute_seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
     r.samples.resize(samples.size());
     MPI_Reduce(samples.data(), r.samples.data(), static_cast<int>(samples.size()), MPI_DOUBLE,
                MPI_MAX, 0, comm);
     r.exchanges = nrep;
-    r.round_floors.push_back((floor_before + floor_after) / 2);
+    r.computed = compute;
+    // A slow moment of the machine during one of the two would flatter the
+    // efficiency: the lower is kept.
+    r.round_floors.push_back(std::min(floor_before, floor_after));
     r.round_medians.push_back(decomp.rank() == 0 ? summarize(r.samples).median : 0.0);
 
     if (verify) {
@@ -579,6 +623,7 @@ result run_any(const decomposition& decomp, const bench_options& o, const config
 void merge(result& into, const result& more) {
   into.samples.insert(into.samples.end(), more.samples.begin(), more.samples.end());
   into.loop_seconds += more.loop_seconds;
+  into.compute_seconds += more.compute_seconds;
   into.exchanges += more.exchanges;
   into.round_floors.insert(into.round_floors.end(), more.round_floors.begin(), more.round_floors.end());
   into.round_medians.insert(into.round_medians.end(), more.round_medians.begin(),
@@ -612,6 +657,9 @@ void print_result(const result& r, const summary& s) {
   fmt::print("  seconds per 10000 exchanges: {:.4f}   throughput {:.2f} GB/s   single-copy floor "
              "{} us -> efficiency {:.1f} %\n",
              mean_per * 1e4, bytes / s.median / 1e9, us(r.memcpy_seconds), 100.0 * efficiency(r));
+  if (r.computed)
+    fmt::print("  compute step between exchanges (untimed): {} us\n",
+               us(r.compute_seconds / static_cast<double>(r.exchanges)));
   if (!r.settings.empty()) fmt::print("  transport settings: {}\n", r.settings);
   std::string sent;
   for (const auto& t : r.sent)
@@ -748,6 +796,7 @@ nlohmann::json to_json_record(const result& r, const summary& s, const bench_opt
   j["loop_mean_s"] = mean_per;
   j["seconds_per_10000"] = mean_per * 1e4;
   j["memcpy_s"] = r.memcpy_seconds;
+  if (r.computed) j["compute_step_s"] = r.compute_seconds / static_cast<double>(r.exchanges);
   j["efficiency"] = efficiency(r);
   j["throughput_GBps"] = s.median > 0 ? (r.bytes_sent + r.bytes_copied) / s.median / 1e9 : 0.0;
   j["verification"] = r.verified ? "passed" : "skipped";

@@ -181,7 +181,7 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-_CHOICES = {"timing": ("throughput", "latency"),
+_CHOICES = {"timing": ("throughput", "latency", "compute"),
             "decomposition": ("cart", "hw", "auto"),
             "order": ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"),
             "binding": ("real", "spread", "core", "hwthread"),

@@ -63,6 +63,30 @@ def test_latency_timing_time_budget_and_per_side_halos(run_mpi):
     assert run.stdout.count("verification: passed") == 3
 
 
+def test_compute_timing_writes_the_fields_between_exchanges(run_mpi, tmp_path):
+    out = tmp_path / "compute.jsonl"
+    common = ("--domain", "32", "32", "32", "--halo", "2", "--nfields", "2", "--nrep", "20",
+              "--transport", "mpi-p2p,shm", "--algorithm", "staged", "--fields", "sequence",
+              "--json", str(out))
+    run = run_mpi(2, BENCH, *common, "--timing", "compute")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("verification: passed") == 2
+    assert run.stdout.count("compute step between exchanges (untimed): ") == 2
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["config"]["timing"] for r in records] == ["compute", "compute"]
+    for r in records:
+        # Each step reads and writes 2 fields x 32^3 doubles (512 KiB): not under 2 us
+        # (256 GB/s) unless the step was skipped.
+        assert r["compute_step_s"] > 2e-6
+        assert r["exchanges"] == 20 and r["efficiency"] > 0
+    # Back-to-back exchanges have no compute step.
+    out.unlink()
+    run = run_mpi(2, BENCH, *common)
+    assert run.returncode == 0, run.stderr
+    assert "compute step" not in run.stdout
+    assert all("compute_step_s" not in json.loads(line) for line in out.read_text().splitlines())
+
+
 def test_automatic_variant_records_its_choice_against_the_named_ones(run_mpi, tmp_path):
     out = tmp_path / "auto.jsonl"
     run = run_mpi(2, BENCH, *SMALL, "--transport", "mpi-p2p,shm", "--algorithm", "staged",

@@ -109,6 +109,20 @@ def test_dry_run_uses_the_spec_defaults_for_build_and_output(tmp_path):
     assert f"# records are appended to {ROOT / 'results' / 'fixed-name.jsonl'}" in done.stdout
 
 
+def test_every_timing_of_halox_bench_is_a_valid_spec_value(tmp_path):
+    for timing in ("throughput", "latency", "compute"):
+        spec = write_spec(tmp_path, f"""
+            [sweep]
+            ranks = 2
+            [bench]
+            timing = "{timing}"
+        """)
+        done = halox("sweep", spec, "--dry-run", "--output", tmp_path / "x.jsonl",
+                     "--build-dir", build_dir())
+        assert done.returncode == 0, done.stderr
+        assert f"--timing {timing}" in done.stdout
+
+
 def test_example_specs_are_valid(tmp_path):
     names = sorted(p.name for p in EXAMPLES.glob("*.toml"))
     assert names == ["betzy-allcores-1node.toml", "betzy-allcores-27nodes.toml",
