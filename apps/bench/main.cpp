@@ -384,8 +384,11 @@ double single_copy_floor(MPI_Comm comm, size_t bytes, shape_memory& mem, size_t 
     if (bytes > 0) from[static_cast<size_t>(i) % bytes] = to[(static_cast<size_t>(i) * 7) % bytes];
     return t1 - t0;
   };
-  // The first copy, untimed, brings the lines in and sets how many follow.
-  double first = sample(0), slowest_first = 0;
+  // The first sample, untimed, brings the lines in; its whole time (barrier
+  // included: slow where ranks outnumber cores) sets how many follow.
+  const double started = MPI_Wtime();
+  sample(0);
+  double first = MPI_Wtime() - started, slowest_first = 0;
   MPI_Allreduce(&first, &slowest_first, 1, MPI_DOUBLE, MPI_MAX, comm);
   const int count = static_cast<int>(
       std::clamp(floor_sample_seconds / std::max(slowest_first, 1e-9), 5.0, 101.0));
