@@ -24,6 +24,11 @@ class transport;
 size_t fastest_candidate(transport& t, size_t stages, size_t candidates,
                          const std::function<void(size_t)>& use, MPI_Comm comm);
 
+// Collective over comm: a barrier that yields the core while it waits (a
+// blocking MPI_Barrier spins in some MPI libraries, which starves the ranks
+// it waits for where they outnumber the cores).
+void start_together(MPI_Comm comm);
+
 // The choice from seconds[round * candidates + c], the same on every rank.
 // Each round's times are taken relative to that round's fastest (a slow
 // moment of the machine slows every candidate of its round alike), and the
