@@ -27,6 +27,7 @@
 #include "halox/decomposition/options.hpp"
 #include "halox/exchange.hpp"
 #include "halox/field_memory.hpp"
+#include "halox/self_copy_reference.hpp"
 #include "halox/transport/registry.hpp"
 #include "halox/verify.hpp"
 
@@ -127,6 +128,10 @@ struct result {
   // Per round: the median exchange and the floor measured around it (max over
   // ranks); efficiency = median over rounds of floor / exchange.
   std::vector<double> round_medians, round_floors;
+  // The self-copy reference around the same exchanges (the lower of before and
+  // after, slowest rank): its median over rounds, and per round.
+  double reference_seconds = 0;
+  std::vector<double> round_references;
   size_t bytes_sent = 0, bytes_copied = 0, bytes_received = 0, messages = 0;
   size_t max_bytes_sent = 0;    // over ranks
   std::string memory;           // "shared" or "private"
@@ -353,14 +358,40 @@ struct shape_memory {
   mapped_buffer floor_from, floor_to;        // the size of all fields
 };
 
-// The single-copy floor: every rank copies its halo bytes once, all ranks at
-// the same time, from and to buffers the size of its fields; the median of
-// samples worth about `floor_sample_seconds` (at least 5, at most 101), so
-// that a moment of the machine shorter than half of them does not move it;
-// slowest rank. Collective on every rank, also those with nothing to copy
-// (an open side of width 0 leaves a rank without halo bytes while its
-// neighbours have some).
+// Collective: the median of samples worth about `floor_sample_seconds` (at
+// least 5, at most 101) of `timed`, every sample started by all ranks
+// together after an untimed `prepare(i)`, so that a moment of the machine
+// shorter than half of them does not move it; slowest rank. Ranks with
+// nothing to time (`any` false) take part with 0. The first sample, untimed,
+// brings the lines in; its whole time (barrier included: slow where ranks
+// outnumber cores) sets how many follow.
 constexpr double floor_sample_seconds = 2e-3;
+template <class Prepare, class Timed>
+double median_of_samples(MPI_Comm comm, bool any, Prepare&& prepare, Timed&& timed) {
+  auto sample = [&](int i) {
+    prepare(i);
+    MPI_Barrier(comm);
+    const double t0 = MPI_Wtime();
+    if (any) timed(i);
+    return MPI_Wtime() - t0;
+  };
+  const double started = MPI_Wtime();
+  sample(0);
+  double first = MPI_Wtime() - started, slowest_first = 0;
+  MPI_Allreduce(&first, &slowest_first, 1, MPI_DOUBLE, MPI_MAX, comm);
+  const int count = static_cast<int>(
+      std::clamp(floor_sample_seconds / std::max(slowest_first, 1e-9), 5.0, 101.0));
+  std::vector<double> times;
+  for (int i = 1; i <= count; ++i) times.push_back(sample(i));
+  double median = any ? summarize(times).median : 0, slowest = 0;
+  MPI_Allreduce(&median, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return slowest;
+}
+
+// The single-copy floor: every rank copies its halo bytes once, all ranks at
+// the same time, from and to buffers the size of its fields. Collective on
+// every rank, also those with nothing to copy (an open side of width 0 leaves
+// a rank without halo bytes while its neighbours have some).
 double single_copy_floor(MPI_Comm comm, size_t bytes, shape_memory& mem, size_t field_bytes,
                          bool after_compute) {
   if (mem.floor_from.size() < field_bytes) {
@@ -372,31 +403,18 @@ double single_copy_floor(MPI_Comm comm, size_t bytes, shape_memory& mem, size_t 
   std::byte* from = mem.floor_from.data();
   std::byte* to = mem.floor_to.data();
   bytes = std::min(bytes, field_bytes);
-  auto sample = [&](int i) {
-    // --timing compute: both buffers written whole first, as the fields are.
-    if (after_compute)
-      for (std::byte* buffer : {from, to}) std::memset(buffer, i & 0xff, field_bytes);
-    MPI_Barrier(comm);
-    const double t0 = MPI_Wtime();
-    if (bytes > 0) std::memcpy(to, from, bytes);
-    const double t1 = MPI_Wtime();
-    // Keep the copy observable so it is not optimised away.
-    if (bytes > 0) from[static_cast<size_t>(i) % bytes] = to[(static_cast<size_t>(i) * 7) % bytes];
-    return t1 - t0;
-  };
-  // The first sample, untimed, brings the lines in; its whole time (barrier
-  // included: slow where ranks outnumber cores) sets how many follow.
-  const double started = MPI_Wtime();
-  sample(0);
-  double first = MPI_Wtime() - started, slowest_first = 0;
-  MPI_Allreduce(&first, &slowest_first, 1, MPI_DOUBLE, MPI_MAX, comm);
-  const int count = static_cast<int>(
-      std::clamp(floor_sample_seconds / std::max(slowest_first, 1e-9), 5.0, 101.0));
-  std::vector<double> times;
-  for (int i = 1; i <= count; ++i) times.push_back(sample(i));
-  double median = bytes > 0 ? summarize(times).median : 0, slowest = 0;
-  MPI_Allreduce(&median, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
-  return slowest;
+  return median_of_samples(
+      comm, bytes > 0,
+      [&](int i) {
+        // --timing compute: both buffers written whole first, as the fields are.
+        if (after_compute)
+          for (std::byte* buffer : {from, to}) std::memset(buffer, i & 0xff, field_bytes);
+      },
+      [&](int i) {
+        std::memcpy(to, from, bytes);
+        // Keep the copy observable so it is not optimised away.
+        from[static_cast<size_t>(i) % bytes] = to[(static_cast<size_t>(i) * 7) % bytes];
+      });
 }
 
 // --timing compute: one time step between exchanges, field after field, in
@@ -425,6 +443,20 @@ void compute_step(const std::vector<T*>& fields, const local_grid& grid) {
       }
     halo_read_sink = static_cast<double>(read);
   }
+}
+
+// The self-copy reference (halox/self_copy_reference.hpp): every rank fills
+// the halos its exchange fills from its own cells, all ranks at the same
+// time, on the exchange's fields; nothing crosses ranks. Collective.
+template <class T>
+double self_copy_reference_time(MPI_Comm comm, const copy_list& copies, const std::vector<T*>& fields,
+                                const local_grid& grid, bool after_compute) {
+  return median_of_samples(
+      comm, !copies.empty(),
+      [&](int) {
+        if (after_compute) compute_step(fields, grid);
+      },
+      [&](int) { copies.run(); });
 }
 
 // Collective: the fields of the largest configuration, on every rank of a
@@ -584,7 +616,12 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
                                    10, 10'000'000);
     }
     const size_t halo_bytes = r.bytes_received + r.bytes_copied;
+    std::vector<std::byte*> field_bytes_of;
+    for (T* f : fields) field_bytes_of.push_back(reinterpret_cast<std::byte*>(f));
+    const copy_list reference = self_copy_reference(plan, field_bytes_of.data());
     const double floor_before = single_copy_floor(comm, halo_bytes, mem, all_fields, compute);
+    const double reference_before =
+        self_copy_reference_time(comm, reference, fields, grid, compute);
     std::vector<double> samples(static_cast<size_t>(nrep));
     MPI_Barrier(comm);
     double loop_start = MPI_Wtime(), computing = 0;
@@ -605,6 +642,7 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
     double loop = MPI_Wtime() - loop_start;
     if (compute) loop = std::accumulate(samples.begin(), samples.end(), 0.0);
     const double floor_after = single_copy_floor(comm, halo_bytes, mem, all_fields, compute);
+    const double reference_after = self_copy_reference_time(comm, reference, fields, grid, compute);
     exchanges_run += nrep;
     MPI_Allreduce(&loop, &r.loop_seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
     MPI_Allreduce(&computing, &r.compute_seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
@@ -616,6 +654,7 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
     // A slow moment of the machine during one of the two would flatter the
     // efficiency: the lower is kept.
     r.round_floors.push_back(std::min(floor_before, floor_after));
+    r.round_references.push_back(std::min(reference_before, reference_after));
     r.round_medians.push_back(decomp.rank() == 0 ? summarize(r.samples).median : 0.0);
 
     if (verify) {
@@ -628,6 +667,7 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
     r.sent = sent_per_exchange(comm, ex.stats(), exchanges_run);
   }
   r.memcpy_seconds = r.round_floors.back();
+  r.reference_seconds = r.round_references.back();
   return r;
 }
 
@@ -648,16 +688,30 @@ void merge(result& into, const result& more) {
   into.round_medians.insert(into.round_medians.end(), more.round_medians.begin(),
                             more.round_medians.end());
   into.memcpy_seconds = summarize(into.round_floors).median;
+  into.round_references.insert(into.round_references.end(), more.round_references.begin(),
+                               more.round_references.end());
+  into.reference_seconds = summarize(into.round_references).median;
   into.verified = into.verified && more.verified;
 }
 
-// Floor over exchange, round by round (both measured in the same minute of
-// the machine), median over rounds.
-double efficiency(const result& r) {
+// A reference over the exchange, round by round (both measured in the same
+// minute of the machine), median over rounds.
+double share_of(const std::vector<double>& references, const std::vector<double>& exchanges) {
   std::vector<double> ratios;
-  for (size_t i = 0; i < r.round_medians.size(); ++i)
-    if (r.round_medians[i] > 0) ratios.push_back(r.round_floors[i] / r.round_medians[i]);
+  for (size_t i = 0; i < exchanges.size() && i < references.size(); ++i)
+    if (exchanges[i] > 0) ratios.push_back(references[i] / exchanges[i]);
   return ratios.empty() ? 0.0 : summarize(ratios).median;
+}
+
+// The single-copy floor over the exchange.
+double efficiency(const result& r) {
+  return share_of(r.round_floors, r.round_medians);
+}
+
+// The self-copy reference over the exchange: 1 is what the layout allows
+// without crossing ranks.
+double reference_share(const result& r) {
+  return share_of(r.round_references, r.round_medians);
 }
 
 std::string us(double seconds) { return fmt::format("{:.2f}", seconds * 1e6); }
@@ -676,6 +730,9 @@ void print_result(const result& r, const summary& s) {
   fmt::print("  seconds per 10000 exchanges: {:.4f}   throughput {:.2f} GB/s   single-copy floor "
              "{} us -> efficiency {:.1f} %\n",
              mean_per * 1e4, bytes / s.median / 1e9, us(r.memcpy_seconds), 100.0 * efficiency(r));
+  fmt::print("  self-copy reference {} us (each rank fills the same halos from its own cells, "
+             "nothing crossing ranks) -> {:.1f} % of it\n",
+             us(r.reference_seconds), 100.0 * reference_share(r));
   if (r.computed)
     fmt::print("  compute step between exchanges (untimed): {} us\n",
                us(r.compute_seconds / static_cast<double>(r.exchanges)));
@@ -817,6 +874,8 @@ nlohmann::json to_json_record(const result& r, const summary& s, const bench_opt
   j["memcpy_s"] = r.memcpy_seconds;
   if (r.computed) j["compute_step_s"] = r.compute_seconds / static_cast<double>(r.exchanges);
   j["efficiency"] = efficiency(r);
+  j["self_copy_reference_s"] = r.reference_seconds;
+  j["self_copy_share"] = reference_share(r);
   j["throughput_GBps"] = s.median > 0 ? (r.bytes_sent + r.bytes_copied) / s.median / 1e9 : 0.0;
   j["verification"] = r.verified ? "passed" : "skipped";
   return j;

@@ -57,6 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--efficiency", action="store_true",
                    help="chosen layout: add 'eff' columns, the fraction of the single-copy floor "
                         "(a memcpy of the same bytes in the same run) each cell reaches")
+    r.add_argument("--self-copy", action="store_true",
+                   help="chosen layout: add 'self' columns, the fraction of the self-copy "
+                        "reference (every rank filling the same halos from its own cells, "
+                        "measured in the same run) each cell reaches")
     r.add_argument("--markdown", action="store_true", help="GitHub markdown tables")
     r.add_argument("--plot", metavar="OUT.png", help="also write a bar plot of the chosen layout")
     r.add_argument("--save", metavar="DIR",
@@ -130,7 +134,7 @@ def report_main(args) -> int:
     parts = []
     if records:
         parts.append(render(rep.build(records, args.layout, args.metric, args.baseline,
-                                      args.efficiency)))
+                                      args.efficiency, args.self_copy)))
     from . import report_halo2d, report_ipc
     if loaded.halo2d:
         parts.append(render(report_halo2d.build(loaded.halo2d)))
@@ -155,7 +159,8 @@ def report_main(args) -> int:
         try:
             path, plots = document.write(loaded, records, args.save, files=args.files,
                                          metric=args.metric, baseline=args.baseline,
-                                         efficiency=args.efficiency, layout=args.layout)
+                                         efficiency=args.efficiency, layout=args.layout,
+                                         self_copy=args.self_copy)
         except OSError as e:
             return _fail(prog, f"cannot write to {args.save}: {e.strerror}")
         sys.stdout.flush()

@@ -44,7 +44,7 @@ def _placement_groups(records: Sequence[Record]) -> list[list[Record]]:
 
 def write(loaded: LoadResult, bench: Sequence[Record], out_dir: str | pathlib.Path, *,
           files: Sequence[str], metric: str, baseline: str, efficiency: bool,
-          layout: str) -> tuple[pathlib.Path, list[pathlib.Path]]:
+          layout: str, self_copy: bool = False) -> tuple[pathlib.Path, list[pathlib.Path]]:
     """Writes DIR/report.md and the plots; returns the report's path and the plots' paths."""
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -62,7 +62,7 @@ def write(loaded: LoadResult, bench: Sequence[Record], out_dir: str | pathlib.Pa
                 path = plot.bench_variants(trecs, out_dir / f"bench-{len(plots) + 1}.png", metric)
                 plots.append(path)
                 images.setdefault(i, []).append(path.name)
-        tables = report.build(bench, layout, metric, baseline, efficiency)
+        tables = report.build(bench, layout, metric, baseline, efficiency, self_copy)
         title = {"chosen": "chosen results", "full": "full results",
                  "decomposition": "decompositions"}[layout]
         md += [f"## halox-bench: {title}", "",

@@ -68,6 +68,7 @@ class Record:
     efficiency: float
     verification: str
     raw: dict = field(repr=False, compare=False, hash=False)
+    self_copy_share: float = math.nan  # of the self-copy reference (records since it exists)
 
     @property
     def variant(self) -> str:
@@ -143,6 +144,7 @@ def parse_record(obj: Any, where: str) -> Record:
         efficiency=float(obj.get("efficiency", math.nan)),
         verification=str(obj.get("verification", "")),
         raw=obj,
+        self_copy_share=float(obj.get("self_copy_share", math.nan)),
     )
 
 

@@ -118,11 +118,18 @@ EFFICIENCY_NOTE = ("eff = time of a memcpy of the same bytes, measured in the sa
                    "reached")
 
 
+SELF_COPY_NOTE = ("self = time of every rank filling the same halos from its own cells (nothing "
+                  "crossing ranks), measured in the same run / median exchange time: the "
+                  "fraction of the self-copy reference reached")
+
+
 def chosen(records: Sequence[Record], metric: str = "median",
-           baseline: str = DEFAULT_BASELINE, efficiency: bool = False) -> Report:
+           baseline: str = DEFAULT_BASELINE, efficiency: bool = False,
+           self_copy: bool = False) -> Report:
     """Per numbering order / decomposition: a table per toolchain, a row per variant, a column
     per (halo, nfields); "(xN)" columns = baseline / variant when the table is one run; with
-    `efficiency`, "eff" columns = the fraction of the single-copy floor each cell reaches."""
+    `efficiency`, "eff" columns = the fraction of the single-copy floor each cell reaches; with
+    `self_copy`, "self" columns = the fraction of the self-copy reference."""
     labels = rec.toolchain_labels(records)
     sections = []
     for _, srecs in rec.group(records, context_key).items():
@@ -155,6 +162,10 @@ def chosen(records: Sequence[Record], metric: str = "median",
                 columns += [f"{shape_labels[k]} eff" for k in shape_keys]
                 kinds += ["ratio"] * len(shape_keys)
                 notes.append(EFFICIENCY_NOTE)
+            if self_copy:
+                columns += [f"{shape_labels[k]} self" for k in shape_keys]
+                kinds += ["ratio"] * len(shape_keys)
+                notes.append(SELF_COPY_NOTE)
             rows = []
             for v in variants:
                 values = [rec.cell_value(cells.get((v, k), []), metric) for k in shape_keys]
@@ -165,6 +176,10 @@ def chosen(records: Sequence[Record], metric: str = "median",
                     values += [b / x if x > 0 else math.nan for b, x in zip(base, times)]
                 if efficiency:
                     values += [_efficiency(cells.get((v, k), [])) for k in shape_keys]
+                if self_copy:
+                    values += [_median_positive([r.self_copy_share
+                                                 for r in cells.get((v, k), [])])
+                               for k in shape_keys]
                 rows.append((v, values))
             tables.append(Table(labels[toolchain], "transport/algorithm/fields", columns, kinds,
                                 rows, notes))
@@ -174,7 +189,11 @@ def chosen(records: Sequence[Record], metric: str = "median",
 
 
 def _efficiency(cell: Sequence[Record]) -> float:
-    values = [r.efficiency for r in cell if r.efficiency > 0]
+    return _median_positive([r.efficiency for r in cell])
+
+
+def _median_positive(values: Sequence[float]) -> float:
+    values = [v for v in values if v > 0]
     if not values:
         return math.nan
     return values[0] if len(values) == 1 else float(sorted(values)[len(values) // 2])
@@ -318,9 +337,10 @@ def _order_heading(r: Record) -> str:
 
 
 def build(records: Sequence[Record], layout: str = "chosen", metric: str = "median",
-          baseline: str = DEFAULT_BASELINE, efficiency: bool = False) -> Report:
+          baseline: str = DEFAULT_BASELINE, efficiency: bool = False,
+          self_copy: bool = False) -> Report:
     if layout == "chosen":
-        return chosen(records, metric, baseline, efficiency)
+        return chosen(records, metric, baseline, efficiency, self_copy)
     if layout == "full":
         return full(records, metric)
     if layout == "decomposition":

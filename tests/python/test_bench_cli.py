@@ -87,6 +87,24 @@ def test_compute_timing_writes_the_fields_between_exchanges(run_mpi, tmp_path):
     assert all("compute_step_s" not in json.loads(line) for line in out.read_text().splitlines())
 
 
+def test_self_copy_reference_is_measured_beside_every_variant(run_mpi, tmp_path):
+    out = tmp_path / "reference.jsonl"
+    run = run_mpi(2, BENCH, "--domain", "32", "32", "32", "--halo", "2", "--nfields", "2",
+                  "--nrep", "20", "--transport", "mpi-p2p,shm", "--algorithm", "standard,staged",
+                  "--fields", "sequence", "--json", str(out))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("verification: passed") == 4
+    assert run.stdout.count("self-copy reference ") == 4
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    for r in records:
+        # Each rank fills the halos of 2 fields, 2 cells wide around 32^3 doubles (222 KB):
+        # not in 1 us (222 GB/s) unless nothing was copied.
+        assert r["self_copy_reference_s"] > 1e-6
+        # One round: the share is the reference over the median exchange of that round.
+        assert r["self_copy_share"] == pytest.approx(
+            r["self_copy_reference_s"] / r["time_per_exchange_s"]["median"], rel=1e-9)
+
+
 def test_automatic_variant_records_its_choice_against_the_named_ones(run_mpi, tmp_path):
     out = tmp_path / "auto.jsonl"
     run = run_mpi(2, BENCH, *SMALL, "--transport", "mpi-p2p,shm", "--algorithm", "staged",

@@ -80,6 +80,37 @@ def test_bench_efficiency_columns_are_memcpy_over_median(capsys):
     assert checked == 8
 
 
+
+def test_bench_self_copy_columns_are_the_records_shares(capsys, tmp_path):
+    lines = (DATA / "bench.jsonl").read_text().splitlines()
+    records = [json.loads(l) for l in lines]
+    bench = [r for r in records if r["tool"] == "halox-bench"]
+    for k, r in enumerate(bench):
+        r["self_copy_share"] = 0.05 + (k % 18) * 0.05  # distinct within a table
+    path = tmp_path / "bench.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    run_id = next(r["run_id"] for r in bench if r["decomposition"]["dims"] == [2, 1, 1])
+    code, out, _ = report(capsys, path, "--self-copy", "--transport", "shm", "--run-id", run_id)
+    assert code == 0
+    assert "self = time of every rank filling the same halos from its own cells" in out
+    [header] = [l for l in out.splitlines() if "h1f1 self" in l]
+    words = header.split()
+    columns = [" ".join(words[i:i + 2]) if i + 1 < len(words) and words[i + 1] in
+               ("(xN)", "self") else words[i] for i in range(len(words))
+               if words[i] not in ("(xN)", "self")]
+    rows = rows_of(out, "ompi")
+    checked = 0
+    for r in bench:
+        c = r["config"]
+        if c["transport"] != "shm" or r["run_id"] != run_id:
+            continue
+        row = rows[f"shm/{c['algorithm']}/{c['fields']}"]
+        shape = f"h{c['halo']}f{c['nfields']}"
+        assert float(row[columns.index(f"{shape} self")]) == pytest.approx(
+            r["self_copy_share"], abs=0.006)
+        checked += 1
+    assert checked == 8
+
 def test_halo2d_cells_are_the_records_microseconds_per_message(capsys):
     [run] = load("halo2d.jsonl")
     code, out, _ = report(capsys, DATA / "halo2d.jsonl")

@@ -1,0 +1,49 @@
+#include "halox/self_copy_reference.hpp"
+
+#include <algorithm>
+#include <vector>
+
+namespace halox {
+
+box mirrored_source(const local_grid& grid, const box& halo_box) {
+  box from = halo_box;
+  for (int d = 0; d < 3; ++d) {
+    const int n = grid.interior[d];
+    const int shift = halo_box.hi[d] <= 0 ? n : halo_box.lo[d] >= n ? -n : 0;
+    from.lo[d] += shift;
+    from.hi[d] += shift;
+  }
+  return from;
+}
+
+copy_list self_copy_reference(const exchange_plan& plan, std::byte* const* fields) {
+  const local_grid& grid = plan.grid;
+  copy_list copies;
+  for (const stage& st : plan.stages) {
+    std::vector<int> stage_fields;
+    for (const auto& m : st.recvs)
+      for (const auto& b : m.boxes) stage_fields.push_back(b.field);
+    for (const auto& c : st.copies)
+      for (const auto& b : c.to) stage_fields.push_back(b.field);
+    std::ranges::sort(stage_fields);
+    stage_fields.erase(std::unique(stage_fields.begin(), stage_fields.end()), stage_fields.end());
+    // Field by field, as the single-copy transports land a stage: the -x and
+    // +x boxes of a field walk their rows together.
+    for (int f : stage_fields) {
+      std::byte* field = fields[f];
+      for (const auto& m : st.recvs)
+        for (const auto& b : m.boxes)
+          if (b.field == f)
+            copies.add(field_copy(field, grid, mirrored_source(grid, b.region), field, grid,
+                                  b.region, plan.element_bytes));
+      for (const auto& c : st.copies)
+        for (size_t i = 0; i < c.from.size() && i < c.to.size(); ++i)
+          if (c.to[i].field == f)
+            copies.add(field_copy(fields[c.from[i].field], grid, c.from[i].region,
+                                  fields[c.to[i].field], grid, c.to[i].region, plan.element_bytes));
+    }
+  }
+  return copies;
+}
+
+}  // namespace halox
