@@ -79,17 +79,19 @@ shm_transport::shm_transport(const transport_context& ctx)
     }
   }
   std::vector<copy_list*> lists;
-  for (auto& pack : work_.owner.packs) lists.push_back(&pack);
-  for (auto& w : work_.stages) {
-    lists.push_back(&w.land);
-    lists.push_back(&w.push);
+  for (auto& phase : work_) {
+    for (auto& pack : phase.owner.packs) lists.push_back(&pack);
+    for (auto& w : phase.stages) {
+      lists.push_back(&w.land);
+      lists.push_back(&w.push);
+    }
   }
   fetch_ahead_ =
       choose_fetch_ahead(*this, plan_.stages.size(), lists, "HALOX_SHM_FETCH_AHEAD", node_.comm);
 }
 
 shm_transport::~shm_transport() {
-  if (steps_) steps_->drain(active_->owner);
+  if (steps_ && !active_->empty()) steps_->drain(active_->front().owner);
 }
 
 std::string shm_transport::settings() const {
@@ -98,7 +100,18 @@ std::string shm_transport::settings() const {
          describe_fetch_ahead(fetch_ahead_);
 }
 
-shm_transport::schedule shm_transport::build(const rule& choice, std::string& problem) {
+shm_transport::phases shm_transport::build(const rule& choice, std::string& problem) {
+  phases out;
+  uint64_t rule_id = 0;
+  for (size_t phase = 0; phase < outbox_ring; ++phase) {
+    out.push_back(build_phase(choice, phase, rule_id, problem));
+    rule_id = out.front().owner.rule;
+  }
+  return out;
+}
+
+shm_transport::schedule shm_transport::build_phase(const rule& choice, size_t phase,
+                                                   uint64_t rule_id, std::string& problem) {
   schedule out;
   const size_t element_bytes = plan_.element_bytes;
   const auto& grid = plan_.grid;
@@ -106,7 +119,8 @@ shm_transport::schedule shm_transport::build(const rule& choice, std::string& pr
   auto node_rank_of = [&](int peer) { return node_.node_rank_of[static_cast<size_t>(peer)]; };
 
   out.owner = publish_send_boxes(plan_, fields_, node_, me_, choice.staged_below,
-                                 signals_->payload(node_.rank), slot_bytes_);
+                                 signals_->payload(node_.rank), slot_bytes_,
+                                 {.rotating = true, .phase = phase, .rule = rule_id});
   const node_publication& publication = *out.owner.publication;
   out.stages.resize(plan_.stages.size());
   if (choice.push) {
@@ -212,7 +226,7 @@ void shm_transport::add_pushes(const rule& choice, schedule& out, std::string& p
 
 shm_transport::rule shm_transport::measured_rule(const std::vector<rule>& candidates) {
   std::string problem;
-  std::vector<schedule> schedules;
+  std::vector<phases> schedules;
   for (const rule& r : candidates) schedules.push_back(build(r, problem));
   const size_t best = fastest_candidate(
       *this, plan_.stages.size(), candidates.size(), [&](size_t c) { active_ = &schedules[c]; },
@@ -223,13 +237,14 @@ shm_transport::rule shm_transport::measured_rule(const std::vector<rule>& candid
 }
 
 void shm_transport::start(size_t stage) {
-  const copy_list& pack = active_->owner.packs[stage];
+  if (stage == 0) current_ = &(*active_)[steps_->exchanges() % active_->size()];
+  const copy_list& pack = current_->owner.packs[stage];
   if (!pack.empty()) {
-    steps_->before_pack(stage, active_->owner);
+    steps_->before_pack(stage, current_->owner);
     pack.run();
   }
   steps_->ready(stage);
-  const stage_work& w = active_->stages[stage];
+  const stage_work& w = current_->stages[stage];
   if (!w.targets.empty()) {
     // Their halos for this stage are free once they are in it.
     steps_->await(stage, w.targets);
@@ -239,11 +254,11 @@ void shm_transport::start(size_t stage) {
 }
 
 void shm_transport::wait(size_t stage) {
-  const stage_work& w = active_->stages[stage];
+  const stage_work& w = current_->stages[stage];
   steps_->await(stage, w.peers);
   steps_->await_pushed(stage, w.pushers);
   w.land.run();
-  steps_->done(stage, active_->owner);
+  steps_->done(stage, current_->owner);
 }
 
 }  // namespace halox

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <exception>
 #include <cstdlib>
+#include <exception>
 #include <set>
 
 #include "halox/transport/trial.hpp"
@@ -49,23 +49,65 @@ std::vector<size_t> staging_rules(const exchange_plan& plan, const field_set& fi
 
 owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields,
                               const node_membership& node, int me, size_t staged_below,
-                              std::byte* outbox, size_t slot_bytes) {
-  static std::atomic<uint64_t> schedules{0};
+                              std::byte* outbox, size_t slot_bytes, const slot_rotation& rotation) {
+  static std::atomic<uint64_t> rules{0};
   owner_side out;
-  out.id = ++schedules;
+  out.rule = rotation.rule ? rotation.rule : ++rules;
+  const size_t nstages = plan.stages.size();
+  auto box_copy_of = [&](const field_box& fb, std::byte* to) {
+    return pack_copy(fields.pointers[static_cast<size_t>(fb.field)], plan.grid, fb.region,
+                     plan.element_bytes, to);
+  };
+  // My staging stages, in order: stage_of[k] is the k-th.
+  std::vector<size_t> stage_of;
+  for (size_t s = 0; s < nstages; ++s) {
+    bool stages = false;
+    for (const auto& m : plan.stages[s].sends)
+      for (const auto& fb : m.boxes) {
+        const box_copy c = box_copy_of(fb, nullptr);
+        stages = stages || (c.run < staged_below && c.bytes() > 0);
+      }
+    if (stages) stage_of.push_back(s);
+  }
+  const size_t staging = stage_of.size();
+  out.freed_back.assign(nstages, -1);
+  out.freed_stage.assign(nstages, -1);
+  std::vector<size_t> slot_of(nstages, 0);
+  for (size_t k = 0; k < staging; ++k) {
+    const size_t s = stage_of[k];
+    if (rotation.rotating) {
+      // Global staging stage g = e*S + k; the slot's last user was g - ring.
+      slot_of[s] = (rotation.phase * staging + k) % outbox_ring;
+      size_t back = 0, previous = k;
+      if (k >= outbox_ring) {
+        previous = k - outbox_ring;
+      } else {
+        back = (outbox_ring - k + staging - 1) / staging;
+        previous = k + back * staging - outbox_ring;
+      }
+      out.freed_back[s] = static_cast<int>(back);
+      out.freed_stage[s] = static_cast<int>(stage_of[previous]);
+    } else {
+      slot_of[s] = k % outbox_ring;
+      if (k >= outbox_ring) {
+        out.freed_back[s] = 0;
+        out.freed_stage[s] = static_cast<int>(stage_of[k - outbox_ring]);
+      } else {
+        // The previous exchange's last staging stage with this slot.
+        size_t last = k;
+        while (last + outbox_ring < staging) last += outbox_ring;
+        out.freed_back[s] = 1;
+        out.freed_stage[s] = static_cast<int>(stage_of[last]);
+      }
+    }
+  }
+
   std::vector<published_box> published;
   std::vector<bool> reader(static_cast<size_t>(node.size), false);
   std::vector<int> last_direct(static_cast<size_t>(node.size), -1);  // by reader: stage
-  out.packs.resize(plan.stages.size());
-  out.slot_freed_by.assign(plan.stages.size(), -1);
-  out.slot_freed_before.assign(plan.stages.size(), -1);
-  std::vector<int> last_user(outbox_ring, -1);  // by slot: the stage that staged there last
-  size_t staging_stages = 0;
-  std::vector<size_t> slot_of(plan.stages.size(), 0);
-  for (size_t s = 0; s < plan.stages.size(); ++s) {
-    const size_t slot = staging_stages % outbox_ring;
-    slot_of[s] = slot;
-    size_t cursor = slot * slot_bytes;
+  out.packs.resize(nstages);
+  for (size_t s = 0; s < nstages; ++s) {
+    size_t cursor = slot_of[s] * slot_bytes;
     for (const auto& m : plan.stages[s].sends) {
       const auto r = static_cast<size_t>(node.node_rank_of[static_cast<size_t>(m.peer)]);
       reader[r] = true;
@@ -76,8 +118,7 @@ owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields
           p.lo[d] = fb.region.lo[d];
           p.hi[d] = fb.region.hi[d];
         }
-        const box_copy c = pack_copy(fields.pointers[static_cast<size_t>(fb.field)], plan.grid,
-                                     fb.region, plan.element_bytes, outbox + cursor);
+        const box_copy c = box_copy_of(fb, outbox + cursor);
         p.staged = c.run < staged_below;
         if (p.staged) {
           p.outbox_offset = cursor;
@@ -89,16 +130,7 @@ owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields
         published.push_back(p);
       }
     }
-    if (!out.packs[s].empty()) {
-      out.slot_freed_by[s] = last_user[slot];
-      last_user[slot] = static_cast<int>(s);
-      ++staging_stages;
-    }
   }
-  // A slot's first stage in an exchange waits for its last stage in the previous one.
-  for (size_t s = 0; s < plan.stages.size(); ++s)
-    if (!out.packs[s].empty() && out.slot_freed_by[s] < 0)
-      out.slot_freed_before[s] = last_user[slot_of[s]];
   for (int r = 0; r < node.size; ++r) {
     if (reader[static_cast<size_t>(r)]) out.readers.push_back(r);
     if (last_direct[static_cast<size_t>(r)] >= 0)
@@ -152,14 +184,17 @@ std::string describe_fetch_ahead(const fetch_ahead_choice& choice) {
 }
 
 void single_copy_steps::before_pack(size_t stage, const owner_side& owner) const {
+  const int back = owner.freed_back[stage];
+  if (back < 0) return;
   uint64_t freed = 0;
-  if (const int by = owner.slot_freed_by[stage]; by >= 0) {
-    freed = seq(static_cast<size_t>(by));
-  } else if (completed_ > 0) {
-    // Another schedule may have used the slot in any stage of the previous exchange.
-    const int before = owner.id == previous_ ? owner.slot_freed_before[stage]
-                                             : static_cast<int>(stages_) - 1;
-    if (before >= 0) freed = completed_ - stages_ + static_cast<size_t>(before) + 1;
+  const auto ago = static_cast<uint64_t>(back) * stages_;
+  if (back == 0) {
+    freed = seq(static_cast<size_t>(owner.freed_stage[stage]));
+  } else if (owner.rule == rule_ && rule_runs_ >= static_cast<uint64_t>(back)) {
+    freed = completed_ - ago + static_cast<uint64_t>(owner.freed_stage[stage]) + 1;
+  } else {
+    // Another rule may have used the slot in any stage of the exchanges before.
+    freed = completed_;
   }
   if (freed > 0)
     for (int r : owner.readers) signals_.wait_done(r, freed);
@@ -174,7 +209,8 @@ void single_copy_steps::done(size_t stage, const owner_side& owner) {
   if (stage + 1 == stages_) {
     const uint64_t first = completed_;
     completed_ += stages_;
-    previous_ = owner.id;
+    rule_runs_ = owner.rule == rule_ ? rule_runs_ + 1 : 1;
+    rule_ = owner.rule;
     for (const auto& [r, last] : owner.direct_reads) signals_.wait_done(r, first + last + 1);
   }
 }

@@ -573,6 +573,53 @@ TEST(Exchange, SingleCopyStagingRulesAreExact) {
   }
 }
 
+// shm takes its outbox slots in turn across exchanges (a schedule per phase):
+// every exchange of a run moves that exchange's values, whichever slot its
+// stages packed into, with one block per stage (a slot per stage) and one
+// block of all fields (one slot per exchange), fields shared (runs staged by
+// rule) or private (everything staged), split phase or not.
+TEST(Exchange, ShmOutboxSlotsTakenInTurnMoveEveryExchangesValues) {
+  auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, false, true}, false);
+  const ivec3 cells{6, 5, 4};
+  local_grid grid(cells, halo_widths::uniform(1));
+  subdomain sub = subdomain_per_rank(d, cells);
+  shared_field_memory shared(d, grid.cells() * sizeof(float), 2);
+  std::vector<std::vector<float>> heap(2, std::vector<float>(grid.cells()));
+  scoped_environment environment;
+  environment.set("HALOX_SHM_DIRECT_MIN_RUN", "1000000");
+  for (bool in_shared : {true, false})
+    for (int per_block : {1, 0})
+      for (auto alg : {algorithm::standard, algorithm::staged}) {
+        std::vector<float*> fields;
+        for (int f = 0; f < 2; ++f)
+          fields.push_back(in_shared ? static_cast<float*>(shared.field(f)) : heap[f].data());
+        exchange_options options{.alg = alg, .mode = field_mode::compact, .transport = "shm"};
+        options.fields_per_block = per_block == 0 ? 2 : per_block;
+        std::optional<halo_exchange> ex;
+        if (in_shared)
+          ex.emplace(d, grid, element_type::f32, shared, options);
+        else
+          ex.emplace(d, grid, std::span<float* const>(fields), options);
+        verify_context ctx{grid, sub, d.periodic(), alg};
+        // Seven exchanges: the ring of slots (single_copy.hpp) comes round twice.
+        for (int epoch = 0; epoch < 7; ++epoch) {
+          fill_fields(fields, ctx, epoch);
+          if (epoch % 2) {
+            ex->start();
+            ex->wait();
+          } else {
+            ex->exchange();
+          }
+          size_t total = 1;
+          auto bad = check_fields(fields, ctx, epoch, 1, &total);
+          ASSERT_EQ(total, 0u) << (in_shared ? "shared" : "private") << " fields, blocks of "
+                               << options.fields_per_block << ", " << to_string(alg) << ", epoch "
+                               << epoch << ": "
+                               << (bad.empty() ? std::string() : describe(bad[0]));
+        }
+      }
+}
+
 TEST(Exchange, RanksThatDisagreeFailClearlyOnEveryRank) {
   if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
   auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);

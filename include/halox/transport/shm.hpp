@@ -21,8 +21,9 @@
 //             copy my direct boxes into their halos; pushed[me] = seq(s)
 //   wait(s):  also wait until pushed[p] >= seq(s) for every pusher p
 //
-// The outbox is a ring of stage-sized slots and a stage runs as
-// single_copy.hpp describes.
+// The outbox is a ring of stage-sized slots, taken in turn across exchanges
+// (a rule has a schedule per phase), and a stage runs as single_copy.hpp
+// describes.
 #pragma once
 
 #include <cstdint>
@@ -61,15 +62,17 @@ class shm_transport final : public transport {
     owner_side owner;
     std::vector<stage_work> stages;
   };
+  using phases = std::vector<schedule>;  // of one rule, by exchange mod outbox_ring
   // Which boxes go through the outbox, and who copies the others.
   struct rule {
     size_t staged_below = 0;  // runs shorter than this many bytes through the outbox
     bool push = false;        // the owner writes its direct boxes into the reader's halo
   };
 
-  // The schedule under one rule (collective over the node: publishes my
-  // send boxes, and my receive boxes when pushing).
-  schedule build(const rule& choice, std::string& problem);
+  // The schedules of one rule, a phase each (collective over the node:
+  // publishes my send boxes, and my receive boxes when pushing).
+  phases build(const rule& choice, std::string& problem);
+  schedule build_phase(const rule& choice, size_t phase, uint64_t rule_id, std::string& problem);
   // Push: my direct boxes of `out` go into their readers' halos (collective
   // over the node: publishes my receive boxes).
   void add_pushes(const rule& choice, schedule& out, std::string& problem);
@@ -87,8 +90,9 @@ class shm_transport final : public transport {
   size_t slot_bytes_ = 0;                          // of my outbox slots
   std::optional<node_signals> signals_;            // ready/done counters; the payload is the outbox
   std::optional<single_copy_steps> steps_;
-  schedule work_;
-  const schedule* active_ = &work_;  // work_, or a candidate while they are measured
+  phases work_;
+  const phases* active_ = &work_;      // work_, or a candidate while they are measured
+  const schedule* current_ = nullptr;  // the phase of the exchange under way
   rule rule_;
   std::string how_;  // how rule_ was chosen
   fetch_ahead_choice fetch_ahead_;

@@ -12,15 +12,20 @@
 // The outbox is a ring of a few stage-sized slots, taken in turn by the
 // stages that stage something (a stage moves one block of fields, plan.hpp).
 // A slot is reused only outbox_ring staging stages later, so that the owner's
-// stores are less likely to find its lines still in the reader's cache (with
-// slots by stage index, a 2x1x1 grid, where only x steps stage, reused one
-// slot; end to end the two measured alike within noise).
+// stores are less likely to find its lines still in the reader's cache. A
+// rotating owner (shm) keeps counting across exchanges: the k-th of its S
+// staging stages in exchange e takes slot (e*S + k) mod outbox_ring, so that
+// an owner with one staging stage per exchange (a 2x1x1 grid, one block)
+// does not pack into the slot its reader has just read (measured there: the
+// pack of halo 1 x 1 double took 8.9 us into the same slot every exchange,
+// 5.1 us in turn). The schedule of exchange e is then phase e mod
+// outbox_ring of the rule, each phase with its own slots; others (cma) use
+// slot k mod outbox_ring in every exchange.
 //
 // Reference algorithm of stage j of an exchange; seq(j) = stages of earlier
-// exchanges + j + 1, slot(j) = (staging stages before j) mod outbox_ring,
-// freed(j) = the last stage before j in this exchange with the same slot,
-// else the last stage of an exchange with that slot (seq of the previous
-// exchange; its last stage when the previous exchange ran another schedule):
+// exchanges + j + 1, freed(j) = the stage that last used slot(j) (in this
+// exchange or in one of the last few; if those ran another rule, every stage
+// of the previous exchange):
 //   start(j): if freed(j) exists: wait until done[r] >= seq(freed(j))
 //             for every reader r; pack my staged boxes into slot(j)
 //             ready[me] = seq(j)           (and my cells for stage j are final)
@@ -65,15 +70,25 @@ std::vector<size_t> staging_rules(const exchange_plan& plan, const field_set& fi
 
 // My send boxes under one rule, published to the readers.
 struct owner_side {
-  std::vector<copy_list> packs;                   // by stage: my staged boxes -> their outbox slot
-  std::vector<int> slot_freed_by;                 // by stage: freed(j) above, -1 for none
-  std::vector<int> slot_freed_before;             // by stage: freed(j) in the previous exchange, -1 for none
-  std::vector<int> readers;                       // node ranks that read my boxes
+  std::vector<copy_list> packs;  // by stage: my staged boxes -> their outbox slot
+  // By stage: freed(j) above, `freed_back` exchanges before this one (0: this
+  // one; -1: the slot was never used before), stage `freed_stage` of it.
+  std::vector<int> freed_back, freed_stage;
+  std::vector<int> readers;  // node ranks that read my boxes
   // Readers of my cells in place (direct boxes, pulled), each with the last
   // stage it reads them in.
   std::vector<std::pair<int, size_t>> direct_reads;
-  uint64_t id = 0;                                // which schedule this is (unique per process)
+  uint64_t rule = 0;                              // the rule's phases share it (unique per process)
   std::unique_ptr<node_publication> publication;  // the boxes the node sends me
+};
+
+// Which slots an owner's staging stages take (above): rotating or not, the
+// phase (exchange mod outbox_ring) when rotating, and the rule the phases
+// belong to (0: a new one).
+struct slot_rotation {
+  bool rotating = false;
+  size_t phase = 0;
+  uint64_t rule = 0;
 };
 
 // Collective over node.comm: boxes with runs shorter than staged_below bytes
@@ -81,7 +96,8 @@ struct owner_side {
 // `outbox` (in this process) of `slot_bytes` per slot.
 owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields,
                               const node_membership& node, int me, size_t staged_below,
-                              std::byte* outbox, size_t slot_bytes);
+                              std::byte* outbox, size_t slot_bytes,
+                              const slot_rotation& rotation = {});
 
 // "runs under N B through the outbox, the rest direct (how)", for settings().
 std::string describe_rule(const std::string& transport, size_t staged_below,
@@ -129,13 +145,16 @@ class single_copy_steps {
   void done(size_t stage, const owner_side& owner);
   // Before the outbox or the fields go away: every reader is through.
   void drain(const owner_side& owner) const;
+  // Exchanges completed (the same count on every rank: they are collective).
+  uint64_t exchanges() const { return stages_ ? completed_ / stages_ : 0; }
 
  private:
   uint64_t seq(size_t stage) const { return completed_ + stage + 1; }
   node_signals& signals_;
   size_t stages_ = 0;
   uint64_t completed_ = 0;  // stages of completed exchanges
-  uint64_t previous_ = 0;   // owner_side::id of the schedule the previous exchange ran
+  uint64_t rule_ = 0;       // owner_side::rule of the last exchanges
+  uint64_t rule_runs_ = 0;  // how many exchanges in a row ran it
 };
 
 }  // namespace halox
