@@ -21,6 +21,7 @@
 #include "halox/common/error.hpp"
 #include "halox/decomposition/options.hpp"
 #include "halox/field_memory.hpp"
+#include "halox/self_copy_reference.hpp"
 #include "halox/transport/registry.hpp"
 #include "halox/verify.hpp"
 #include "scoped_environment.hpp"
@@ -365,6 +366,74 @@ TEST(Exchange, FieldBlocksAreExactForEveryTransport) {
             << transport.choice << " " << to_string(alg) << " messages of " << per_message
             << " fields, blocks of " << per_block << ": " << agreed;
       }
+}
+
+// halox-bench's self-copy reference fills exactly the halo cells the exchange
+// fills (open sides and unfilled edges stay as they are), each from the
+// rank's own interior cell one sub-domain across, and leaves the interior alone.
+TEST(Exchange, SelfCopyReferenceFillsTheExchangesHalosFromTheRanksOwnCells) {
+  int cases = 0;
+  for (const auto& dims : rank_grids())
+    for (const auto& periodic : periodicities())
+      for (auto alg : {algorithm::standard, algorithm::staged, algorithm::faces}) {
+        auto d = make_cart_decomposition(MPI_COMM_WORLD, dims, periodic, false);
+        for (const auto& dc : domains(d.dims())) {
+          ivec3 smallest = dc.cells;
+          if (dc.global)
+            for (int i = 0; i < 3; ++i) smallest[i] = dc.cells[i] / d.dims()[i];
+          for (const auto& halo : halos_for(smallest)) {
+            subdomain sub =
+                dc.global ? subdomain_of_global(d, dc.cells) : subdomain_per_rank(d, dc.cells);
+            local_grid grid(sub.extent, halo);
+            const int nfields = 2;
+            std::vector<std::vector<double>> exchanged(nfields), referenced(nfields);
+            std::vector<double*> ex_fields, ref_fields;
+            for (int f = 0; f < nfields; ++f) {
+              exchanged[f].resize(grid.cells());
+              referenced[f].resize(grid.cells());
+              ex_fields.push_back(exchanged[f].data());
+              ref_fields.push_back(referenced[f].data());
+            }
+            verify_context ctx{grid, sub, d.periodic(), alg};
+            exchange_options options{.alg = alg, .transport = "mpi-p2p"};
+            halo_exchange ex(d, grid, ex_fields, options);
+            fill_fields(ex_fields, ctx, 0);
+            ex.exchange();
+            fill_fields(ref_fields, ctx, 0);
+            const std::vector<std::vector<double>> before = referenced;
+            std::vector<std::byte*> raw;
+            for (double* f : ref_fields) raw.push_back(reinterpret_cast<std::byte*>(f));
+            self_copy_reference(ex.plan(), raw.data()).run();
+
+            std::string error;
+            const ivec3 n = grid.interior;
+            for (int f = 0; f < nfields && error.empty(); ++f)
+              for (int z = -halo.lo[2]; z < n[2] + halo.hi[2] && error.empty(); ++z)
+                for (int y = -halo.lo[1]; y < n[1] + halo.hi[1] && error.empty(); ++y)
+                  for (int x = -halo.lo[0]; x < n[0] + halo.hi[0] && error.empty(); ++x) {
+                    const size_t i = grid.index(x, y, z);
+                    const bool interior = grid.interior_box().contains({x, y, z});
+                    const bool filled = exchanged[f][i] != halo_sentinel<double>();
+                    auto wrap = [](int c, int extent) { return ((c % extent) + extent) % extent; };
+                    const double expected =
+                        interior || !filled
+                            ? before[f][i]
+                            : before[f][grid.index(wrap(x, n[0]), wrap(y, n[1]), wrap(z, n[2]))];
+                    if (referenced[f][i] != expected)
+                      error = fmt::format("rank {} field {} cell {},{},{}: {} where {} was due",
+                                          d.rank(), f, x, y, z, referenced[f][i], expected);
+                  }
+            std::string agreed = agree_on_error(MPI_COMM_WORLD, error);
+            ASSERT_TRUE(agreed.empty()) << fmt::format(
+                "dims {}x{}x{} periodic {}{}{} {} {} halo lo {},{},{} hi {},{},{}: {}",
+                d.dims()[0], d.dims()[1], d.dims()[2], periodic[0], periodic[1], periodic[2],
+                to_string(alg), dc.global ? "global" : "per-rank", halo.lo[0], halo.lo[1],
+                halo.lo[2], halo.hi[0], halo.hi[1], halo.hi[2], agreed);
+            ++cases;
+          }
+        }
+      }
+  EXPECT_GT(cases, 0);
 }
 
 // The measured choice keeps an exact exchange, says what it chose, and a
