@@ -205,9 +205,8 @@ exchange_options halo_exchange::measured_choice(const decomposition& decomp, con
         ex.exchange();
         times.push_back(MPI_Wtime() - t0);
       }
-      std::nth_element(times.begin(), times.begin() + timed_exchanges / 2, times.end());
-      double slowest = 0;
-      MPI_Allreduce(&times[timed_exchanges / 2], &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
+      double median = median_of(std::move(times)), slowest = 0;
+      MPI_Allreduce(&median, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
       screened.push_back({c, slowest});
     } catch (const usage_error&) {
       // Thrown on every rank alike (agreed): this candidate cannot run here.
@@ -241,8 +240,7 @@ exchange_options halo_exchange::measured_choice(const decomposition& decomp, con
     std::vector<double> of_best;
     for (int round = 0; round < final_rounds; ++round)
       of_best.push_back(round_time[static_cast<size_t>(round) * finalists + best]);
-    std::nth_element(of_best.begin(), of_best.begin() + final_rounds / 2, of_best.end());
-    best_time = of_best[final_rounds / 2];
+    best_time = median_of(std::move(of_best));
   }
   const exchange_options chosen = screened[best].options;
   report = fmt::format("chose {} of {} candidates ({:.2f} us per exchange, measured; {} finalists)",

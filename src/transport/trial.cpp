@@ -12,12 +12,13 @@ namespace halox {
 
 namespace {
 constexpr int rounds_at_once = 7, most_rounds = 21, untimed = 1, timed = 2;
-
-double median_of(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
 }  // namespace
+
+double median_of(std::vector<double> values) {
+  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), middle, values.end());
+  return *middle;
+}
 
 void start_together(MPI_Comm comm) {
   MPI_Request request = MPI_REQUEST_NULL;
@@ -32,14 +33,15 @@ void start_together(MPI_Comm comm) {
 trial_choice choose_from_rounds(const std::vector<double>& seconds, size_t candidates) {
   const size_t rounds = seconds.size() / candidates;
   auto at = [&](size_t r, size_t c) { return seconds[r * candidates + c]; };
+  std::vector<double> fastest(rounds);
+  for (size_t r = 0; r < rounds; ++r) {
+    fastest[r] = at(r, 0);
+    for (size_t c = 1; c < candidates; ++c) fastest[r] = std::min(fastest[r], at(r, c));
+  }
   std::vector<double> score(candidates);
   for (size_t c = 0; c < candidates; ++c) {
     std::vector<double> relative(rounds);
-    for (size_t r = 0; r < rounds; ++r) {
-      double fastest = at(r, 0);
-      for (size_t o = 1; o < candidates; ++o) fastest = std::min(fastest, at(r, o));
-      relative[r] = fastest > 0 ? at(r, c) / fastest : 1.0;
-    }
+    for (size_t r = 0; r < rounds; ++r) relative[r] = fastest[r] > 0 ? at(r, c) / fastest[r] : 1.0;
     score[c] = median_of(std::move(relative));
   }
   trial_choice out;

@@ -5,6 +5,7 @@
 #include "halox/transport/trial.hpp"
 
 using halox::choose_from_rounds;
+using halox::median_of;
 
 // seconds[round * candidates + c]
 TEST(Trial, ASlowMomentOfTheMachineDoesNotDecide) {
@@ -46,4 +47,10 @@ TEST(Trial, OneCandidateIsChosen) {
   const auto choice = choose_from_rounds({3.0, 2.0, 4.0}, 1);
   EXPECT_EQ(choice.best, 0u);
   EXPECT_TRUE(choice.clear);
+}
+
+TEST(Trial, MedianIsTheMiddleTimeOrTheUpperOfTwo) {
+  EXPECT_EQ(median_of({3.0, 1.0, 2.0}), 2.0);
+  EXPECT_EQ(median_of({4.0, 1.0, 3.0, 2.0}), 3.0);
+  EXPECT_EQ(median_of({5.0}), 5.0);
 }
