@@ -67,6 +67,9 @@ struct stage {
   std::vector<local_copy> copies;
 };
 
+// The fields a stage fills on this rank (its receives and local copies), ascending.
+std::vector<int> fields_filled(const stage& st);
+
 struct exchange_plan {
   local_grid grid;
   int nfields = 1;

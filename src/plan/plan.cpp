@@ -230,4 +230,15 @@ int cache_sized_block(const decomposition& d, const local_grid& grid, int nfield
       std::clamp<size_t>(cache_bytes / 4 / per_field, 1, static_cast<size_t>(nfields)));
 }
 
+std::vector<int> fields_filled(const stage& st) {
+  std::vector<int> fields;
+  for (const auto& m : st.recvs)
+    for (const auto& b : m.boxes) fields.push_back(b.field);
+  for (const auto& c : st.copies)
+    for (const auto& b : c.to) fields.push_back(b.field);
+  std::ranges::sort(fields);
+  fields.erase(std::unique(fields.begin(), fields.end()), fields.end());
+  return fields;
+}
+
 }  // namespace halox

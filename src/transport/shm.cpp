@@ -136,15 +136,7 @@ shm_transport::schedule shm_transport::build_phase(const rule& choice, size_t ph
     std::vector<std::vector<const published_box*>> owner_boxes;
     for (const auto& m : st.recvs) owner_boxes.push_back(publication.boxes_of(s, m, problem));
     if (!problem.empty()) break;
-    std::vector<int> fields_of_stage;
-    for (const auto& m : st.recvs)
-      for (const auto& b : m.boxes) fields_of_stage.push_back(b.field);
-    for (const auto& c : st.copies)
-      for (const auto& b : c.to) fields_of_stage.push_back(b.field);
-    std::ranges::sort(fields_of_stage);
-    fields_of_stage.erase(std::unique(fields_of_stage.begin(), fields_of_stage.end()),
-                          fields_of_stage.end());
-    for (int f : fields_of_stage) {
+    for (int f : fields_filled(st)) {
       for (size_t r = 0; r < st.recvs.size(); ++r) {
         const message& m = st.recvs[r];
         const int peer = node_rank_of(m.peer);

@@ -54,16 +54,21 @@ def rows_of(text, title):
     return rows
 
 
+def column_names(text, suffix):
+    """The column names of the table whose header has "h1f1 <suffix>", "hXfY (xN)" and
+    "hXfY <suffix>" kept whole."""
+    [header] = [l for l in text.splitlines() if f"h1f1 {suffix}" in l]
+    words = header.split()
+    return [" ".join(words[i:i + 2]) if i + 1 < len(words) and words[i + 1] in ("(xN)", suffix)
+            else words[i] for i in range(len(words)) if words[i] not in ("(xN)", suffix)]
+
+
 def test_bench_efficiency_columns_are_memcpy_over_median(capsys):
     recs = [r for r in load("bench.jsonl") if r["tool"] == "halox-bench"]
     code, out, _ = report(capsys, DATA / "bench.jsonl", "--efficiency", "--transport", "shm",
                           "--run-id", next(r["run_id"] for r in recs
                                            if r["decomposition"]["dims"] == [2, 1, 1]))
-    [header] = [l for l in out.splitlines() if "h1f1 eff" in l]
-    columns = header.split()
-    columns = [" ".join(columns[i:i + 2]) if i + 1 < len(columns) and columns[i + 1] in
-               ("(xN)", "eff") else columns[i] for i in range(len(columns))
-               if columns[i] not in ("(xN)", "eff")]
+    columns = column_names(out, "eff")
     rows = rows_of(out, "ompi")
     checked = 0
     for r in recs:
@@ -93,11 +98,7 @@ def test_bench_self_copy_columns_are_the_records_shares(capsys, tmp_path):
     code, out, _ = report(capsys, path, "--self-copy", "--transport", "shm", "--run-id", run_id)
     assert code == 0
     assert "self = time of every rank filling the same halos from its own cells" in out
-    [header] = [l for l in out.splitlines() if "h1f1 self" in l]
-    words = header.split()
-    columns = [" ".join(words[i:i + 2]) if i + 1 < len(words) and words[i + 1] in
-               ("(xN)", "self") else words[i] for i in range(len(words))
-               if words[i] not in ("(xN)", "self")]
+    columns = column_names(out, "self")
     rows = rows_of(out, "ompi")
     checked = 0
     for r in bench:

@@ -1,7 +1,5 @@
 #include "halox/self_copy_reference.hpp"
 
-#include <algorithm>
-#include <vector>
 
 namespace halox {
 
@@ -20,16 +18,9 @@ copy_list self_copy_reference(const exchange_plan& plan, std::byte* const* field
   const local_grid& grid = plan.grid;
   copy_list copies;
   for (const stage& st : plan.stages) {
-    std::vector<int> stage_fields;
-    for (const auto& m : st.recvs)
-      for (const auto& b : m.boxes) stage_fields.push_back(b.field);
-    for (const auto& c : st.copies)
-      for (const auto& b : c.to) stage_fields.push_back(b.field);
-    std::ranges::sort(stage_fields);
-    stage_fields.erase(std::unique(stage_fields.begin(), stage_fields.end()), stage_fields.end());
     // Field by field, as the single-copy transports land a stage: the -x and
     // +x boxes of a field walk their rows together.
-    for (int f : stage_fields) {
+    for (int f : fields_filled(st)) {
       std::byte* field = fields[f];
       for (const auto& m : st.recvs)
         for (const auto& b : m.boxes)
