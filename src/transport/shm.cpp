@@ -102,11 +102,14 @@ std::string shm_transport::settings() const {
 
 shm_transport::phases shm_transport::build(const rule& choice, std::string& problem) {
   phases out;
-  uint64_t rule_id = 0;
-  for (size_t phase = 0; phase < outbox_ring; ++phase) {
-    out.push_back(build_phase(choice, phase, rule_id, problem));
-    rule_id = out.front().owner.rule;
-  }
+  out.push_back(build_phase(choice, 0, 0, problem));
+  // Phases differ only in the slots of staged boxes: where nobody on the node
+  // stages under this rule, one schedule serves every exchange.
+  int stages_something = std::ranges::any_of(out.front().owner.packs,
+                                             [](const copy_list& p) { return !p.empty(); });
+  MPI_Allreduce(MPI_IN_PLACE, &stages_something, 1, MPI_INT, MPI_MAX, node_.comm);
+  for (size_t phase = 1; stages_something && phase < outbox_ring; ++phase)
+    out.push_back(build_phase(choice, phase, out.front().owner.rule, problem));
   return out;
 }
 

@@ -62,7 +62,7 @@ class shm_transport final : public transport {
     owner_side owner;
     std::vector<stage_work> stages;
   };
-  using phases = std::vector<schedule>;  // of one rule, by exchange mod outbox_ring
+  using phases = std::vector<schedule>;  // of one rule: one, or one per slot of the ring
   // Which boxes go through the outbox, and who copies the others.
   struct rule {
     size_t staged_below = 0;  // runs shorter than this many bytes through the outbox
