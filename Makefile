@@ -69,7 +69,9 @@ configure: deps
 	@mkdir -p $(BUILD_DIR)
 	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
 	  -DMPI_C_COMPILER=$(MPICC) -DMPI_CXX_COMPILER=$(MPICXX) \
-	  -DMPIEXEC_EXECUTABLE=$$(command -v $(MPIEXEC)) > $(BUILD_DIR)/configure.log 2>&1 \
+	  -DMPIEXEC_EXECUTABLE=$$(command -v $(MPIEXEC)) \
+	  $$(command -v ccache >/dev/null && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache) \
+	  > $(BUILD_DIR)/configure.log 2>&1 \
 	  || (cat $(BUILD_DIR)/configure.log && false)
 
 build: configure

@@ -28,7 +28,7 @@
 #include "halox/exchange.hpp"
 #include "halox/topology.hpp"
 #include "halox/transport/registry.hpp"
-#include "halox/transport/trial.hpp"
+#include "transport/core/trial.hpp"
 
 namespace halox {
 

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "halox/transport/trial.hpp"
+#include "transport/core/trial.hpp"
 
 using halox::choose_from_rounds;
 using halox::median_of;

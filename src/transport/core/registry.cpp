@@ -4,14 +4,14 @@
 #include <fmt/ranges.h>
 
 #include "halox/common/error.hpp"
-#include "halox/transport/cma.hpp"
-#include "halox/transport/mpi_neighbor.hpp"
-#include "halox/transport/mpi_p2p.hpp"
-#include "halox/transport/mpi_rma.hpp"
-#include "halox/transport/mpi_types.hpp"
-#include "halox/transport/router.hpp"
-#include "halox/transport/shm.hpp"
-#include "halox/transport/ucx.hpp"
+#include "transport/node/cma.hpp"
+#include "transport/mpi/mpi_neighbor.hpp"
+#include "transport/mpi/mpi_p2p.hpp"
+#include "transport/mpi/mpi_rma.hpp"
+#include "transport/mpi/mpi_types.hpp"
+#include "transport/core/router.hpp"
+#include "transport/node/shm.hpp"
+#include "transport/ucx/ucx.hpp"
 
 namespace halox {
 

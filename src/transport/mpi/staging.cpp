@@ -1,10 +1,10 @@
-#include "halox/transport/staging.hpp"
+#include "transport/mpi/staging.hpp"
 
 #include <algorithm>
 #include <cstdlib>
 #include <new>
 
-#include "halox/transport/single_copy.hpp"
+#include "transport/node/single_copy.hpp"
 
 namespace halox {
 

@@ -1,4 +1,4 @@
-#include "halox/transport/mpi_rma.hpp"
+#include "transport/mpi/mpi_rma.hpp"
 
 #include <fmt/core.h>
 
@@ -8,8 +8,8 @@
 
 #include "halox/common/error.hpp"
 #include "halox/pack.hpp"
-#include "halox/transport/single_copy.hpp"
-#include "mpi_datatypes.hpp"
+#include "transport/node/single_copy.hpp"
+#include "transport/mpi/mpi_datatypes.hpp"
 
 namespace halox {
 

@@ -39,9 +39,9 @@
 #include <vector>
 
 #include "halox/transport.hpp"
-#include "halox/transport/node_publication.hpp"
-#include "halox/transport/node_signals.hpp"
-#include "halox/transport/single_copy.hpp"
+#include "transport/node/node_publication.hpp"
+#include "transport/node/node_signals.hpp"
+#include "transport/node/single_copy.hpp"
 
 namespace halox {
 

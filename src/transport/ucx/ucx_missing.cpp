@@ -1,7 +1,7 @@
 // The ucx transport of a build without UCX: listed, never available.
 #include <stdexcept>
 
-#include "halox/transport/ucx.hpp"
+#include "transport/ucx/ucx.hpp"
 
 namespace halox {
 

@@ -1,10 +1,10 @@
-#include "halox/transport/mpi_types.hpp"
+#include "transport/mpi/mpi_types.hpp"
 
 #include <fmt/core.h>
 
 #include <map>
 
-#include "mpi_datatypes.hpp"
+#include "transport/mpi/mpi_datatypes.hpp"
 
 namespace halox {
 

@@ -1,4 +1,4 @@
-#include "halox/transport/mpi_p2p.hpp"
+#include "transport/mpi/mpi_p2p.hpp"
 
 namespace halox {
 

@@ -1,4 +1,4 @@
-#include "halox/transport/trial.hpp"
+#include "transport/core/trial.hpp"
 
 #include <sched.h>
 

@@ -1,4 +1,4 @@
-#include "halox/transport/single_copy.hpp"
+#include "transport/node/single_copy.hpp"
 
 #include <fmt/core.h>
 
@@ -8,7 +8,7 @@
 #include <exception>
 #include <set>
 
-#include "halox/transport/trial.hpp"
+#include "transport/core/trial.hpp"
 
 namespace halox {
 

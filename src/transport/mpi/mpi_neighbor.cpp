@@ -1,11 +1,11 @@
-#include "halox/transport/mpi_neighbor.hpp"
+#include "transport/mpi/mpi_neighbor.hpp"
 
 #include <fmt/core.h>
 
 #include <algorithm>
 
 #include "halox/pack.hpp"
-#include "mpi_datatypes.hpp"
+#include "transport/mpi/mpi_datatypes.hpp"
 
 namespace halox {
 

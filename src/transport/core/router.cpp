@@ -1,4 +1,4 @@
-#include "halox/transport/router.hpp"
+#include "transport/core/router.hpp"
 
 #include <algorithm>
 

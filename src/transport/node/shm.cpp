@@ -1,4 +1,4 @@
-#include "halox/transport/shm.hpp"
+#include "transport/node/shm.hpp"
 
 #include <fmt/core.h>
 #include <fmt/ranges.h>
@@ -8,8 +8,8 @@
 
 #include "halox/common/error.hpp"
 #include "halox/field_memory.hpp"
-#include "halox/transport/node_publication.hpp"
-#include "halox/transport/trial.hpp"
+#include "transport/node/node_publication.hpp"
+#include "transport/core/trial.hpp"
 
 namespace halox {
 

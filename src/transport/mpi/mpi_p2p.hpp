@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "halox/transport.hpp"
-#include "halox/transport/staging.hpp"
+#include "transport/mpi/staging.hpp"
 
 namespace halox {
 

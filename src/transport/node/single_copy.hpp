@@ -51,8 +51,8 @@
 
 #include "halox/pack.hpp"
 #include "halox/transport.hpp"
-#include "halox/transport/node_publication.hpp"
-#include "halox/transport/node_signals.hpp"
+#include "transport/node/node_publication.hpp"
+#include "transport/node/node_signals.hpp"
 
 namespace halox {
 

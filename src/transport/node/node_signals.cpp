@@ -1,4 +1,4 @@
-#include "halox/transport/node_signals.hpp"
+#include "transport/node/node_signals.hpp"
 
 #include <fmt/core.h>
 

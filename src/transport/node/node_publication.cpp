@@ -1,4 +1,4 @@
-#include "halox/transport/node_publication.hpp"
+#include "transport/node/node_publication.hpp"
 
 #include <fmt/core.h>
 

@@ -1,4 +1,4 @@
-#include "mpi_datatypes.hpp"
+#include "transport/mpi/mpi_datatypes.hpp"
 
 namespace halox {
 

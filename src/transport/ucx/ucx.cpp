@@ -1,4 +1,4 @@
-#include "halox/transport/ucx.hpp"
+#include "transport/ucx/ucx.hpp"
 
 #include <fmt/core.h>
 #include <poll.h>
@@ -16,7 +16,7 @@
 
 #include "halox/common/error.hpp"
 #include "halox/pack.hpp"
-#include "halox/transport/staging.hpp"
+#include "transport/mpi/staging.hpp"
 
 namespace halox {
 

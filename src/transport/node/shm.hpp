@@ -34,8 +34,8 @@
 
 #include "halox/pack.hpp"
 #include "halox/transport.hpp"
-#include "halox/transport/node_signals.hpp"
-#include "halox/transport/single_copy.hpp"
+#include "transport/node/node_signals.hpp"
+#include "transport/node/single_copy.hpp"
 
 namespace halox {
 

@@ -1,4 +1,4 @@
-#include "halox/transport/cma.hpp"
+#include "transport/node/cma.hpp"
 
 #include <fmt/core.h>
 #include <linux/capability.h>
@@ -15,8 +15,8 @@
 
 #include "halox/common/error.hpp"
 #include "halox/pack.hpp"
-#include "halox/transport/node_publication.hpp"
-#include "halox/transport/trial.hpp"
+#include "transport/node/node_publication.hpp"
+#include "transport/core/trial.hpp"
 
 namespace halox {
 
