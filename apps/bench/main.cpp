@@ -46,7 +46,7 @@ struct bench_options {
   std::vector<std::string> algorithms{"standard"};
   std::vector<std::string> field_modes{"cache"};
   int fields_per_block = 0;  // 0: sized to the L2 cache
-  std::vector<std::string> transports{"mpi-p2p"};
+  std::vector<std::string> transports{transport_choice{}.name()};
   std::vector<std::string> variants;  // TRANSPORT/ALGORITHM/FIELDS, beside the product
   bool transport_given = false;
   int nrep = 1000;
@@ -87,6 +87,12 @@ field_grouping parse_field_grouping(const std::string& text) {
     return {field_mode::compact, n, text};
   }
   return {parse_field_mode(text), 0, text};
+}
+
+std::vector<std::string> choice_names(const std::vector<transport_choice>& choices) {
+  std::vector<std::string> out;
+  for (const auto& c : choices) out.push_back(c.name());
+  return out;
 }
 
 // The fields a stage moves at a time for a configuration.
@@ -187,7 +193,7 @@ void add_options(CLI::App& app, bench_options& o) {
                  fmt::format("Transport(s): a name ({}), LOCAL+REMOTE (on-node neighbours by "
                              "LOCAL, the others by REMOTE), auto (the fastest, measured), or all; see "
                              "--list-transports",
-                             fmt::join(available_transport_choices(), ", ")))
+                             fmt::join(choice_names(available_transport_choices()), ", ")))
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--variants", o.variants, "Variants named whole, TRANSPORT/ALGORITHM/FIELDS "
@@ -283,7 +289,7 @@ std::vector<config> build_matrix(bench_options& o, const std::vector<std::string
   std::vector<config> matrix;
   if (o.timeout < 0) throw usage_error("--timeout must not be negative");
   // "auto" (measured when the exchange is built) stands beside the named choices.
-  const transport_choice measured{"mpi-p2p", "mpi-p2p"};
+  const transport_choice measured{};
   std::vector<std::string> transport_names =
       o.variants.empty() || o.transport_given ? expand_all(o.transports, transports_here)
                                               : std::vector<std::string>{};
@@ -496,7 +502,7 @@ void require_fits_in_memory(MPI_Comm comm, const bench_options& o, const std::ve
 std::string memory_kind(const bench_options& o, const config& cfg) {
   if (o.memory != "auto") return o.memory;
   if (cfg.auto_transport) return "shared";  // lets shm compete at its best
-  return cfg.transport.local == "shm" ? "shared" : "private";
+  return cfg.transport.local().prefers_shared_fields ? "shared" : "private";
 }
 
 // Collective: the plan's message bytes per exchange, summed over ranks, to
@@ -558,7 +564,7 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
   {
     exchange_options options{.alg = cfg.alg,
                              .mode = cfg.fields.mode,
-                             .transport = cfg.transport.name(),
+                             .transport = cfg.transport,
                              .fields_per_message = cfg.fields.per_message,
                              .fields_per_block = fields_per_block(o, cfg.fields, cfg.nfields),
                              .ranks_per_node = o.decomp.ranks_per_node,
@@ -900,7 +906,7 @@ int bench_main(MPI_Comm world, int argc, char** argv) {
 
   // Checks of the options alone; any rank-local finding (a transport missing
   // on one node) is agreed before the first collective that depends on it.
-  auto transports_here = available_transport_choices(world);
+  auto transports_here = choice_names(available_transport_choices(world));
   std::vector<config> matrix;
   std::string problem;
   try {

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
 
     // Faces are all a 7-point stencil needs; two exchangers swap roles each step.
     halox::exchange_options options{.alg = halox::algorithm::faces, .mode = halox::field_mode::compact,
-                                    .transport = "mpi-p2p"};
+                                    .transport = halox::parse_transport_choice("mpi-p2p")};
     halox::halo_exchange exchange_u(decomp, grid, {u.data()}, options);
     halox::halo_exchange exchange_next(decomp, grid, {next.data()}, options);
 

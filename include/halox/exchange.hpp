@@ -1,7 +1,8 @@
 // The object a stencil code keeps: exchange the halos of its fields.
 //
 //   halox::halo_exchange ex(decomp, grid, {u.data(), v.data()},
-//                           {.alg = halox::algorithm::staged, .transport = "shm+mpi-p2p"});
+//                           {.alg = halox::algorithm::staged,
+//                            .transport = halox::parse_transport_choice("shm+mpi-p2p")});
 //   ex.start();              // first step in flight
 //   compute_interior();      // overlap
 //   ex.wait();               // remaining steps; halos complete
@@ -39,6 +40,8 @@
 #include "halox/grid.hpp"
 #include "halox/plan.hpp"
 #include "halox/transport.hpp"
+#include "halox/transport/registry.hpp"
+#include "halox/transport/tuning.hpp"
 
 namespace halox {
 
@@ -49,9 +52,10 @@ struct exchange_options {
   // How many fields a message carries: compact (all), sequence (one), or
   // cache (blocks whose halo traffic fits the L2 cache hwloc reports).
   field_mode mode = field_mode::cache;
-  // A registry name or LOCAL+REMOTE (see transport/registry.hpp), e.g.
-  // "mpi-p2p", "shm" (= shm+mpi-p2p), "shm+mpi-neighbor".
-  std::string transport = "mpi-p2p";
+  // Which transport carries the messages: parse_transport_choice("shm")
+  // (= shm+mpi-p2p), "shm+mpi-neighbor", ... (see transport/registry.hpp).
+  // Default: mpi-p2p for every neighbour.
+  transport_choice transport = {};
   // Fields per message: 0 = as `mode` says, N = blocks of N fields,
   // fields_per_message_auto = as mode cache. Whatever a message carries, a
   // stage moves its data in blocks of fields sized to the L2 cache.
@@ -60,7 +64,7 @@ struct exchange_options {
   // 0 = sized to the smallest L2 cache of the ranks.
   int fields_per_block = 0;
   // Groups of this many consecutive ranks count as nodes (0: shared-memory
-  // nodes, or HALOX_RANKS_PER_NODE when set).
+  // nodes, or HALOX_RANKS_PER_NODE when set, as rank 0 reads it).
   int ranks_per_node = 0;
   // Seconds a wait may last before timeout_error (0: HALOX_TIMEOUT or 600).
   double timeout_seconds = 0;
@@ -77,7 +81,17 @@ struct exchange_options {
   // grid, sub-domain, halo widths, fields and type); read before measuring,
   // appended after. Empty: HALOX_WISDOM, or none.
   std::string wisdom_file = {};
+
+  // The transports' knobs (transport/tuning.hpp); unset ones are measured.
+  transport_tuning tuning = {};
 };
+
+// The options with the environment's overrides applied (the HALOX_*
+// variables of halox/common/environment.hpp): each variable that is set fills
+// the option it stands for where the options leave it unset (timeout 0, no
+// wisdom file, a knob without a value). The exchange applies this once, when
+// it is built. Throws usage_error for a malformed value.
+exchange_options with_environment(exchange_options options);
 
 template <class T>
 concept field_element = std::is_same_v<T, float> || std::is_same_v<T, double>;
@@ -135,6 +149,8 @@ class halo_exchange {
   }
 
   const exchange_plan& plan() const;
+  // The options as built: the measured choice where auto flags were set, the
+  // environment's overrides applied.
   const exchange_options& options() const;
   // The transport choice as run, e.g. "shm" (= shm+mpi-p2p), "shm+ucx".
   std::string transport_name() const;

@@ -5,7 +5,8 @@
 //
 //   halox::shared_fields<double> fields(decomp, grid, nfields);
 //   fields[0][grid.index(x, y, z)] = ...;
-//   halox::halo_exchange ex(decomp, grid, fields, {.transport = "shm"});
+//   halox::halo_exchange ex(decomp, grid, fields,
+//                           {.transport = halox::parse_transport_choice("shm")});
 #pragma once
 
 #include <mpi.h>

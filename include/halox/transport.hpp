@@ -4,24 +4,25 @@
 // of the plan, a communicator of its own, the fields and how they were
 // allocated, which ranks share this rank's node, and how to wait. The
 // registry (transport/registry.hpp) names every transport and builds them;
-// a routing LOCAL+REMOTE (transport/router.hpp) runs the on-node messages by
+// a routing LOCAL+REMOTE (a router inside the library) runs the on-node messages by
 // one transport and the others by another.
 #pragma once
 
 #include <mpi.h>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "halox/field_memory.hpp"
 #include "halox/plan.hpp"
+#include "halox/transport/tuning.hpp"
 #include "halox/transport/wait_policy.hpp"
 
 namespace halox {
-
-class shared_field_memory;
 
 // The fields of an exchange and how they were allocated.
 struct field_set {
@@ -53,6 +54,7 @@ struct transport_context {
   const field_set& fields;
   const node_membership& node;
   const wait_policy& waits;
+  const transport_tuning& tuning;  // knobs set by the caller; unset ones are measured
 };
 
 // The message bytes a transport was handed to send, by where the receiving
@@ -79,8 +81,11 @@ class transport {
   // and how that was decided), for the results; empty when nothing.
   virtual std::string settings() const { return {}; }
   // Bytes sent so far, one entry per transport that carried messages (the
-  // router counts for every choice, see router.hpp).
+  // router counts for every choice).
   virtual std::vector<transport_stats> stats() const { return {}; }
 };
+
+// Builds a transport for a context (a registry entry's constructor).
+using transport_factory = std::function<std::unique_ptr<transport>(const transport_context&)>;
 
 }  // namespace halox

@@ -201,8 +201,7 @@ py_exchange* make_exchange(py_exchange* self, nb::object decomp_object, const py
       throw halox::usage_error("fields_per_block must not be negative, got " +
                                std::to_string(fields_per_block));
     options.fields_per_block = fields_per_block;
-    halox::parse_transport_choice(transport);  // a clear error before anything collective
-    options.transport = transport;
+    options.transport = halox::parse_transport_choice(transport);  // before anything collective
     halox::validate_grid(grid.g);
   } catch (const halox::usage_error& e) {
     problem = e.what();
@@ -255,7 +254,12 @@ NB_MODULE(_core, m) {
   nb::exception<halox::timeout_error>(m, "PeerTimeoutError", PyExc_TimeoutError);
 
   m.def(
-      "transports", [] { return halox::available_transport_choices(); },
+      "transports",
+      [] {
+        std::vector<std::string> names;
+        for (const auto& c : halox::available_transport_choices()) names.push_back(c.name());
+        return names;
+      },
       "Transports available here (a same-node one alone routes the other neighbours by "
       "mpi-p2p; LOCAL+REMOTE names a routing).");
   m.def(
@@ -269,7 +273,7 @@ NB_MODULE(_core, m) {
       "Names of the exchange algorithms.");
   m.def("mpi_library_version", &mpi_library_version,
         "The MPI library halox is built against (MPI_Get_library_version).");
-  m.attr("default_transport") = halox::exchange_options{}.transport;
+  m.attr("default_transport") = halox::exchange_options{}.transport.name();
 
   nb::class_<halox::subdomain>(m, "Subdomain", "This rank's part of the global domain, (x, y, z).")
       .def_prop_ro(
@@ -417,7 +421,7 @@ NB_MODULE(_core, m) {
                           "decomposition's communicator.")
       .def("__init__", &make_exchange, "decomp"_a, "grid"_a, "arrays"_a, nb::kw_only(),
            "algorithm"_a = "standard", "fields"_a = halox::to_string(halox::exchange_options{}.mode),
-           "transport"_a = halox::exchange_options{}.transport, "fields_per_block"_a = 0,
+           "transport"_a = halox::exchange_options{}.transport.name(), "fields_per_block"_a = 0,
            "arrays: C-contiguous float32/float64 arrays of shape grid.shape (z, y, x), all of "
            "one dtype. algorithm: standard | staged | faces; fields: cache | compact | sequence; "
            "transport: one of transports(); fields_per_block: fields a step moves at a time (0: "

@@ -102,9 +102,15 @@ halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid
                              field_set fields, const exchange_options& options)
     : state_(std::make_unique<state>()) {
   state& s = *state_;
-  s.options = options;
+  std::string problem;
+  try {
+    s.options = with_environment(options);
+  } catch (const usage_error& e) {
+    problem = e.what();
+  }
+  require_all(decomp.comm(), problem);
   if (options.auto_transport || options.auto_algorithm || options.auto_fields)
-    s.options = measured_choice(decomp, grid, type, fields, options, s.tuning);
+    s.options = measured_choice(decomp, grid, type, fields, s.options, s.tuning);
   finish(decomp, grid, type, std::move(fields), s);
 }
 
@@ -121,7 +127,8 @@ void halo_exchange::finish(const decomposition& decomp, const local_grid& grid, 
       agreed_cache_block(decomp, grid, std::max(nfields, 1), element_size(type), options.alg);
   const int cache_block = options.fields_per_block > 0 ? options.fields_per_block : l2_block;
   try {
-    s.choice = parse_transport_choice(options.transport);
+    s.choice = options.transport;
+    if (auto why = s.choice.unavailable(); !why.empty()) throw usage_error(why);
     if (options.fields_per_block < 0)
       throw usage_error(
           fmt::format("fields per block must not be negative, got {}", options.fields_per_block));
@@ -130,8 +137,7 @@ void halo_exchange::finish(const decomposition& decomp, const local_grid& grid, 
                                 : options.fields_per_message;
     s.plan = make_plan(decomp, grid, nfields, element_size(type), options.alg, options.mode,
                        per_message, cache_block);
-    s.waits.timeout_seconds =
-        options.timeout_seconds > 0 ? options.timeout_seconds : wait_policy::default_timeout();
+    s.waits.timeout_seconds = options.timeout_seconds;
     for (auto* f : fields.pointers)
       if (!f) throw usage_error("a field pointer is null");
   } catch (const usage_error& e) {
@@ -154,7 +160,7 @@ void halo_exchange::finish(const decomposition& decomp, const local_grid& grid, 
                  "the exchange uses";
   }
   require_all(s.comm, grouping);
-  s.mover = make_transport(s.choice, {s.plan, s.comm, s.fields, s.node, s.waits});
+  s.mover = make_transport(s.choice, {s.plan, s.comm, s.fields, s.node, s.waits, options.tuning});
 }
 
 halo_exchange::halo_exchange(halo_exchange&&) noexcept = default;

@@ -2,6 +2,7 @@
 //
 // Reference algorithm:
 //   key = machine, MPI library, rank grid, sub-domain, halo widths, fields, type, auto flags
+//         (JSON lines {"key": ..., "choice": ...}, halox/options_json.hpp)
 //   if the wisdom file has key: take its choice
 //   else for each candidate c (transports x algorithms x field groupings the flags open):
 //          build the exchange c on the caller's fields; 2 untimed exchanges;
@@ -26,6 +27,7 @@
 
 #include "halox/common/error.hpp"
 #include "halox/exchange.hpp"
+#include "halox/options_json.hpp"
 #include "halox/topology.hpp"
 #include "halox/transport/registry.hpp"
 #include "transport/core/trial.hpp"
@@ -44,33 +46,7 @@ std::string describe_choice(const exchange_options& o) {
                        : o.fields_per_message == fields_per_message_auto ? std::string("cache")
                                                                          : to_string(o.mode);
   if (o.fields_per_block > 0) fields += fmt::format(" in blocks of {}", o.fields_per_block);
-  return fmt::format("{}/{}/{}", o.transport, to_string(o.alg), fields);
-}
-
-// "transport alg mode fields_per_message fields_per_block", the line format
-// of the wisdom file.
-std::string encode(const exchange_options& o) {
-  return fmt::format("{} {} {} {} {}", o.transport, to_string(o.alg), to_string(o.mode),
-                     o.fields_per_message, o.fields_per_block);
-}
-
-bool decode(const std::string& text, exchange_options& o) {
-  char transport[128], alg[32], mode[32];
-  int per_message = 0, per_block = 0;
-  const int read = std::sscanf(text.c_str(), "%127s %31s %31s %d %d", transport, alg, mode,
-                               &per_message, &per_block);
-  if (read < 4) return false;
-  try {
-    o.alg = parse_algorithm(alg);
-    o.mode = parse_field_mode(mode);
-    parse_transport_choice(transport);
-  } catch (const usage_error&) {
-    return false;  // written by another build: measure again
-  }
-  o.transport = transport;
-  o.fields_per_message = per_message;
-  o.fields_per_block = read == 5 ? per_block : 0;
-  return true;
+  return fmt::format("{}/{}/{}", o.transport.name(), to_string(o.alg), fields);
 }
 
 std::string broadcast(MPI_Comm comm, std::string text) {
@@ -81,8 +57,10 @@ std::string broadcast(MPI_Comm comm, std::string text) {
   return text;
 }
 
-std::string wisdom_key(const decomposition& decomp, const local_grid& grid, element_type type,
-                       size_t nfields, const exchange_options& o) {
+// What a wisdom entry is valid for: the machine, the MPI library, the rank
+// grid, the sub-domain, halo widths, fields, type, and what was left to measure.
+nlohmann::json wisdom_key(const decomposition& decomp, const local_grid& grid, element_type type,
+                          size_t nfields, const exchange_options& o) {
   char host[256] = "?";
   ::gethostname(host, sizeof host - 1);
   char library[MPI_MAX_LIBRARY_VERSION_STRING] = "";
@@ -90,14 +68,38 @@ std::string wisdom_key(const decomposition& decomp, const local_grid& grid, elem
   MPI_Get_library_version(library, &length);
   std::string mpi(library, static_cast<size_t>(std::min(length, 60)));
   std::erase(mpi, '\n');
+  const auto& d = decomp.dims();
+  const auto& n = grid.interior;
   const auto& h = grid.halo;
-  return fmt::format("{}|{}|{}x{}x{} {}|{}x{}x{}|lo {},{},{} hi {},{},{}|{} x {}|auto {}{}{}|{}{}{}",
-                     host, mpi, decomp.dims()[0], decomp.dims()[1], decomp.dims()[2],
-                     decomp.size(), grid.interior[0], grid.interior[1], grid.interior[2], h.lo[0],
-                     h.lo[1], h.lo[2], h.hi[0], h.hi[1], h.hi[2], nfields, to_string(type),
-                     o.auto_transport ? "t" : "", o.auto_algorithm ? "a" : "",
-                     o.auto_fields ? "f" : "", o.auto_transport ? "" : o.transport,
-                     o.auto_algorithm ? "" : "/", o.auto_algorithm ? "" : to_string(o.alg));
+  nlohmann::json key = {{"host", host},
+                        {"mpi", mpi},
+                        {"ranks", decomp.size()},
+                        {"rank_grid", {d[0], d[1], d[2]}},
+                        {"interior", {n[0], n[1], n[2]}},
+                        {"halo_lo", {h.lo[0], h.lo[1], h.lo[2]}},
+                        {"halo_hi", {h.hi[0], h.hi[1], h.hi[2]}},
+                        {"fields", nfields},
+                        {"type", to_string(type)},
+                        {"measured", {{"transport", o.auto_transport},
+                                      {"algorithm", o.auto_algorithm},
+                                      {"fields", o.auto_fields}}}};
+  if (!o.auto_transport) key["transport"] = o.transport;
+  if (!o.auto_algorithm) key["algorithm"] = to_string(o.alg);
+  return key;
+}
+
+// Rank 0's reading of the wisdom file: the last entry whose key matches, as
+// text; empty when none. Lines that are not such entries are skipped.
+std::string known_choice(const std::string& file, const nlohmann::json& key) {
+  std::ifstream in(file);
+  std::string known;
+  for (std::string line; std::getline(in, line);) {
+    const auto entry = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (entry.is_object() && entry.contains("key") && entry["key"] == key &&
+        entry.contains("choice"))
+      known = entry["choice"].dump();
+  }
+  return known;
 }
 
 // Collective: whether any rank has a neighbour on another node (a routing
@@ -115,17 +117,18 @@ bool neighbours_off_node(const decomposition& decomp, int ranks_per_node) {
 std::vector<exchange_options> candidates(const decomposition& decomp,
                                          const exchange_options& requested, int nfields) {
   MPI_Comm comm = decomp.comm();
-  std::vector<std::string> transports{requested.transport};
+  std::vector<transport_choice> transports{requested.transport};
   if (requested.auto_transport) {
     transports = available_transport_choices(comm);
     // Routings only where some messages leave the node (collective on every rank).
     const bool off_node = neighbours_off_node(decomp, requested.ranks_per_node);
-    std::vector<std::string> routings;
+    std::vector<transport_choice> routings;
+    const transport_entry& usual_remote = default_remote_transport();
     for (const auto& local : transports)
-      if (off_node && find_transport(local).reach == transport_reach::same_node)
+      if (off_node && local.local().reach == transport_reach::same_node)
         for (const auto& remote : transports)
-          if (find_transport(remote).reach == transport_reach::any_peer && remote != "mpi-p2p")
-            routings.push_back(local + "+" + remote);
+          if (remote.local().reach == transport_reach::any_peer && &remote.local() != &usual_remote)
+            routings.emplace_back(local.local(), remote.local());
     transports.insert(transports.end(), routings.begin(), routings.end());
   }
   std::vector<algorithm> algorithms{requested.alg};
@@ -166,24 +169,23 @@ exchange_options halo_exchange::measured_choice(const decomposition& decomp, con
                                                 const exchange_options& requested,
                                                 std::string& report) {
   MPI_Comm comm = decomp.comm();
-  std::string file = requested.wisdom_file;
-  if (file.empty())
-    if (const char* env = std::getenv("HALOX_WISDOM")) file = env;
-  const std::string key = broadcast(comm, wisdom_key(decomp, grid, type, fields.pointers.size(),
-                                                     requested));
+  const std::string& file = requested.wisdom_file;
+  // Rank 0's key for all: hosts differ across nodes.
+  const auto key = nlohmann::json::parse(
+      broadcast(comm, wisdom_key(decomp, grid, type, fields.pointers.size(), requested).dump()));
   if (!file.empty()) {
-    std::string known;
-    if (decomp.rank() == 0) {
-      std::ifstream in(file);
-      for (std::string line; std::getline(in, line);)
-        if (line.size() > key.size() && line.compare(0, key.size(), key) == 0 &&
-            line[key.size()] == '\t')
-          known = line.substr(key.size() + 1);  // the last entry wins
-    }
-    known = broadcast(comm, known);
+    const std::string known = broadcast(comm, decomp.rank() == 0 ? known_choice(file, key) : "");
     exchange_options chosen = requested;
     chosen.auto_transport = chosen.auto_algorithm = chosen.auto_fields = false;
-    if (!known.empty() && decode(known, chosen)) {
+    bool usable = !known.empty();
+    try {
+      if (usable) choice_from_json(nlohmann::json::parse(known), chosen);
+    } catch (const std::exception&) {
+      usable = false;  // written by another build (a transport it had): measure again
+    }
+    int everywhere = usable ? 1 : 0;  // a transport may be unavailable on some rank
+    MPI_Allreduce(MPI_IN_PLACE, &everywhere, 1, MPI_INT, MPI_MIN, comm);
+    if (everywhere) {
       report = fmt::format("chose {} (from wisdom file {})", describe_choice(chosen), file);
       return chosen;
     }
@@ -247,7 +249,8 @@ exchange_options halo_exchange::measured_choice(const decomposition& decomp, con
                        describe_choice(chosen), screened.size(), best_time * 1e6, finalists);
   if (!file.empty() && decomp.rank() == 0) {
     std::ofstream out(file, std::ios::app);
-    out << key << '\t' << encode(chosen) << '\n';  // one whole line per choice
+    // One whole line per choice.
+    out << nlohmann::json{{"key", key}, {"choice", choice_to_json(chosen)}}.dump() << '\n';
   }
   return chosen;
 }

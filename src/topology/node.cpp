@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "halox/common/environment.hpp"
 #include "halox/common/error.hpp"
 #include "halox/topology.hpp"
 
@@ -34,9 +35,9 @@ int resolve_ranks_per_node(MPI_Comm comm, int ranks_per_node) {
   int decided[2] = {ranks_per_node, 0};  // value, from_environment
   std::string env_text;
   if (rank == 0 && ranks_per_node == 0) {
-    if (const char* env = std::getenv(ranks_per_node_variable); env && *env) {
-      env_text = env;
-      decided[0] = parse_count(env);
+    if (const auto env = environment_value(ranks_per_node_variable)) {
+      env_text = *env;
+      decided[0] = parse_count(env->c_str());
       decided[1] = 1;
     }
   }

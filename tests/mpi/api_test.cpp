@@ -74,7 +74,7 @@ TEST(Api, SharedFieldsFeedShmInPlace) {
   shared_fields<double> memory(s.decomp, s.ctx.grid, 2);
   auto fields = memory.pointers();
   fill_fields(fields, s.ctx, 1);
-  halo_exchange ex(s.decomp, s.ctx.grid, memory, {.transport = "shm"});
+  halo_exchange ex(s.decomp, s.ctx.grid, memory, {.transport = parse_transport_choice("shm")});
   EXPECT_EQ(ex.transport_path().rfind("shm+", 0), 0u) << ex.transport_path();
   ex.exchange();
   expect_exact(fields, s.ctx);
@@ -84,7 +84,7 @@ TEST(Api, ErrorsAreTyped) {
   auto s = make_setup(algorithm::standard);
   std::vector<double> u(s.ctx.grid.cells());
   // An unknown transport: agreed on by all ranks, before any exchange.
-  EXPECT_THROW(halo_exchange(s.decomp, s.ctx.grid, {u.data()}, {.transport = "carrier-pigeon"}),
+  EXPECT_THROW(halo_exchange(s.decomp, s.ctx.grid, {u.data()}, {.transport = parse_transport_choice("carrier-pigeon")}),
                usage_error);
   // No fields, and a halo wider than the sub-domain (the same on every rank here).
   EXPECT_THROW(halo_exchange(s.decomp, s.ctx.grid, std::vector<double*>{}), usage_error);

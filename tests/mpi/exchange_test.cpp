@@ -182,20 +182,20 @@ std::vector<transport_param> transport_params() {
   const char* groups = std::getenv("HALOX_RANKS_PER_NODE");
   const bool node_groups = groups && *groups && std::string(groups) != "0";
   std::vector<transport_param> out;
-  for (const auto& local : transport_registry()) {
-    if (!local.unavailable().empty()) continue;
-    const bool on_node = local.reach == transport_reach::same_node;
+  for (const transport_entry* local : transport_registry()) {
+    if (!local->available()) continue;
+    const bool on_node = local->reach == transport_reach::same_node;
     if (!node_groups) {
-      out.push_back({std::string(local.name), false});
-      if (on_node) out.push_back({std::string(local.name), true});
+      out.push_back({local->name, false});
+      if (on_node) out.push_back({local->name, true});
       continue;
     }
     if (!on_node) continue;
-    out.push_back({std::string(local.name), true});
-    for (const auto& remote : transport_registry())
-      if (remote.reach == transport_reach::any_peer && remote.unavailable().empty() &&
-          remote.name != "mpi-p2p")
-        out.push_back({fmt::format("{}+{}", local.name, remote.name), false});
+    out.push_back({local->name, true});
+    for (const transport_entry* remote : transport_registry())
+      if (remote->reach == transport_reach::any_peer && remote->available() &&
+          remote != &default_remote_transport())
+        out.push_back({fmt::format("{}+{}", local->name, remote->name), false});
   }
   return out;
 }
@@ -224,7 +224,7 @@ TEST_P(ExchangeMatrix, EveryHaloCellIsExact) {
   // 4x oversubscribed: the two algorithms of the Betzy results; faces run up to 4 ranks.
   if (reduced_matrix() && world_size() > 4 && alg == algorithm::faces)
     GTEST_SKIP() << "reduced matrix: faces run with up to 4 ranks";
-  exchange_options options{.alg = alg, .mode = mode, .transport = transport.choice};
+  exchange_options options{.alg = alg, .mode = mode, .transport = parse_transport_choice(transport.choice)};
   int cases = 0;
   for (const auto& dims : rank_grids())
     for (const auto& periodic : periodicities()) {
@@ -319,7 +319,7 @@ TEST_P(HwExchange, EveryHaloCellIsExactOnHardwareAwareGrids) {
       for (auto mode : {field_mode::compact, field_mode::sequence})
         for (const auto& dc : domains(d.dims()))
           for (int width : {1, 3}) {
-            exchange_options options{.alg = alg, .mode = mode, .transport = GetParam().choice};
+            exchange_options options{.alg = alg, .mode = mode, .transport = parse_transport_choice(GetParam().choice)};
             std::string error =
                 run_case<double>(d, dc, halo_widths::uniform(width), 2, options, store);
             std::string agreed = agree_on_error(MPI_COMM_WORLD, error);
@@ -357,7 +357,7 @@ TEST(Exchange, FieldBlocksAreExactForEveryTransport) {
           heap.assign(3, std::vector<std::byte>(bytes));
         field_store store{shared ? &*shared : nullptr, &heap};
         exchange_options options{
-            .alg = alg, .mode = field_mode::compact, .transport = transport.choice};
+            .alg = alg, .mode = field_mode::compact, .transport = parse_transport_choice(transport.choice)};
         options.fields_per_message = per_message;
         options.fields_per_block = per_block;
         std::string error = run_case<double>(d, dc, halo_widths::uniform(2), 3, options, store);
@@ -395,7 +395,7 @@ TEST(Exchange, SelfCopyReferenceFillsTheExchangesHalosFromTheRanksOwnCells) {
               ref_fields.push_back(referenced[f].data());
             }
             verify_context ctx{grid, sub, d.periodic(), alg};
-            exchange_options options{.alg = alg, .transport = "mpi-p2p"};
+            exchange_options options{.alg = alg, .transport = parse_transport_choice("mpi-p2p")};
             halo_exchange ex(d, grid, ex_fields, options);
             fill_fields(ex_fields, ctx, 0);
             ex.exchange();
@@ -513,7 +513,7 @@ TEST(Exchange, SingleCopyOnUserMemoryStagesThroughSharedMemory) {
   std::vector<double*> fields{plain.data()};
   verify_context ctx{grid, sub, d.periodic(), algorithm::standard};
   fill_fields(fields, ctx, 0);
-  halo_exchange ex(d, grid, std::span<double* const>(fields), {.transport = "shm"});
+  halo_exchange ex(d, grid, std::span<double* const>(fields), {.transport = parse_transport_choice("shm")});
   EXPECT_EQ(ex.transport_name(), "shm");
   EXPECT_EQ(ex.transport_path().rfind("shm(staged)", 0), 0u) << ex.transport_path();
   ex.exchange();
@@ -540,7 +540,7 @@ TEST(Exchange, CmaReadsUserVectorsInPlace) {
     for (auto alg : {algorithm::standard, algorithm::staged, algorithm::faces})
       for (auto mode : {field_mode::compact, field_mode::sequence}) {
         halo_exchange ex(d, grid, std::span<double* const>(fields),
-                         {.alg = alg, .mode = mode, .transport = "cma"});
+                         {.alg = alg, .mode = mode, .transport = parse_transport_choice("cma")});
         EXPECT_EQ(ex.transport_name(), "cma");
         EXPECT_EQ(ex.transport_path(), "cma+mpi-p2p");
         verify_context ctx{grid, sub, d.periodic(), alg};
@@ -582,6 +582,11 @@ TEST(Exchange, SingleCopyStagingRulesAreExact) {
     const std::string variable = "HALOX_" + upper + "_DIRECT_MIN_RUN";
     const std::string fetch_variable = "HALOX_" + upper + "_FETCH_AHEAD";
     const std::string push_variable = "HALOX_SHM_PUSH";  // shm only
+    // What the transport's settings name as the reason for a forced knob.
+    const std::string lower = transport == "shm" ? "shm" : "cma";
+    const std::string rule_option = "tuning." + lower + ".direct_min_run";
+    const std::string fetch_option = "tuning." + lower + ".fetch_ahead";
+    const std::string push_option = "tuning.shm.push";
     struct rule_case {
       const char *rule, *fetch, *push;
     };
@@ -595,7 +600,7 @@ TEST(Exchange, SingleCopyStagingRulesAreExact) {
       environment.set(fetch_variable, fetch);
       if (transport == "shm") environment.set(push_variable, push);
       for (auto alg : {algorithm::standard, algorithm::staged}) {
-        exchange_options options{.alg = alg, .mode = field_mode::compact, .transport = transport};
+        exchange_options options{.alg = alg, .mode = field_mode::compact, .transport = parse_transport_choice(transport)};
         options.fields_per_block = 1;
         halo_exchange ex(d, grid, element_type::f64, shared, options);
         const std::string settings = ex.transport_settings();
@@ -603,22 +608,22 @@ TEST(Exchange, SingleCopyStagingRulesAreExact) {
         const char* per_node = std::getenv("HALOX_RANKS_PER_NODE");
         const bool messages = world_size() > 1 && !(per_node && std::atoi(per_node) == 1);
         if (*rule)
-          EXPECT_NE(settings.find(variable), std::string::npos) << settings;
-        else if (!messages)  // nothing to measure: the forcing variable, or nothing to say
-          EXPECT_NE(settings.find(transport == "shm" && *push ? "(" + push_variable + ")"
+          EXPECT_NE(settings.find(rule_option), std::string::npos) << settings;
+        else if (!messages)  // nothing to measure: the forcing option, or nothing to say
+          EXPECT_NE(settings.find(transport == "shm" && *push ? "(" + push_option + ")"
                                                               : std::string("(no run to stage)")),
                     std::string::npos)
               << settings;
         else
           EXPECT_NE(settings.find("(measured"), std::string::npos) << settings;
         if (transport == "shm" && *push) {
-          EXPECT_NE(settings.find(push_variable), std::string::npos) << settings;
+          EXPECT_NE(settings.find(push_option), std::string::npos) << settings;
           EXPECT_EQ(settings.find("(push)") != std::string::npos, *push == '1') << settings;
         }
         if (*fetch)
           EXPECT_NE(settings.find(std::string(*fetch == '1' ? "; strided runs fetched ahead ("
                                                             : "; no run fetched ahead (") +
-                                  fetch_variable + ")"),
+                                  fetch_option + ")"),
                     std::string::npos)
               << settings;
         else  // the grid's x halos (2 and 1 doubles wide) offer 16-byte runs when a rank has x
@@ -662,7 +667,7 @@ TEST(Exchange, ShmOutboxSlotsTakenInTurnMoveEveryExchangesValues) {
         std::vector<float*> fields;
         for (int f = 0; f < 2; ++f)
           fields.push_back(in_shared ? static_cast<float*>(shared.field(f)) : heap[f].data());
-        exchange_options options{.alg = alg, .mode = field_mode::compact, .transport = "shm"};
+        exchange_options options{.alg = alg, .mode = field_mode::compact, .transport = parse_transport_choice("shm")};
         options.fields_per_block = per_block == 0 ? 2 : per_block;
         std::optional<halo_exchange> ex;
         if (in_shared)
@@ -712,7 +717,7 @@ TEST(Exchange, UnknownTransportIsAUsageError) {
   std::vector<double> a(grid.cells());
   std::vector<double*> fields{a.data()};
   for (const char* bad : {"carrier-pigeon", "mpi-p2p+shm", "shm+", "+mpi-p2p", "shm+mpi-p2p+ucx"})
-    EXPECT_THROW(halo_exchange(d, grid, std::span<double* const>(fields), {.transport = bad}),
+    EXPECT_THROW(halo_exchange(d, grid, std::span<double* const>(fields), {.transport = parse_transport_choice(bad)}),
                  usage_error)
         << bad;
 }

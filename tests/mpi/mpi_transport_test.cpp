@@ -44,9 +44,8 @@ std::vector<ivec3> grids_of_one_and_two() {
 // Every available transport that reaches any peer (MPI and the like).
 std::vector<std::string> message_transports() {
   std::vector<std::string> out;
-  for (const auto& t : transport_registry())
-    if (t.reach == transport_reach::any_peer && t.unavailable().empty())
-      out.emplace_back(t.name);
+  for (const transport_entry* t : transport_registry())
+    if (t->reach == transport_reach::any_peer && t->available()) out.emplace_back(t->name);
   return out;
 }
 
@@ -154,7 +153,7 @@ TEST_P(DuplicateNeighbours, PairByDirectionWithTwoRanksPerDimension) {
     for (auto alg : {algorithm::standard, algorithm::staged, algorithm::faces})
       for (auto mode : {field_mode::compact, field_mode::sequence}) {
         two_fields_of_distinct_boxes c(dims, alg);
-        halo_exchange ex(c.d, c.grid, std::span<double* const>(c.fields), {alg, mode, GetParam()});
+        halo_exchange ex(c.d, c.grid, std::span<double* const>(c.fields), {alg, mode, parse_transport_choice(GetParam())});
         const std::string agreed = c.wrong_cells(ex);
         ASSERT_TRUE(agreed.empty()) << fmt::format("dims {}x{}x{} {} {}: {}", dims[0], dims[1],
                                                    dims[2], to_string(alg), to_string(mode),
@@ -194,13 +193,13 @@ TEST(MpiRma, PacksShortRunsAndPutsLongOnesDirectly) {
             // create windows.
             if (*rule && (alg == algorithm::faces || mode == field_mode::compact)) continue;
             two_fields_of_distinct_boxes c(dims, alg);
-            halo_exchange ex(c.d, c.grid, std::span<double* const>(c.fields), {alg, mode, transport});
+            halo_exchange ex(c.d, c.grid, std::span<double* const>(c.fields), {alg, mode, parse_transport_choice(transport)});
             const std::string where = fmt::format("HALOX_RMA_DIRECT_MIN_RUN='{}' dims {}x{}x{} {} {} {}",
                                                   rule, dims[0], dims[1], dims[2], transport,
                                                   to_string(alg), to_string(mode));
             const std::string settings = ex.transport_settings();
             const std::string why = where + ": " + settings;
-            EXPECT_NE(settings.find(*rule ? "(HALOX_RMA_DIRECT_MIN_RUN)" : "(default)"),
+            EXPECT_NE(settings.find(*rule ? "(tuning.rma.direct_min_run)" : "(default)"),
                       std::string::npos)
                 << why;
             const auto [packed, received] = packed_of_received(settings);
@@ -240,8 +239,8 @@ TEST(MessageTransports, FetchAheadIsForcedMeasuredOrOffForSmallHalos) {
   };
   const shape shapes[] = {
       {{8, 7, 6}, 2, 2, "", ""},
-      {{8, 7, 6}, 2, 2, "1", "strided runs fetched ahead (HALOX_{}_FETCH_AHEAD)"},
-      {{8, 7, 6}, 2, 2, "0", "no run fetched ahead (HALOX_{}_FETCH_AHEAD)"},
+      {{8, 7, 6}, 2, 2, "1", "strided runs fetched ahead (tuning.{}.fetch_ahead)"},
+      {{8, 7, 6}, 2, 2, "0", "no run fetched ahead (tuning.{}.fetch_ahead)"},
       {{40, 40, 40}, 3, 10, "", "fetched ahead (measured)"},
   };
   for (const std::string transport : {"mpi-p2p", "ucx"}) {
@@ -259,9 +258,10 @@ TEST(MessageTransports, FetchAheadIsForcedMeasuredOrOffForSmallHalos) {
       for (auto& m : memory) fields.push_back(m.data());
       verify_context ctx{grid, subdomain_per_rank(d, sh.interior), d.periodic(), algorithm::staged};
       halo_exchange ex(d, grid, std::span<double* const>(fields),
-                       {algorithm::staged, field_mode::sequence, transport});
+                       {algorithm::staged, field_mode::sequence, parse_transport_choice(transport)});
       const std::string settings = ex.transport_settings();
-      const std::string expected = fmt::format(fmt::runtime(sh.expected), variable);
+      const std::string expected =
+          fmt::format(fmt::runtime(sh.expected), transport == "mpi-p2p" ? "p2p" : "ucx");
       const std::string where = fmt::format("{} {}='{}' interior {} halo {} x {}: '{}'", transport,
                                             name, sh.forced, sh.interior[0], sh.halo, sh.nfields,
                                             settings);
@@ -283,7 +283,7 @@ TEST(MpiNeighbor, PathSaysWhetherTheCollectiveIsPersistent) {
   local_grid grid({4, 4, 4}, halo_widths::uniform(1));
   std::vector<double> a(grid.cells());
   std::vector<double*> fields{a.data()};
-  halo_exchange ex(d, grid, std::span<double* const>(fields), {.transport = "mpi-neighbor"});
+  halo_exchange ex(d, grid, std::span<double* const>(fields), {.transport = parse_transport_choice("mpi-neighbor")});
   const std::string path = ex.transport_path();
   EXPECT_TRUE(path == "mpi-neighbor" || path == "mpi-neighbor(persistent)") << path;
   // An MPI 4 library has MPI_Neighbor_alltoallw_init, and the build must find it.
@@ -320,8 +320,9 @@ TEST_P(Timeout, NamesThePeerThatDidNotArrive) {
   waits.comm = comm;
   field_set set;
   set.pointers.push_back(reinterpret_cast<std::byte*>(a.data()));
+  const transport_tuning tuning;
   {
-    auto mover = make_transport(parse_transport_choice(GetParam()), {plan, comm, set, node, waits});
+    auto mover = make_transport(parse_transport_choice(GetParam()), {plan, comm, set, node, waits, tuning});
     if (d.rank() == 0) {
       mover->start(0);
       try {

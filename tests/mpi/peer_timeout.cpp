@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
     std::vector<double> field(grid.cells(), 1.0);
     std::vector<double*> fields{field.data()};
     halox::exchange_options options;
-    options.transport = argv[1];
+    options.transport = halox::parse_transport_choice(argv[1]);
     options.timeout_seconds = std::atof(argv[2]);
     halox::halo_exchange ex(decomp, grid, std::span<double* const>(fields), options);
     if (decomp.rank() == decomp.size() - 1) {

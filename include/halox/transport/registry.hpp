@@ -1,15 +1,26 @@
-// Every transport halox has, in one table: its name, what it is, what it needs
-// and how to build it. Names, parsing, help texts, `--list-transports`,
-// availability checks and construction all derive from this table; adding a
-// transport is its file pair plus one line in src/transport/registry.cpp.
+// Every transport halox knows, in one table: its name, what it is, what it
+// needs and how to build it. Names, parsing, help texts, `--list-transports`,
+// availability checks and construction all derive from this table. The
+// built-in transports are its first entries; a program adds its own with
+// register_transport and then names it like a built-in one.
 //
 // A transport choice is one name (a message transport carries every
-// neighbour; an on-node transport alone means NAME+mpi-p2p) or LOCAL+REMOTE:
-// on-node neighbours by LOCAL, the others by REMOTE (see router.hpp).
+// neighbour; an on-node transport alone sends the off-node neighbours by
+// default_remote_transport()) or LOCAL+REMOTE: on-node neighbours by LOCAL,
+// the others by REMOTE. Text becomes a choice once, at the program's edge
+// (parse_transport_choice); the library passes the typed choice on.
+//
+//   halox::register_transport({.name = "my-mpi",
+//                              .summary = "our own point-to-point",
+//                              .reach = halox::transport_reach::any_peer,
+//                              .make = [](const halox::transport_context& ctx) {
+//                                return std::make_unique<my_transport>(ctx);
+//                              }});
+//   opts.transport = halox::parse_transport_choice("shm+my-mpi");
 #pragma once
 
+#include <functional>
 #include <memory>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,36 +35,68 @@ enum class transport_reach {
 };
 
 struct transport_entry {
-  std::string_view name;
-  std::string_view summary;  // one line, for --help and --list-transports
-  transport_reach reach;
+  std::string name;     // letters, digits, '-' and '_'
+  std::string summary;  // one line, for --help and --list-transports
+  transport_reach reach = transport_reach::any_peer;
   // Why it cannot run on this build or machine; empty when it can.
-  std::string (*unavailable)();
-  std::unique_ptr<transport> (*make)(const transport_context&);
+  std::function<std::string()> unavailable = [] { return std::string(); };
+  transport_factory make;
+  // Copies straight from fields in node-shared memory (halox::shared_fields)
+  // and stages private ones: programs that choose the memory give it shared fields.
+  bool prefers_shared_fields = false;
+  bool available() const { return why_unavailable().empty(); }
+  std::string why_unavailable() const { return unavailable ? unavailable() : std::string(); }
 };
 
-std::span<const transport_entry> transport_registry();
+// Adds a transport to the registry (after the built-in ones). Throws
+// usage_error for a name that is empty, taken, "auto" or "all", or has
+// characters other than letters, digits, '-' and '_', and for an entry
+// without `make`. Register on every rank, before building exchanges with it.
+void register_transport(transport_entry entry);
+
+// The entries in registry order (the order of --list-transports and "all").
+std::vector<const transport_entry*> transport_registry();
 // Throws usage_error naming the known transports.
 const transport_entry& find_transport(std::string_view name);
+// The message transport that carries the off-node neighbours when a choice
+// names only an on-node transport (mpi-p2p).
+const transport_entry& default_remote_transport();
 
-struct transport_choice {
-  std::string local;   // runs on-node neighbours and self copies
-  std::string remote;  // runs the others; equal to local when one transport carries all
-  bool routed() const { return local != remote; }
+class transport_choice {
+ public:
+  // The default: mpi-p2p for every neighbour.
+  transport_choice();
+  // `local` carries on-node neighbours and self copies, `remote` the others
+  // (the same entry when one transport carries all). Throws usage_error when
+  // remote reaches only its own node.
+  transport_choice(const transport_entry& local, const transport_entry& remote);
+  explicit transport_choice(const transport_entry& only);
+
+  const transport_entry& local() const { return *local_; }
+  const transport_entry& remote() const { return *remote_; }
+  bool routed() const { return local_ != remote_; }
   // The shortest spelling that parses back to this choice: "shm" for
   // shm+mpi-p2p, "shm+ucx", "mpi-types".
   std::string name() const;
-  bool operator==(const transport_choice&) const = default;
+  // Why the choice cannot run on this rank (a transport unavailable here); empty when it can.
+  std::string unavailable() const;
+  bool operator==(const transport_choice& other) const {
+    return local_ == other.local_ && remote_ == other.remote_;
+  }
+
+ private:
+  const transport_entry* local_;
+  const transport_entry* remote_;
 };
 
 // Parses "NAME" or "LOCAL+REMOTE"; throws usage_error for unknown names, a
-// message transport given as LOCAL's only reach, or an unavailable transport.
-transport_choice parse_transport_choice(const std::string& text);
+// same-node transport as REMOTE, or a transport unavailable on this rank.
+transport_choice parse_transport_choice(std::string_view text);
 
 // The choices "all" stands for: every available transport of the registry alone.
-std::vector<std::string> available_transport_choices();
+std::vector<transport_choice> available_transport_choices();
 // Collective: the same, available on every rank of comm.
-std::vector<std::string> available_transport_choices(MPI_Comm comm);
+std::vector<transport_choice> available_transport_choices(MPI_Comm comm);
 
 // One line per registry entry: name, availability (and why not), reach, summary.
 std::string list_transports();

@@ -22,10 +22,10 @@ struct routed_transport::part {
   std::vector<transport_stats> per_stage;  // what one start(stage) sends
   transport_stats sent;
 
-  part(exchange_plan p, const transport_context& ctx, const transport_entry& entry)
+  part(exchange_plan p, const transport_context& ctx, const routed_part_maker& maker)
       : plan(std::move(p)) {
-    mover = entry.make({plan, ctx.comm, ctx.fields, ctx.node, ctx.waits});
-    sent.transport = entry.name;
+    mover = maker.make({plan, ctx.comm, ctx.fields, ctx.node, ctx.waits, ctx.tuning});
+    sent.transport = maker.name;
     for (const auto& s : plan.stages) {
       transport_stats bytes;
       for (const auto& m : s.sends)
@@ -40,11 +40,11 @@ struct routed_transport::part {
   }
 };
 
-routed_transport::routed_transport(const transport_context& ctx, const transport_entry& only)
+routed_transport::routed_transport(const transport_context& ctx, const routed_part_maker& only)
     : local_(std::make_unique<part>(ctx.plan, ctx, only)) {}
 
-routed_transport::routed_transport(const transport_context& ctx, const transport_entry& local,
-                                   const transport_entry& remote) {
+routed_transport::routed_transport(const transport_context& ctx, const routed_part_maker& local,
+                                   const routed_part_maker& remote) {
   // Every rank builds both parts in the same order: their set-ups may be collective.
   remote_ = std::make_unique<part>(split_plan(ctx.plan, ctx.node, false), ctx, remote);
   local_ = std::make_unique<part>(split_plan(ctx.plan, ctx.node, true), ctx, local);

@@ -10,8 +10,9 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
-#include "halox/transport/registry.hpp"
+#include "halox/transport.hpp"
 
 namespace halox {
 
@@ -19,12 +20,18 @@ namespace halox {
 // rank's node; self copies go with the on-node part.
 exchange_plan split_plan(const exchange_plan& plan, const node_membership& node, bool on_node);
 
+// A transport to build: its registry name and constructor.
+struct routed_part_maker {
+  std::string name;
+  const transport_factory& make;
+};
+
 class routed_transport final : public transport {
  public:
   // One transport for every message and copy.
-  routed_transport(const transport_context& ctx, const transport_entry& only);
-  routed_transport(const transport_context& ctx, const transport_entry& local,
-                   const transport_entry& remote);
+  routed_transport(const transport_context& ctx, const routed_part_maker& only);
+  routed_transport(const transport_context& ctx, const routed_part_maker& local,
+                   const routed_part_maker& remote);
   ~routed_transport() override;
   void start(size_t stage) override;
   void wait(size_t stage) override;

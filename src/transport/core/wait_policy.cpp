@@ -1,5 +1,6 @@
 #include "halox/transport/wait_policy.hpp"
 
+#include "halox/common/environment.hpp"
 #include "halox/common/error.hpp"
 
 #include <sched.h>
@@ -92,8 +93,9 @@ void wait_policy::blocking(const std::function<void()>& call,
 }
 
 double wait_policy::default_timeout() {
-  const char* text = std::getenv("HALOX_TIMEOUT");
-  if (!text || !*text) return 600;
+  const auto variable = environment_value("HALOX_TIMEOUT");
+  if (!variable) return 600;
+  const char* text = variable->c_str();
   char* end = nullptr;
   errno = 0;
   double value = std::strtod(text, &end);

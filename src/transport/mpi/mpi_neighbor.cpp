@@ -183,7 +183,7 @@ mpi_neighbor_transport::~mpi_neighbor_transport() {
 }
 
 std::string mpi_neighbor_transport::path() const {
-  return persistent ? "mpi-neighbor(persistent)" : "mpi-neighbor";
+  return name() + (persistent ? "(persistent)" : "");
 }
 
 void mpi_neighbor_transport::start(size_t stage_index) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "halox/transport.hpp"
+#include "transport/core/names.hpp"
 
 namespace halox {
 
@@ -31,7 +32,7 @@ class mpi_neighbor_transport final : public transport {
   ~mpi_neighbor_transport() override;
   void start(size_t stage) override;
   void wait(size_t stage) override;
-  std::string name() const override { return "mpi-neighbor"; }
+  std::string name() const override { return std::string(transport_names::mpi_neighbor); }
   std::string path() const override;
 
  private:

@@ -1,4 +1,5 @@
 #include "transport/mpi/mpi_p2p.hpp"
+#include "transport/core/names.hpp"
 
 namespace halox {
 
@@ -18,7 +19,8 @@ mpi_p2p_transport::mpi_p2p_transport(const transport_context& ctx)
     }
     stages_.push_back(std::move(r));
   }
-  fetch_ahead_ = staging_.choose_fetch_ahead(*this, ctx.plan, "HALOX_P2P_FETCH_AHEAD", ctx.comm);
+  fetch_ahead_ = staging_.choose_fetch_ahead(*this, ctx.plan, ctx.tuning.p2p.fetch_ahead,
+                                            "tuning.p2p.fetch_ahead", ctx.comm);
 }
 
 mpi_p2p_transport::~mpi_p2p_transport() {
@@ -46,8 +48,8 @@ void mpi_p2p_transport::wait(size_t stage) {
   // allocated (inactive) after completion.
   waits_.wait_all(
       r.recvs, [&](size_t i) { s.recvs[i].copies.run(); },
-      [&](size_t i) { return describe_message(*s.recvs[i].m, "from", "mpi-p2p"); });
-  waits_.wait_all(r.sends, {}, [&](size_t i) { return describe_message(*s.sends[i].m, "to", "mpi-p2p"); });
+      [&](size_t i) { return describe_message(*s.recvs[i].m, "from", transport_names::mpi_p2p); });
+  waits_.wait_all(r.sends, {}, [&](size_t i) { return describe_message(*s.sends[i].m, "to", transport_names::mpi_p2p); });
 }
 
 }  // namespace halox

@@ -15,6 +15,7 @@
 
 #include "halox/transport.hpp"
 #include "transport/mpi/staging.hpp"
+#include "transport/core/names.hpp"
 
 namespace halox {
 
@@ -24,7 +25,7 @@ class mpi_p2p_transport final : public transport {
   ~mpi_p2p_transport() override;
   void start(size_t stage) override;
   void wait(size_t stage) override;
-  std::string name() const override { return "mpi-p2p"; }
+  std::string name() const override { return std::string(transport_names::mpi_p2p); }
   std::string settings() const override {
     return fetch_ahead_.empty() ? std::string() : "mpi-p2p: " + fetch_ahead_;
   }

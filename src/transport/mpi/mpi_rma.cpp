@@ -105,9 +105,9 @@ std::string describe_packed_origins(size_t stage, const std::vector<message>& re
 mpi_rma_transport::mpi_rma_transport(const transport_context& ctx, rma_sync sync)
     : plan_(ctx.plan), fields_(ctx.fields), waits_(ctx.waits), sync_(sync) {
   MPI_Comm_dup(ctx.comm, &comm_);
-  if (const long long forced = forced_rule("HALOX_RMA_DIRECT_MIN_RUN"); forced >= 0) {
-    min_run_ = static_cast<size_t>(forced);
-    rule_ = "HALOX_RMA_DIRECT_MIN_RUN";
+  if (ctx.tuning.rma.direct_min_run) {
+    min_run_ = *ctx.tuning.rma.direct_min_run;
+    rule_ = "tuning.rma.direct_min_run";
   }
   // No windows when no rank has a message (one rank, or the off-node part of
   // a routing on one node): Open MPI's osc/rdma cannot even create a window
@@ -154,10 +154,11 @@ mpi_rma_transport::mpi_rma_transport(const transport_context& ctx, rma_sync sync
     MPI_Free_mem(landing_);
     MPI_Free_mem(send_buffer_);
     MPI_Comm_free(&comm_);
-    throw run_error(
-        "mpi-rma: the MPI library could not create a window over the fields of these ranks "
+    throw run_error(fmt::format(
+        "{}: the MPI library could not create a window over the fields of these ranks "
         "(no one-sided component for their network; with Open MPI over TCP try "
-        "--mca osc sm,pt2pt)");
+        "--mca osc sm,pt2pt)",
+        name()));
   }
   build_schedule(interiors, uses);
   if (sync_ == rma_sync::fence) agree_on_fences(comm_);
@@ -197,13 +198,13 @@ void mpi_rma_transport::choose_packed_messages() {
         landed += (m.bytes + align - 1) / align * align;
       }
       requests.emplace_back();
-      what.push_back(describe_message(m, "from", "mpi-rma set-up"));
+      what.push_back(describe_message(m, "from", name() + " set-up"));
       MPI_Isend(&offers[i], 1, MPI_LONG_LONG, m.peer, m.tag, comm_, &requests.back());
     }
     for (size_t i = 0; i < st.sends.size(); ++i) {
       const message& m = st.sends[i];
       requests.emplace_back();
-      what.push_back(describe_message(m, "to", "mpi-rma set-up"));
+      what.push_back(describe_message(m, "to", name() + " set-up"));
       MPI_Irecv(&answers[i], 1, MPI_LONG_LONG, m.peer, m.tag, comm_, &requests.back());
     }
     waits_.wait_all(requests, {}, [&](size_t i) { return what[i]; });
@@ -326,9 +327,9 @@ void mpi_rma_transport::build_schedule(const std::map<int, ivec3>& interiors,
 
 std::string mpi_rma_transport::settings() const {
   return fmt::format(
-      "mpi-rma: messages whose runs average under {} B on the receiver packed into its landing "
+      "{}: messages whose runs average under {} B on the receiver packed into its landing "
       "window, the rest put with datatypes ({}): {} of {} received here packed",
-      min_run_, rule_, packed_receives_, receives_);
+      name(), min_run_, rule_, packed_receives_, receives_);
 }
 
 // A fence is collective over all ranks of the window: every rank fences the

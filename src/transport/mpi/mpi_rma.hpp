@@ -35,6 +35,7 @@
 
 #include "halox/pack.hpp"
 #include "halox/transport.hpp"
+#include "transport/core/names.hpp"
 
 namespace halox {
 
@@ -46,7 +47,10 @@ class mpi_rma_transport final : public transport {
   ~mpi_rma_transport() override;
   void start(size_t stage) override;
   void wait(size_t stage) override;
-  std::string name() const override { return sync_ == rma_sync::fence ? "mpi-rma-fence" : "mpi-rma"; }
+  std::string name() const override {
+    return std::string(sync_ == rma_sync::fence ? transport_names::mpi_rma_fence
+                                                : transport_names::mpi_rma);
+  }
   std::string settings() const override;
 
   // Messages whose runs on the receiver average fewer bytes go packed. A run

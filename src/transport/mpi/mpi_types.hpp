@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "halox/transport.hpp"
+#include "transport/core/names.hpp"
 
 namespace halox {
 
@@ -24,7 +25,7 @@ class mpi_types_transport final : public transport {
   ~mpi_types_transport() override;
   void start(size_t stage) override;
   void wait(size_t stage) override;
-  std::string name() const override { return "mpi-types"; }
+  std::string name() const override { return std::string(transport_names::mpi_types); }
 
  private:
   struct stage_requests {

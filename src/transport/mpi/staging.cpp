@@ -51,20 +51,21 @@ staging::staging(const exchange_plan& plan, const field_set& fields) {
 staging::~staging() { std::free(buffer_); }
 
 std::string staging::choose_fetch_ahead(transport& t, const exchange_plan& plan,
-                                        const std::string& variable, MPI_Comm comm) {
+                                        std::optional<bool> forced, std::string_view forced_by,
+                                        MPI_Comm comm) {
   std::vector<copy_list*> lists;
   for (auto& s : stages_) {
     for (auto& m : s.sends) lists.push_back(&m.copies);
     for (auto& m : s.recvs) lists.push_back(&m.copies);
     lists.push_back(&s.self_copies);
   }
-  if (forced_rule(variable) < 0) {
+  if (!forced) {
     int large = plan.bytes_sent() + plan.bytes_received() + plan.bytes_copied() >=
                 fetch_ahead_min_bytes;
     MPI_Allreduce(MPI_IN_PLACE, &large, 1, MPI_INT, MPI_MAX, comm);
     if (!large) return {};  // as built: nothing fetched ahead
   }
-  return describe_fetch_ahead(halox::choose_fetch_ahead(t, plan.stages.size(), lists, variable, comm));
+  return describe_fetch_ahead(halox::choose_fetch_ahead(t, plan.stages.size(), lists, forced, forced_by, comm));
 }
 
 }  // namespace halox

@@ -16,7 +16,9 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "halox/pack.hpp"
@@ -46,13 +48,14 @@ class staging {
 
   // Collective over comm: whether the packs, unpacks and self copies fetch
   // short strided runs ahead (copy_list::fetch_ahead), and how that was
-  // decided. Forced by `variable` (=0|1); otherwise measured with the
+  // decided. As `forced` says when set (=0|1); otherwise measured with the
   // exchanges of `t` (trial.hpp) where some rank moves at least
   // fetch_ahead_min_bytes per exchange, and off where none does: a halo that
   // small stays in the cache, where fetching ahead measured slower.
   static constexpr size_t fetch_ahead_min_bytes = size_t{2} << 20;
   std::string choose_fetch_ahead(transport& t, const exchange_plan& plan,
-                                 const std::string& variable, MPI_Comm comm);
+                                 std::optional<bool> forced, std::string_view forced_by,
+                                 MPI_Comm comm);
 
  private:
   std::byte* buffer_ = nullptr;

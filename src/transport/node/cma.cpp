@@ -17,6 +17,7 @@
 #include "halox/pack.hpp"
 #include "transport/node/node_publication.hpp"
 #include "transport/core/trial.hpp"
+#include "transport/core/names.hpp"
 
 namespace halox {
 
@@ -134,7 +135,7 @@ std::string cma_unavailable() {
 cma_transport::cma_transport(const transport_context& ctx)
     : plan_(ctx.plan), fields_(ctx.fields), node_(ctx.node) {
   MPI_Comm_rank(ctx.comm, &me_);
-  require_on_node(ctx, "cma");
+  require_on_node(ctx, transport_names::cma);
   slot_bytes_ = outbox_slot_bytes(plan_);
   outbox_.resize(outbox_ring * slot_bytes_);
   size_t inbox_bytes = 0;  // the most a stage receives
@@ -168,14 +169,14 @@ cma_transport::cma_transport(const transport_context& ctx)
     }
   require_all(ctx.comm, problem);
 
-  signals_.emplace(node_, ctx.waits, "cma");
+  signals_.emplace(node_, ctx.waits, std::string(transport_names::cma));
   steps_.emplace(*signals_, plan_.stages.size());
   // The send boxes must match their readers' receives (the same on every rule).
   work_ = build(staged_below_, problem);
   require_all(ctx.comm, problem);
-  if (const long long forced = forced_rule("HALOX_CMA_DIRECT_MIN_RUN"); forced >= 0) {
-    staged_below_ = static_cast<size_t>(forced);
-    rule_ = "HALOX_CMA_DIRECT_MIN_RUN";
+  if (ctx.tuning.cma.direct_min_run) {
+    staged_below_ = *ctx.tuning.cma.direct_min_run;
+    rule_ = "tuning.cma.direct_min_run";
     work_ = build(staged_below_, problem);
   } else if (auto candidates = staging_rules(plan_, fields_, node_.comm); candidates.size() > 1) {
     staged_below_ = measured_rule(candidates);
@@ -190,7 +191,8 @@ cma_transport::cma_transport(const transport_context& ctx)
     for (auto& r : w.reads) lists.push_back(&r.unpack);
   }
   fetch_ahead_ =
-      choose_fetch_ahead(*this, plan_.stages.size(), lists, "HALOX_CMA_FETCH_AHEAD", node_.comm);
+      choose_fetch_ahead(*this, plan_.stages.size(), lists, ctx.tuning.cma.fetch_ahead,
+                         "tuning.cma.fetch_ahead", node_.comm);
 }
 
 cma_transport::~cma_transport() {
@@ -198,7 +200,7 @@ cma_transport::~cma_transport() {
 }
 
 std::string cma_transport::settings() const {
-  return describe_rule("cma", staged_below_, rule_) + "; " + describe_fetch_ahead(fetch_ahead_);
+  return describe_rule(transport_names::cma, staged_below_, rule_) + "; " + describe_fetch_ahead(fetch_ahead_);
 }
 
 size_t cma_transport::measured_rule(const std::vector<size_t>& candidates) {

@@ -42,6 +42,7 @@
 #include "transport/node/node_publication.hpp"
 #include "transport/node/node_signals.hpp"
 #include "transport/node/single_copy.hpp"
+#include "transport/core/names.hpp"
 
 namespace halox {
 
@@ -52,7 +53,7 @@ class cma_transport final : public transport {
   ~cma_transport() override;  // waits until no reader still reads my outbox
   void start(size_t stage) override;
   void wait(size_t stage) override;
-  std::string name() const override { return "cma"; }
+  std::string name() const override { return std::string(transport_names::cma); }
   std::string settings() const override;
 
  private:

@@ -10,13 +10,14 @@
 #include "halox/field_memory.hpp"
 #include "transport/node/node_publication.hpp"
 #include "transport/core/trial.hpp"
+#include "transport/core/names.hpp"
 
 namespace halox {
 
 shm_transport::shm_transport(const transport_context& ctx)
     : plan_(ctx.plan), fields_(ctx.fields), waits_(ctx.waits), node_(ctx.node) {
   MPI_Comm_rank(ctx.comm, &me_);
-  require_on_node(ctx, "shm");
+  require_on_node(ctx, transport_names::shm);
 
   // Direct copies need the fields of every rank of the node in one shared window.
   int all_shared = fields_.shared ? 1 : 0;
@@ -34,7 +35,7 @@ shm_transport::shm_transport(const transport_context& ctx)
   }
 
   slot_bytes_ = outbox_slot_bytes(plan_);
-  signals_.emplace(node_, waits_, "shm", outbox_ring * slot_bytes_);
+  signals_.emplace(node_, waits_, std::string(transport_names::shm), outbox_ring * slot_bytes_);
   steps_.emplace(*signals_, plan_.stages.size());
 
   // The send boxes must match their readers' receives (the same on every rule).
@@ -51,18 +52,19 @@ shm_transport::shm_transport(const transport_context& ctx)
     // Each variable pins its half of the rule; the rest is measured.
     std::vector<std::string> forced_by;
     std::vector<size_t> lengths;
-    if (const long long forced = forced_rule("HALOX_SHM_DIRECT_MIN_RUN"); forced >= 0) {
-      lengths = {static_cast<size_t>(forced)};
-      forced_by.push_back("HALOX_SHM_DIRECT_MIN_RUN");
+    const shm_tuning& tuning = ctx.tuning.shm;
+    if (tuning.direct_min_run) {
+      lengths = {*tuning.direct_min_run};
+      forced_by.push_back("tuning.shm.direct_min_run");
     } else {
       lengths = node_has_messages ? staging_rules(plan_, fields_, node_.comm)
                                   : std::vector<size_t>{0};
     }
     std::vector<bool> pushes{false};
     if (node_has_messages) pushes.push_back(true);
-    if (const long long forced = forced_rule("HALOX_SHM_PUSH"); forced >= 0) {
-      pushes = {forced != 0};
-      forced_by.push_back("HALOX_SHM_PUSH");
+    if (tuning.push) {
+      pushes = {*tuning.push};
+      forced_by.push_back("tuning.shm.push");
     }
     std::vector<rule> candidates;
     for (bool push : pushes)
@@ -87,7 +89,8 @@ shm_transport::shm_transport(const transport_context& ctx)
     }
   }
   fetch_ahead_ =
-      choose_fetch_ahead(*this, plan_.stages.size(), lists, "HALOX_SHM_FETCH_AHEAD", node_.comm);
+      choose_fetch_ahead(*this, plan_.stages.size(), lists, ctx.tuning.shm.fetch_ahead,
+                         "tuning.shm.fetch_ahead", node_.comm);
 }
 
 shm_transport::~shm_transport() {
@@ -95,7 +98,7 @@ shm_transport::~shm_transport() {
 }
 
 std::string shm_transport::settings() const {
-  return describe_rule("shm", rule_.staged_below, how_) +
+  return describe_rule(transport_names::shm, rule_.staged_below, how_) +
          (rule_.push ? "; owners write direct boxes into the readers' halos (push)" : "") + "; " +
          describe_fetch_ahead(fetch_ahead_);
 }

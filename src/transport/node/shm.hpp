@@ -36,6 +36,7 @@
 #include "halox/transport.hpp"
 #include "transport/node/node_signals.hpp"
 #include "transport/node/single_copy.hpp"
+#include "transport/core/names.hpp"
 
 namespace halox {
 
@@ -46,8 +47,8 @@ class shm_transport final : public transport {
   ~shm_transport() override;  // waits until no reader still reads my outbox
   void start(size_t stage) override;
   void wait(size_t stage) override;
-  std::string name() const override { return "shm"; }
-  std::string path() const override { return direct_ ? "shm" : "shm(staged)"; }
+  std::string name() const override { return std::string(transport_names::shm); }
+  std::string path() const override { return std::string(transport_names::shm) + (direct_ ? "" : "(staged)"); }
   std::string settings() const override;
 
  private:

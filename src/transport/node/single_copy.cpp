@@ -140,7 +140,7 @@ owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields
   return out;
 }
 
-std::string describe_rule(const std::string& transport, size_t staged_below,
+std::string describe_rule(std::string_view transport, size_t staged_below,
                           const std::string& how) {
   if (staged_below == 0) return fmt::format("{}: every box direct ({})", transport, how);
   if (staged_below == stage_every_box)
@@ -149,21 +149,16 @@ std::string describe_rule(const std::string& transport, size_t staged_below,
                      staged_below, how);
 }
 
-long long forced_rule(const std::string& variable) {
-  const char* env = std::getenv(variable.c_str());
-  if (!env || !*env) return -1;
-  return static_cast<long long>(std::strtoull(env, nullptr, 10));
-}
-
 fetch_ahead_choice choose_fetch_ahead(transport& t, size_t stages,
                                       const std::vector<copy_list*>& lists,
-                                      const std::string& variable, MPI_Comm node_comm) {
+                                      std::optional<bool> forced, std::string_view forced_by,
+                                      MPI_Comm node_comm) {
   auto set = [&](bool on) {
     for (copy_list* l : lists) l->fetch_ahead(on);
   };
-  if (const long long forced = forced_rule(variable); forced >= 0) {
-    set(forced != 0);
-    return {forced != 0, variable};
+  if (forced) {
+    set(*forced);
+    return {*forced, std::string(forced_by)};
   }
   int fetchable =
       std::ranges::any_of(lists, [](const copy_list* l) { return l->can_fetch_ahead(); });

@@ -45,7 +45,9 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -100,12 +102,8 @@ owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields
                               const slot_rotation& rotation = {});
 
 // "runs under N B through the outbox, the rest direct (how)", for settings().
-std::string describe_rule(const std::string& transport, size_t staged_below,
+std::string describe_rule(std::string_view transport, size_t staged_below,
                           const std::string& how);
-
-// HALOX_<TRANSPORT>_DIRECT_MIN_RUN=N: the rule "runs under N bytes staged",
-// nothing measured; -1 when unset.
-long long forced_rule(const std::string& variable);
 
 // Whether the copy lists of a schedule fetch short strided runs ahead
 // (copy_list::fetch_ahead), and how that was decided.
@@ -114,12 +112,14 @@ struct fetch_ahead_choice {
   std::string how;
 };
 
-// Collective over node_comm: sets `lists` to fetch ahead or not. Forced by
-// HALOX_<TRANSPORT>_FETCH_AHEAD=0|1 (`variable`); otherwise off when no rank
-// has a run to fetch, else measured both ways (trial.hpp) and the faster kept.
+// Collective over node_comm: sets `lists` to fetch ahead or not. As `forced`
+// says when set (the option's name, `forced_by`, is the reason); otherwise off
+// when no rank has a run to fetch, else measured both ways (trial.hpp) and the
+// faster kept.
 fetch_ahead_choice choose_fetch_ahead(transport& t, size_t stages,
                                       const std::vector<copy_list*>& lists,
-                                      const std::string& variable, MPI_Comm node_comm);
+                                      std::optional<bool> forced, std::string_view forced_by,
+                                      MPI_Comm node_comm);
 
 // "strided runs fetched ahead (how)" or "no run fetched ahead (how)".
 std::string describe_fetch_ahead(const fetch_ahead_choice& choice);

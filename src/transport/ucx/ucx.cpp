@@ -17,6 +17,7 @@
 #include "halox/common/error.hpp"
 #include "halox/pack.hpp"
 #include "transport/mpi/staging.hpp"
+#include "transport/core/names.hpp"
 
 namespace halox {
 
@@ -252,7 +253,7 @@ class ucx_transport final : public transport {
   ~ucx_transport() override;
   void start(size_t stage) override;
   void wait(size_t stage) override;
-  std::string name() const override { return "ucx"; }
+  std::string name() const override { return std::string(transport_names::ucx); }
   std::string settings() const override {
     return fetch_ahead_.empty() ? std::string() : "ucx: " + fetch_ahead_;
   }
@@ -288,7 +289,8 @@ ucx_transport::ucx_transport(const transport_context& ctx) : plan_(ctx.plan), wa
   require_all(ctx.comm, problem);
   staging_ = std::make_unique<staging>(ctx.plan, ctx.fields);
   address(links);
-  fetch_ahead_ = staging_->choose_fetch_ahead(*this, ctx.plan, "HALOX_UCX_FETCH_AHEAD", ctx.comm);
+  fetch_ahead_ = staging_->choose_fetch_ahead(*this, ctx.plan, ctx.tuning.ucx.fetch_ahead,
+                                              "tuning.ucx.fetch_ahead", ctx.comm);
 }
 
 // Tells every distinct peer our worker address and the channel we receive
@@ -396,7 +398,7 @@ ucx_transport::~ucx_transport() {
 
 void ucx_transport::fail(const message& m, std::string_view from_or_to, ucs_status_t status) const {
   throw run_error(fmt::format("rank {}: {} failed: {}", rank_,
-                                       describe_message(m, from_or_to, "ucx"),
+                                       describe_message(m, from_or_to, transport_names::ucx),
                                        ucs_status_string(status)));
 }
 
@@ -454,7 +456,7 @@ bool ucx_transport::land(size_t stage_index) {
     if (op.status != UCS_OK) fail(m, "from", op.status);
     if (op.length != m.bytes)
       throw run_error(fmt::format("rank {}: {} carried {} bytes, {} expected", rank_,
-                                  describe_message(m, "from", "ucx"), op.length, m.bytes));
+                                  describe_message(m, "from", transport_names::ucx), op.length, m.bytes));
     s.recvs[i].copies.run();
   }
   for (size_t i = 0; i < ops.sends.size(); ++i) {
@@ -487,9 +489,9 @@ void ucx_transport::wait(size_t stage_index) {
       },
       [&] {
         for (size_t i = 0; i < ops.recvs.size(); ++i)
-          if (!ops.recvs[i].done) return describe_message(*s.recvs[i].m, "from", "ucx");
+          if (!ops.recvs[i].done) return describe_message(*s.recvs[i].m, "from", transport_names::ucx);
         for (size_t i = 0; i < ops.sends.size(); ++i)
-          if (!ops.sends[i].done) return describe_message(*s.sends[i].m, "to", "ucx");
+          if (!ops.sends[i].done) return describe_message(*s.sends[i].m, "to", transport_names::ucx);
         return std::string("ucx messages");
       });
 }
