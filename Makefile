@@ -48,7 +48,7 @@ venv: $(VENV)/.installed
 $(VENV)/.base: python/pyproject.toml
 	@python3 -m venv $(VENV) || (echo "make: python3 -m venv failed (install python3-venv)" && false)
 	@$(PYTHON) -m pip install --quiet --upgrade pip
-	@$(PYTHON) -m pip install --quiet scikit-build-core nanobind numpy matplotlib rich pytest
+	@$(PYTHON) -m pip install --quiet scikit-build-core nanobind numpy matplotlib rich psutil pytest
 	@echo "make: building mpi4py against $(MPI_LIBRARY)"
 	@MPICC=$(MPICC) CFLAGS="-O0 -g0" $(PYTHON) -m pip install --quiet --force-reinstall \
 	  --no-deps --no-binary=mpi4py --no-cache-dir mpi4py
@@ -61,7 +61,7 @@ $(VENV)/.base: python/pyproject.toml
 $(VENV)/.installed: $(VENV)/.base $(PY_SOURCES)
 	@echo "make: installing the halox Python package into $(VENV)"
 	@CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PYTHON) -m pip install --quiet --no-build-isolation \
-	  ./python -C build-dir=$(abspath $(BUILD_DIR))/python \
+	  './python[tools]' -C build-dir=$(abspath $(BUILD_DIR))/python \
 	  -C cmake.define.MPI_C_COMPILER=$(MPICC) -C cmake.define.MPI_CXX_COMPILER=$(MPICXX)
 	@touch $@
 

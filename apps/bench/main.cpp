@@ -59,6 +59,7 @@ struct bench_options {
   std::string baseline = "mpi-types/staged/sequence";
   bool quiet = false;
   std::string memory = "auto";
+  std::string shared_memory_fallback;  // why auto took private memory, when it did
   double timeout = 0;  // seconds per wait; 0 = HALOX_TIMEOUT or the library default
   bool list_transports = false;
   std::string wisdom;
@@ -225,7 +226,8 @@ void add_options(CLI::App& app, bench_options& o) {
   app.add_flag("--quiet", o.quiet, "Print only the summary table");
   app.add_option("--memory", o.memory, "Field memory: private (aligned heap), shared (node-shared "
                  "window), or auto (shared when shm carries the on-node neighbours, which then "
-                 "copies in place; private otherwise)")
+                 "copies in place, and when node-shared memory (/dev/shm) has room; private "
+                 "otherwise)")
       ->check(CLI::IsMember({"auto", "private", "shared"}))
       ->capture_default_str();
 }
@@ -501,8 +503,37 @@ void require_fits_in_memory(MPI_Comm comm, const bench_options& o, const std::ve
 
 std::string memory_kind(const bench_options& o, const config& cfg) {
   if (o.memory != "auto") return o.memory;
+  if (!o.shared_memory_fallback.empty()) return "private";
   if (cfg.auto_transport) return "shared";  // lets shm compete at its best
   return cfg.transport.local().prefers_shared_fields ? "shared" : "private";
+}
+
+// Collective, before the first exchange: node-shared fields, asked for
+// (--memory shared) or chosen (auto), must fit the file system that holds
+// them (/dev/shm). An explicit ask that does not fit fails with one line;
+// auto falls back to private memory (o.shared_memory_fallback says why).
+void check_shared_memory(const decomposition& decomp, bench_options& o,
+                         const std::vector<config>& matrix) {
+  const subdomain sub = o.global_domain.empty()
+                            ? subdomain_per_rank(decomp, to_ivec3(o.domain))
+                            : subdomain_of_global(decomp, to_ivec3(o.global_domain));
+  size_t most = 0;
+  for (const auto& cfg : matrix)
+    if (memory_kind(o, cfg) == "shared") {
+      const size_t field_bytes =
+          (local_grid(sub.extent, cfg.halo).cells() * element_size(cfg.type) + 63) / 64 * 64;
+      most = std::max(most, field_bytes * static_cast<size_t>(cfg.nfields) + 64);
+    }
+  int any = most > 0 ? 1 : 0;  // the same matrix everywhere, but sizes may differ by rank
+  MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, decomp.comm());
+  if (!any) return;
+  MPI_Comm node = node_communicator(decomp.comm(), o.decomp.ranks_per_node);
+  const shared_memory_space space = node_shared_memory_space(decomp.comm(), node, most);
+  MPI_Comm_free(&node);
+  if (space.fits) return;
+  if (o.memory == "shared")
+    throw usage_error(describe_shortage(space, "the fields (--memory shared)"));
+  o.shared_memory_fallback = describe_shortage(space, "node-shared fields");
 }
 
 // Collective: the plan's message bytes per exchange, summed over ranks, to
@@ -851,6 +882,7 @@ nlohmann::json to_json_record(const result& r, const summary& s, const bench_opt
                  {"rounds", o.rounds},
                  {"check", !o.no_check},
                  {"memory", r.memory},
+                 {"memory_fallback", o.shared_memory_fallback},
                  {"huge_pages", transparent_huge_pages()},
                  {"transport_settings", r.settings},
                  {"ranks_per_node", o.decomp.ranks_per_node}};
@@ -935,6 +967,10 @@ int bench_main(MPI_Comm world, int argc, char** argv) {
     validate_grid(local_grid(smallest, cfg.halo));
   }
   require_fits_in_memory(decomp.comm(), o, matrix, decomp.dims());
+  check_shared_memory(decomp, o, matrix);
+  if (decomp.rank() == 0 && !o.shared_memory_fallback.empty())
+    fmt::print("halox-bench: note: {}; --memory auto takes private memory instead\n",
+               o.shared_memory_fallback);
   require_appendable(world, o.json_path);
   auto provenance = collect_provenance(decomp.comm());
 

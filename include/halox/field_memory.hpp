@@ -12,6 +12,8 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "halox/decomposition.hpp"
@@ -19,11 +21,32 @@
 
 namespace halox {
 
+// Node-shared memory lives in a file system (/dev/shm) that can be much
+// smaller than the machine's memory (64 MiB in a container by default);
+// exhausting it kills the job (MPI_ERR_INTERN under Open MPI, SIGBUS under
+// MPICH). Its space is checked before anything is allocated there.
+struct shared_memory_space {
+  size_t needed = 0;          // by the ranks of the node with the least room, together
+  size_t available = 0;       // free on that node (0 when unknown)
+  bool known = false;         // statvfs answered on every node
+  bool fits = true;           // on every node
+  std::string where = "/dev/shm";
+};
+
+// Collective over comm: whether `bytes` more of node-shared memory per rank
+// fit on every node (nodes as node_comm groups the ranks), agreed by all.
+shared_memory_space node_shared_memory_space(MPI_Comm comm, MPI_Comm node_comm, size_t bytes);
+
+// "node-shared memory: <what> need 104.9 MB on this node but /dev/shm has
+// 67.1 MB free: ..." with the ways out.
+std::string describe_shortage(const shared_memory_space& space, std::string_view what);
+
 class shared_field_memory {
  public:
   // Collective over decomp.comm(): every rank allocates nfields fields of
   // bytes_per_field bytes (64-byte aligned) in a window shared on its node
-  // (ranks_per_node as in exchange_options).
+  // (ranks_per_node as in exchange_options). Throws usage_error on every
+  // rank when they do not fit in node-shared memory (describe_shortage).
   shared_field_memory(const decomposition& decomp, size_t bytes_per_field, int nfields,
                       int ranks_per_node = 0);
   shared_field_memory(const shared_field_memory&) = delete;

@@ -180,11 +180,21 @@ def sweep_main(args) -> int:
         return _fail(prog, "interrupted", code=130)
 
 
+TOOLS_EXTRA = ("matplotlib", "rich", "psutil")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "report":
-        return report_main(args)
-    return sweep_main(args)
+    try:
+        if args.command == "report":
+            return report_main(args)
+        return sweep_main(args)
+    except ModuleNotFoundError as e:
+        if e.name not in TOOLS_EXTRA:
+            raise
+        return _fail(f"halox {args.command}",
+                     f"{e.name} is missing: the sweep and report tools need the 'tools' extra "
+                     "(pip install './python[tools]')")
 
 
 if __name__ == "__main__":

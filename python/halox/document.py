@@ -7,7 +7,6 @@ import pathlib
 import shlex
 from typing import Sequence
 
-from . import plot
 from . import records as rec
 from . import report
 from . import report_halo2d, report_ipc
@@ -46,6 +45,7 @@ def write(loaded: LoadResult, bench: Sequence[Record], out_dir: str | pathlib.Pa
           files: Sequence[str], metric: str, baseline: str, efficiency: bool,
           layout: str, self_copy: bool = False) -> tuple[pathlib.Path, list[pathlib.Path]]:
     """Writes DIR/report.md and the plots; returns the report's path and the plots' paths."""
+    from . import plot  # matplotlib only where plots are drawn
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     plots: list[pathlib.Path] = []

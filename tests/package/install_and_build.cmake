@@ -1,4 +1,4 @@
-# cmake -DBUILD_DIR= -DPREFIX= -DCONSUMER= -DEXAMPLES= -DMPI_CXX_COMPILER= -DCONFIG= -P this
+# cmake -DBUILD_DIR= -DPREFIX= -DCONSUMER= -DEXAMPLES= -DMPI_CXX_COMPILER= -DCONFIG= -DSOURCE_DIR= -P this
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
   if(NOT rc EQUAL 0)
@@ -22,6 +22,25 @@ foreach(file include/halox/exchange.hpp include/halox/field_memory.hpp bin/halox
     message(FATAL_ERROR "not installed: ${file}")
   endif()
 endforeach()
+
+# The public API is the concepts: the transport folder holds the registry, the
+# tuning knobs and the wait policy, no transport implementation.
+file(GLOB transport_headers RELATIVE ${PREFIX}/include/halox/transport ${PREFIX}/include/halox/transport/*)
+list(SORT transport_headers)
+if(NOT transport_headers STREQUAL "registry.hpp;tuning.hpp;wait_policy.hpp")
+  message(FATAL_ERROR "installed transport headers: ${transport_headers} "
+                      "(expected registry.hpp;tuning.hpp;wait_policy.hpp)")
+endif()
+# Every installed header compiles on its own against the installed tree alone
+# (and MPI): it includes nothing that was not installed.
+file(GLOB_RECURSE headers RELATIVE ${PREFIX}/include ${PREFIX}/include/halox/*.hpp)
+file(MAKE_DIRECTORY ${CONSUMER}/headers)
+foreach(header ${headers})
+  string(MAKE_C_IDENTIFIER ${header} name)
+  file(WRITE ${CONSUMER}/headers/${name}.cpp "#include \"${header}\"\n")
+  run(${MPI_CXX_COMPILER} -std=c++20 -fsyntax-only
+      ${CONSUMER}/headers/${name}.cpp -I${PREFIX}/include)
+endforeach()
 file(GLOB config ${PREFIX}/lib*/cmake/halox/halox-config.cmake ${PREFIX}/lib/*/cmake/halox/halox-config.cmake)
 if(NOT config)
   message(FATAL_ERROR "no halox-config.cmake under ${PREFIX}")
@@ -44,3 +63,23 @@ separate_arguments(flags UNIX_COMMAND "${flags}")
 file(MAKE_DIRECTORY ${CONSUMER}/pkgconfig)
 run(${MPI_CXX_COMPILER} -std=c++20 -O2 ${EXAMPLES}/stencil/heat3d.cpp ${flags}
     -o ${CONSUMER}/pkgconfig/halox-example-heat3d)
+
+# A shared libhalox installs and serves the same consumer: the library alone,
+# configured from the same sources.
+if(SOURCE_DIR)
+  set(shared_build ${CONSUMER}/shared-build)
+  set(shared_prefix ${CONSUMER}/shared-prefix)
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${shared_build} -DCMAKE_BUILD_TYPE=Release
+      -DBUILD_SHARED_LIBS=ON -DHALOX_BUILD_PROGRAMS=OFF -DHALOX_BUILD_TESTS=OFF
+      -DHALOX_BUILD_BENCHMARKS=OFF -DHALOX_BUILD_EXAMPLES=OFF
+      -DMPI_CXX_COMPILER=${MPI_CXX_COMPILER} ${LAUNCHER})
+  run(${CMAKE_COMMAND} --build ${shared_build} --parallel 2)
+  run(${CMAKE_COMMAND} --install ${shared_build} --prefix ${shared_prefix})
+  file(GLOB shared_library ${shared_prefix}/lib*/libhalox.so ${shared_prefix}/lib/*/libhalox.so)
+  if(NOT shared_library)
+    message(FATAL_ERROR "no libhalox.so under ${shared_prefix}")
+  endif()
+  run(${CMAKE_COMMAND} -S ${EXAMPLES} -B ${CONSUMER}/shared -DCMAKE_PREFIX_PATH=${shared_prefix}
+      -DCMAKE_BUILD_TYPE=Release)
+  run(${CMAKE_COMMAND} --build ${CONSUMER}/shared)
+endif()

@@ -1,5 +1,8 @@
 #include "transport/node/node_signals.hpp"
 
+#include "halox/common/error.hpp"
+#include "halox/field_memory.hpp"
+
 #include <fmt/core.h>
 
 #include <atomic>
@@ -30,6 +33,11 @@ node_signals::node_signals(const node_membership& node, const wait_policy& waits
   comm_rank_of_.resize(static_cast<size_t>(node.size));
   for (size_t r = 0; r < node.node_rank_of.size(); ++r)
     if (node.node_rank_of[r] >= 0) comm_rank_of_[static_cast<size_t>(node.node_rank_of[r])] = static_cast<int>(r);
+  // Agreed over the whole exchange, so that no node goes on alone.
+  const MPI_Comm everyone = waits.comm != MPI_COMM_NULL ? waits.comm : node.comm;
+  if (auto space = node_shared_memory_space(everyone, node.comm, payload_start + payload_bytes);
+      !space.fits)
+    throw usage_error(describe_shortage(space, transport_ + "'s outbox and signals"));
   void* base = nullptr;
   MPI_Win_allocate_shared(static_cast<MPI_Aint>(payload_start + payload_bytes), 1, MPI_INFO_NULL,
                           node.comm, &base, &window_);
