@@ -27,6 +27,7 @@
 #include "halox/decomposition/options.hpp"
 #include "halox/exchange.hpp"
 #include "halox/field_memory.hpp"
+#include "halox/options_json.hpp"
 #include "halox/self_copy_reference.hpp"
 #include "halox/transport/registry.hpp"
 #include "halox/verify.hpp"
@@ -866,6 +867,8 @@ nlohmann::json to_json_record(const result& r, const summary& s, const bench_opt
   j["config"] = {{"transport", r.cfg.transport_label()},
                  {"transport_path", r.path},
                  {"chosen", r.chosen},
+                 // What the automatic choice decided, as the wisdom file stores it.
+                 {"choice", r.decided ? choice_to_json(*r.decided) : nlohmann::json(nullptr)},
                  {"algorithm", r.cfg.algorithm_label()},
                  {"fields", r.cfg.fields.label},
                  {"fields_per_message", r.fields_per_message},
