@@ -5,6 +5,7 @@
 
 #include "halox/common/error.hpp"
 #include "transport/node/cma.hpp"
+#include "transport/mpi/mpi_cartex.hpp"
 #include "transport/mpi/mpi_neighbor.hpp"
 #include "transport/mpi/mpi_p2p.hpp"
 #include "transport/mpi/mpi_rma.hpp"
@@ -32,6 +33,10 @@ const transport_entry registry[] = {
     {"mpi-types", "one MPI derived datatype per message over the fields, no packing by halox "
                   "(the plain-MPI reference)",
      transport_reach::any_peer, always_available, make<mpi_types_transport>},
+    {"mpi-cartex", "the plain-MPI program of the Betzy results (cartex mpi_comm): a message "
+                   "per direction packed by element loops, whole planes in place, "
+                   "MPI_Isend/MPI_Irecv of bytes, MPI_Waitall, unpack",
+     transport_reach::any_peer, always_available, make<mpi_cartex_transport>},
     {"mpi-neighbor", "a distributed-graph communicator of the neighbours; one "
                      "MPI_Ineighbor_alltoallw per stage with derived datatypes (persistent with MPI 4)",
      transport_reach::any_peer, always_available, make<mpi_neighbor_transport>},
