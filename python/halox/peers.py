@@ -183,6 +183,7 @@ def grid_of(words: list[str], ranks: int) -> Grid:
         else:
             i += 1
     if levels and decomposition != "cart":
+        levels.setdefault("node", [1, 1, 1])  # hwcart's top level must be the node
         dims = [1, 1, 1]
         out = []
         for level in _GRID_LEVELS:

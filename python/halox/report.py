@@ -12,6 +12,12 @@ from .records import Record
 
 LAYOUTS = ("chosen", "full", "decomposition")
 DEFAULT_BASELINE = "mpi-types/staged/sequence"
+# The programs the plain-MPI variants follow (docs/peers.md), named beside their ratios.
+BASELINE_ALGORITHMS = {
+    "mpi-types/staged/sequence": "the algorithm of cartex mpi_comm --MPI-datatypes",
+    "mpi-cartex/staged/sequence": "the algorithm of cartex mpi_comm, the Betzy results' "
+                                  "benchmark_mpi_comm",
+}
 
 
 @dataclass
@@ -152,7 +158,10 @@ def chosen(records: Sequence[Record], metric: str = "median",
                 notes.append(f"no (xN) ratios: the baseline {baseline} is not in these records")
             else:
                 with_ratios = True
-                notes.append(f"(xN) = {baseline} / variant, measured in one run ({run_ids[0]})"
+                named = f" ({BASELINE_ALGORITHMS[baseline]})" if baseline in BASELINE_ALGORITHMS \
+                    else ""
+                notes.append(f"(xN) = {baseline}{named} / variant, measured in one run "
+                             f"({run_ids[0]})"
                              + (f" with the peer programs run beside it in the same job "
                                 f"({', '.join(peers_beside)})" if peers_beside else ""))
             if peers_beside:
