@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <string>
 
 namespace halox {
 
@@ -92,6 +93,13 @@ mpi_cartex_transport::mpi_cartex_transport(const transport_context& ctx)
       return direction_index(a.direction) < direction_index(b.direction);
     });
     st.requests.resize(st.recvs.size() + st.sends.size(), MPI_REQUEST_NULL);
+    std::vector<int> peers;
+    for (const auto& t : st.recvs)
+      if (std::find(peers.begin(), peers.end(), t.peer) == peers.end()) peers.push_back(t.peer);
+    std::string from;
+    for (int p : peers) from += (from.empty() ? "" : ", ") + std::to_string(p);
+    st.what = fmt::format("the messages of stage {} from rank(s) {} (mpi-cartex)",
+                          stages_.size(), from);
     stages_.push_back(std::move(st));
   }
 }
@@ -125,13 +133,12 @@ void mpi_cartex_transport::start(size_t stage_index) {
 
 void mpi_cartex_transport::wait(size_t stage_index) {
   stage_transfers& st = stages_[stage_index];
-  waits_.wait_all(st.requests, {}, [&](size_t i) {
-    const bool receive = i < st.recvs.size();
-    const transfer& t = receive ? st.recvs[i] : st.sends[i - st.recvs.size()];
-    return fmt::format("a message {} rank {} (direction {},{},{}, mpi-cartex)",
-                       receive ? "from" : "to", t.peer, t.direction[0], t.direction[1],
-                       t.direction[2]);
-  });
+  // cartex's MPI_Waitall; a watchdog ends the run naming the stage's peers after the timeout.
+  waits_.blocking(
+      [&] {
+        MPI_Waitall(static_cast<int>(st.requests.size()), st.requests.data(), MPI_STATUSES_IGNORE);
+      },
+      [&] { return st.what; });
   for (const auto& t : st.recvs)
     if (!t.in_place) unpack(t);
 }

@@ -10,7 +10,7 @@
 //   for s in sends: pack s.boxes -> s.buffer (z, y, x loops), unless in place
 //   for r in recvs (from +d first): MPI_Irecv(r.buffer, r.bytes, MPI_BYTE, r.peer)
 //   for s in sends (to -d first):   MPI_Isend(s.buffer, s.bytes, MPI_BYTE, s.peer)
-//   MPI_Waitall(recvs and sends)
+//   MPI_Waitall(recvs and sends)   (under halox's watchdog: a timeout names the peers)
 //   for r in recvs: unpack r.buffer -> r.boxes, unless in place
 #pragma once
 
@@ -43,6 +43,7 @@ class mpi_cartex_transport final : public transport {
   struct stage_transfers {
     std::vector<transfer> recvs, sends;
     std::vector<MPI_Request> requests;  // receives first, then sends
+    std::string what;                   // for a timeout: the stage and its peers
   };
   void pack(const transfer& t) const;
   void unpack(const transfer& t) const;
