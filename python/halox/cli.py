@@ -52,8 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="halox-bench: chosen: a row per variant, a column per halo x fields "
                         "(default); full: per variant, rows = halo, columns = fields (+ staged / "
                         "second toolchain); decomposition: columns = decomposition x toolchain")
-    r.add_argument("--baseline", default=rep.DEFAULT_BASELINE, metavar="T/A/F",
-                   help="variant the (xN) ratios refer to (default %(default)s)")
+    r.add_argument("--baseline", default=rep.DEFAULT_BASELINE, metavar="T/A/F|PEER",
+                   help="variant, or peer program of the sweep's [[peers]], that the (xN) "
+                        "ratios refer to (default %(default)s)")
     r.add_argument("--efficiency", action="store_true",
                    help="chosen layout: add 'eff' columns, the fraction of the single-copy floor "
                         "(a memcpy of the same bytes in the same run) each cell reaches")

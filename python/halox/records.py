@@ -69,10 +69,18 @@ class Record:
     verification: str
     raw: dict = field(repr=False, compare=False, hash=False)
     self_copy_share: float = math.nan  # of the self-copy reference (records since it exists)
+    peer: str = ""           # a peer program's name (halox-peer records), else ""
 
     @property
     def variant(self) -> str:
-        return f"{self.transport}/{self.algorithm}/{self.fields}"
+        """transport/algorithm/fields, or the peer program's name."""
+        return self.peer or f"{self.transport}/{self.algorithm}/{self.fields}"
+
+    @property
+    def ratio_run(self) -> str:
+        """The run whose ratios this record takes part in: its own, or for a peer program the
+        halox-bench run it ran beside in the same sweep."""
+        return str(self.raw.get("beside_run_id") or self.run_id) if self.peer else self.run_id
 
     @property
     def halo_label(self) -> str:
@@ -148,6 +156,13 @@ def parse_record(obj: Any, where: str) -> Record:
     )
 
 
+def parse_peer(obj: Any, where: str) -> Record:
+    """A peer program's record (peers.py): the halox-bench schema, named by the peer."""
+    import dataclasses
+    record = parse_record(obj, where)
+    return dataclasses.replace(record, peer=_need(obj, "peer", str, where))
+
+
 @dataclass(frozen=True)
 class Halo2dRun:
     """One run of halox-halo2d: a cell per (test, neighbours, message size)."""
@@ -182,6 +197,7 @@ class IpcRun:
     raw: dict = field(repr=False, compare=False, hash=False)
 
 
+PEER_TOOL = "halox-peer"
 HALO2D_TOOL = "halox-halo2d"
 IPC_TOOL = "halox-ipc"
 SWEEP_TOOL = "halox-sweep"
@@ -301,6 +317,10 @@ def load(paths: Sequence[str | pathlib.Path]) -> LoadResult:
             tool = (obj.get("tool") or obj.get("program")) if isinstance(obj, dict) else None
             if tool == BENCH_TOOL:
                 r = parse_record(obj, where)
+                if keep(_bench_identity(r)):
+                    result.records.append(r)
+            elif tool == PEER_TOOL:
+                r = parse_peer(obj, where)
                 if keep(_bench_identity(r)):
                     result.records.append(r)
             elif tool == HALO2D_TOOL:
@@ -487,7 +507,7 @@ def select(records: Iterable[Record], *, run_id: list[str] | None = None,
            fields: list[str] | None = None, type: list[str] | None = None) -> list[Record]:
     """Keeps the records that match every given list (None = no filter)."""
     def keep(r: Record) -> bool:
-        return ((run_id is None or r.run_id in run_id)
+        return ((run_id is None or r.run_id in run_id or (r.peer and r.ratio_run in run_id))
                 and (halo is None or r.halo_label in halo)
                 and (nfields is None or str(r.nfields) in nfields)
                 and (transport is None or r.transport in transport)

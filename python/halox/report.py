@@ -12,6 +12,12 @@ from .records import Record
 
 LAYOUTS = ("chosen", "full", "decomposition")
 DEFAULT_BASELINE = "mpi-types/staged/sequence"
+# The programs the plain-MPI variants follow (docs/peers.md), named beside their ratios.
+BASELINE_ALGORITHMS = {
+    "mpi-types/staged/sequence": "the algorithm of cartex mpi_comm --MPI-datatypes",
+    "mpi-cartex/staged/sequence": "the algorithm of cartex mpi_comm, the Betzy results' "
+                                  "benchmark_mpi_comm",
+}
 
 
 @dataclass
@@ -141,7 +147,8 @@ def chosen(records: Sequence[Record], metric: str = "median",
             cells: dict[tuple, list[Record]] = {}
             for r in trecs:
                 cells.setdefault((r.variant, rec.shape_key(r)), []).append(r)
-            run_ids = list(dict.fromkeys(r.run_id for r in trecs))
+            run_ids = list(dict.fromkeys(r.ratio_run for r in trecs))
+            peers_beside = sorted({r.peer for r in trecs if r.peer})
             notes = []
             with_ratios = False
             if len(run_ids) > 1:
@@ -151,7 +158,15 @@ def chosen(records: Sequence[Record], metric: str = "median",
                 notes.append(f"no (xN) ratios: the baseline {baseline} is not in these records")
             else:
                 with_ratios = True
-                notes.append(f"(xN) = {baseline} / variant, measured in one run ({run_ids[0]})")
+                named = f" ({BASELINE_ALGORITHMS[baseline]})" if baseline in BASELINE_ALGORITHMS \
+                    else ""
+                notes.append(f"(xN) = {baseline}{named} / variant, measured in one run "
+                             f"({run_ids[0]})"
+                             + (f" with the peer programs run beside it in the same job "
+                                f"({', '.join(peers_beside)})" if peers_beside else ""))
+            if peers_beside:
+                notes.append("peer programs: the statistic of their own timing (each exchange "
+                             "timed alone after a barrier, on rank 0), parsed from their output")
             notes += _combined_note(cells)
             columns = [shape_labels[k] for k in shape_keys]
             kinds = ["value"] * len(columns)
@@ -350,14 +365,20 @@ def build(records: Sequence[Record], layout: str = "chosen", metric: str = "medi
 
 def _preamble(records: Sequence[Record], metric: str, labels: dict[str, str]) -> list[str]:
     description, unit, _ = rec.METRICS[metric]
-    runs = list(dict.fromkeys(r.run_id for r in records))
+    runs = list(dict.fromkeys(r.ratio_run for r in records))
+    peer_records = sum(1 for r in records if r.peer)
     what = f"{description} [{unit}]"
     lines = [f"Tables present the {what}.",
              f"{len(records)} records from {len(runs)} run{'s' if len(runs) != 1 else ''}"
-             + (f" ({runs[0]})" if len(runs) == 1 else "") + f"; {library_legend(labels)}."]
-    skipped = sum(1 for r in records if r.verification != "passed")
+             + (f" ({runs[0]})" if len(runs) == 1 else "")
+             + (f", {peer_records} of them of peer programs run beside halox-bench"
+                if peer_records else "") + f"; {library_legend(labels)}."]
+    skipped = sum(1 for r in records if r.verification != "passed" and not r.peer)
     if skipped:
         lines.append(f"{skipped} records were not verified (--no-check).")
+    unchecked = sum(1 for r in records if r.verification != "passed" and r.peer)
+    if unchecked:
+        lines.append(f"{unchecked} peer records were not checked (their command has no --check).")
     return lines
 
 

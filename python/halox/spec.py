@@ -109,7 +109,7 @@ SWEEP_KEYS = {"ranks", "repeat", "mpi", "run", "name", "description", "output", 
               "ranks_per_socket", "cpus_per_rank", "bind", "launcher_args", "srun_mpi"}
 RUN_KEYS = {"name", "args", "ranks", "env", "timeout"}
 SLURM_KEYS = {"time", "partition", "account", "qos", "constraint", "job_name", "extra"}
-TOP_KEYS = {"sweep", "matrix", "bench", "slurm"}
+TOP_KEYS = {"sweep", "matrix", "bench", "slurm", "peers"}
 
 
 @dataclasses.dataclass
@@ -162,6 +162,8 @@ class Plan:
     invocations: list[Invocation]
     estimate_s: float | None      # per invocation, from --time x rounds, when known
     known: dict[str, tuple[str, ...]]  # what "all" stands for, per list key, where known
+    # The peer programs' runs beside each invocation, by its position in `invocations`.
+    peer_runs: dict[int, list] = dataclasses.field(default_factory=dict)
 
     @property
     def max_ranks(self) -> int:
@@ -636,5 +638,31 @@ def _make_plan(spec_path, spec, output, build_dir, mpi, launcher_name, timeout,
                     run_name, r, point, ranks, launch.command(settings, flavor, ranks, root), exe,
                     lists, [*bench_words, *point_words, *args], {"HALOX_MPI": flavor, **env},
                     run_timeout, staging))
+    peer_runs = _peer_runs(spec, spec_path, program, lists, bench_words, invocations, work,
+                           name, flavor, require_build)
     return Plan(spec_path.resolve(), name, flavor, program, build, exe, out, work, settings,
-                slurm, configurations, invocations, estimate, known)
+                slurm, configurations, invocations, estimate, known, peer_runs)
+
+
+def _peer_runs(spec, spec_path, program, lists, bench_words, invocations, work, name, flavor,
+               require_build) -> dict[int, list]:
+    """[[peers]]: their runs beside each halox-bench invocation (see peers.py)."""
+    from . import peers
+    if "peers" not in spec:
+        return {}
+    if program is not BENCH:
+        raise SpecError(f"[[peers]] run beside halox-bench only, not {program.name}")
+    try:
+        listed = peers.parse_peers(spec["peers"], spec_path.resolve().parent,
+                                   lists.get("type", ["double"]), check_scalar, _env_table,
+                                   require_build)
+        out = {}
+        for i, inv in enumerate(invocations):
+            out[i] = peers.plan_runs(
+                listed, run=inv.name, repeat=inv.repeat, ranks=inv.ranks,
+                launcher=inv.launcher, option_words=inv.other_args,
+                halos=lists.get("halo", ["1"]), nfields=lists.get("nfields", ["1"]),
+                env=inv.env, timeout=inv.timeout, work_dir=work, stem=f"{name}.{flavor}")
+        return out
+    except peers.PeerError as e:
+        raise SpecError(str(e)) from None

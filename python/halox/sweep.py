@@ -404,16 +404,20 @@ def describe(plan: Plan, recorded: Recorded | None = None) -> list[str]:
              f"# records are appended to {plan.output}"]
     if not plan.executable.is_file():
         lines.append(f"# note: {plan.executable} is not built yet")
-    for inv in plan.invocations:
+    from . import peers
+    peers_done = peers.recorded_identities(resultfile.read_objects(plan.output))[0] \
+        if plan.peer_runs and plan.output.exists() else set()
+    for index, inv in enumerate(plan.invocations):
         step = decide(plan, inv, recorded) if recorded else Step(inv, [inv.lists], None, False)
         if not step.lists:
             lines.append(f"# {inv.label}: recorded, skipped")
-            continue
-        if step.resumed:
-            lines.append(f"# {inv.label}: resumed, "
-                         + (f"{step.missing} configuration(s) missing" if step.missing
-                            else "the missing configurations are kept"))
-        lines += [inv.shell_line(lists) for lists in step.lists]
+        else:
+            if step.resumed:
+                lines.append(f"# {inv.label}: resumed, "
+                             + (f"{step.missing} configuration(s) missing" if step.missing
+                                else "the missing configurations are kept"))
+            lines += [inv.shell_line(lists) for lists in step.lists]
+        lines += peers.describe(plan, index, peers_done)
     return lines
 
 
@@ -459,6 +463,7 @@ def run(plan: Plan, *, console=None, verbose: bool = False) -> Summary:
                 if not step.lists:
                     summary.skipped += 1
                     say(f"  {inv.label}: recorded, skipped")
+                    _run_peers(plan, i - 1, say, summary)
                     progress.advance(task)
                     continue
                 if step.resumed:
@@ -501,11 +506,20 @@ def run(plan: Plan, *, console=None, verbose: bool = False) -> Summary:
                     mark_complete(plan, inv, records)
                     say(f"  {inv.label}: done in {time.monotonic() - started:.1f} s, "
                         f"{records} records")
+                _run_peers(plan, i - 1, say, summary)
                 progress.advance(task)
     finally:
         signal.signal(signal.SIGTERM, previous_handler)
         lock.close()
     return summary
+
+
+def _run_peers(plan: Plan, index: int, say, summary: Summary) -> None:
+    """The peer programs beside invocation `index` (peers.py), in the same job."""
+    from . import peers
+    written, failures = peers.run_beside(plan, index, say)
+    summary.written += written
+    summary.failures += failures
 
 
 def main(args) -> int:

@@ -125,7 +125,8 @@ def test_chosen_table_shows_the_medians_and_ratios_of_one_run(capsys, bench_file
         expect_close(table.cell(variant(r), shape(r)), median * 1e6)
         assert value(table.cell(variant(r), shape(r) + " (xN)")) == pytest.approx(
             base[shape(r)] / median, abs=0.006)
-    assert f"(xN) = {BASELINE} / variant, measured in one run ({recs[0]['run_id']})" in out
+    assert (f"(xN) = {BASELINE} (the algorithm of cartex mpi_comm --MPI-datatypes) / variant, "
+            f"measured in one run ({recs[0]['run_id']})") in out
     assert "Cartesian communicator numbering order: ZYX (mpicart 2x1x1)" in out
     assert "median time per exchange of the slowest rank [µs]" in out
 

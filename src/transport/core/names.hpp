@@ -8,6 +8,7 @@ namespace halox::transport_names {
 
 inline constexpr std::string_view mpi_p2p = "mpi-p2p";
 inline constexpr std::string_view mpi_types = "mpi-types";
+inline constexpr std::string_view mpi_cartex = "mpi-cartex";
 inline constexpr std::string_view mpi_neighbor = "mpi-neighbor";
 inline constexpr std::string_view mpi_rma = "mpi-rma";
 inline constexpr std::string_view mpi_rma_fence = "mpi-rma-fence";

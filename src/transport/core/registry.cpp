@@ -9,6 +9,7 @@
 #include "halox/common/error.hpp"
 #include "transport/core/names.hpp"
 #include "transport/core/router.hpp"
+#include "transport/mpi/mpi_cartex.hpp"
 #include "transport/mpi/mpi_neighbor.hpp"
 #include "transport/mpi/mpi_p2p.hpp"
 #include "transport/mpi/mpi_rma.hpp"
@@ -44,6 +45,10 @@ std::deque<transport_entry> built_in() {
   add(names::mpi_types, "one MPI derived datatype per message over the fields, no packing by halox "
                         "(the plain-MPI reference)",
       any, {}, make<mpi_types_transport>);
+  add(names::mpi_cartex, "the plain-MPI program of the Betzy results (cartex mpi_comm): a message "
+                         "per direction packed by element loops, whole planes in place, "
+                         "MPI_Isend/MPI_Irecv of bytes, MPI_Waitall, unpack",
+      any, {}, make<mpi_cartex_transport>);
   add(names::mpi_neighbor, "a distributed-graph communicator of the neighbours; one "
                            "MPI_Ineighbor_alltoallw per stage with derived datatypes (persistent "
                            "with MPI 4)",

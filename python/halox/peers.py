@@ -1,0 +1,537 @@
+"""Peer programs in a sweep: the public halo-exchange benchmarks halox is compared with (the
+ghexbench `cartex` programs: `benchmark_mpi_comm`, `benchmark_ghex_comm`, ...), run beside
+halox-bench under the same launcher, binding, ranks and rank grid, their text output parsed into
+records of the halox-bench schema.
+
+A spec lists them as `[[peers]]` tables:
+
+    [[peers]]
+    name = "cartex-mpi"                 # the row of the report
+    command = ["/opt/ghexbench/build/cartex/src/bin/benchmark", "{grid}", "{domain}",
+               "--halo", "{halo}", "--nfields", "{nfields}", "--nrep", "1000", "--check"]
+    format = "cartex"                   # how its output reads
+    type = "float"                      # the element type it was built for (CARTEX_FLOAT)
+
+After each halox-bench invocation (a [[sweep.run]] entry, one repetition) the sweep runs every
+peer once per (halo, nfields) of the matrix, with {halo} and {nfields} set, {domain} the
+`--domain X Y Z` (or `--global-domain`) of the halox run, and {grid} its rank grid in the
+program's own options (--MPICart, or the hwcart levels --node .. --core and --order).  Each run
+gives one `halox-peer` record; a sweep run again skips the ones recorded, as for halox-bench.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import math
+import os
+import pathlib
+import re
+import shlex
+import shutil
+from typing import Any, Callable
+
+PEER_TOOL = "halox-peer"
+SCHEMA_VERSION = 1
+FORMATS = ("cartex",)
+PEER_KEYS = {"name", "command", "format", "type", "env", "timeout"}
+PLACEHOLDERS = ("{halo}", "{nfields}", "{domain}", "{grid}")
+
+
+class PeerError(Exception):
+    """A peer setting or a peer's output that cannot be used; the message is one line."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Output formats
+
+
+# cartex's summary (ghexbench cartex/src/runtime/runtime.cpp, runtime::exchange): rank 0 prints
+# "repetitions" and then one `name value` line per statistic of the per-exchange times (each
+# exchange timed alone, after a barrier), in seconds, and the throughput in GB/s.
+_CARTEX_TIMES = {"mean (s)": "mean", "stddev (s)": "stddev", "median (s)": "median",
+                 "5% centile (s)": "p5", "25% centile (s)": "p25", "75% centile (s)": "p75",
+                 "95% centile (s)": "p95", "min (s)": "min", "max (s)": "max"}
+_CARTEX_THROUGHPUT = {"tp. median (GB/s)": "median", "tp. 5% c. (GB/s)": "p5",
+                      "tp. 25% c. (GB/s)": "p25", "tp. 75% c. (GB/s)": "p75",
+                      "tp. 95% c. (GB/s)": "p95", "tp. min (GB/s)": "min",
+                      "tp. max (GB/s)": "max"}
+_CARTEX_LINE = re.compile(r"^(?P<name>[A-Za-z.%(/) 0-9]+?)\s+(?P<value>[-+0-9.eE]+|nan|inf)\s*$")
+
+
+def parse_cartex(text: str) -> dict[str, Any]:
+    """The statistics of a cartex run: times in seconds per exchange, throughput in GB/s, the
+    runtime's name, ranks, repetitions and load; PeerError when the run did not measure (a
+    failed check, a decomposition it could not build, output cut short)."""
+    if "check failed" in text:
+        line = next(l for l in text.splitlines() if "check failed" in l)
+        raise PeerError(f"the program's own check failed: {line.strip()}")
+    if "could not create decomposition" in text:
+        raise PeerError("the program could not create the decomposition (rank grid and ranks "
+                        "do not match, or the hwcart levels do not fit the machine)")
+    values: dict[str, float] = {}
+    runtime = None
+    ranks = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        m = re.fullmatch(r"running on (\d+) ranks", stripped)
+        if m:
+            ranks = int(m.group(1))
+            continue
+        if ranks is None and re.fullmatch(r"[a-z]+_comm", stripped):
+            runtime = stripped
+            continue
+        m = _CARTEX_LINE.match(stripped)
+        if m:
+            values.setdefault(m.group("name").strip(), float(m.group("value")))
+    if "median (s)" not in values:
+        raise PeerError("no cartex summary in the output (no 'median (s)' line)")
+    missing = [k for k in (*_CARTEX_TIMES, "repetitions", "load (bytes)") if k not in values]
+    if missing:
+        raise PeerError(f"the cartex summary is cut short (no '{missing[0]}' line)")
+    return {
+        "runtime": runtime,
+        "ranks": ranks,
+        "repetitions": int(values["repetitions"]),
+        "load_bytes": values["load (bytes)"],
+        "elapsed_s": values.get("elapsed (s)", math.nan),
+        "time_per_exchange_s": {v: values[k] for k, v in _CARTEX_TIMES.items()},
+        "throughput_GBps": {v: values[k] for k, v in _CARTEX_THROUGHPUT.items() if k in values},
+    }
+
+
+PARSERS: dict[str, Callable[[str], dict[str, Any]]] = {"cartex": parse_cartex}
+
+
+# ---------------------------------------------------------------------------------------------
+# Rank grids: halox-bench's decomposition options in the program's words
+
+
+_GRID_LEVELS = ("node", "socket", "numa", "l3", "core", "hwthread")
+_HALOX_ONLY = {"--l2": "an L2-cache grid", "--l1": "an L1-cache grid",
+               "--slot": "a grid of ranks by slot", "--reorder": "reordered ranks"}
+
+
+def dims_create(ranks: int, dims: list[int]) -> list[int]:
+    """MPI_Dims_create: the zero entries filled so that the product is `ranks`, as balanced as
+    possible, in non-increasing order."""
+    fixed = math.prod(d for d in dims if d > 0)
+    free = [i for i, d in enumerate(dims) if d == 0]
+    if ranks % fixed:
+        raise PeerError(f"{ranks} ranks do not fit the grid {dims}")
+    rest = ranks // fixed
+    if not free:
+        return list(dims)
+    factors, n, p = [], rest, 2
+    while n > 1:
+        while n % p == 0:
+            factors.append(p)
+            n //= p
+        p += 1
+    parts = [1] * len(free)
+    for f in sorted(factors, reverse=True):
+        parts[parts.index(min(parts))] *= f
+    parts.sort(reverse=True)
+    out = list(dims)
+    for i, v in zip(free, parts):
+        out[i] = v
+    return out
+
+
+@dataclasses.dataclass
+class Grid:
+    kind: str               # "cart" (MPI_Cart_create) or "hw" (hwcart levels)
+    dims: list[int]         # the rank grid
+    words: list[str]        # the cartex options that build it
+    order: str = "XYZ"
+
+
+def grid_of(words: list[str], ranks: int) -> Grid:
+    """The rank grid that halox-bench options (the [bench] decomposition keys and a run's args)
+    ask for, as cartex options; the later of two settings wins, as on halox-bench's command
+    line."""
+    mpicart: list[int] | None = None
+    levels: dict[str, list[int]] = {}
+    order = None
+    decomposition = None
+    i = 0
+    while i < len(words):
+        word = words[i]
+        name = word.split("=", 1)[0]
+        if name in _HALOX_ONLY:
+            raise PeerError(f"the peers cannot take {name} ({_HALOX_ONLY[name]}); cartex knows "
+                            "--MPICart and the hwcart levels --node .. --hwthread")
+        if name == "--mpicart":
+            mpicart = [int(x) for x in words[i + 1:i + 4]]
+            i += 4
+        elif name.lstrip("-") in _GRID_LEVELS:
+            levels[name.lstrip("-")] = [int(x) for x in words[i + 1:i + 4]]
+            i += 4
+        elif name == "--periodic":
+            if words[i + 1:i + 4] != ["1", "1", "1"]:
+                raise PeerError("the peers run periodic grids only (cartex has no --periodic)")
+            i += 4
+        elif name == "--order":
+            order = words[i + 1]
+            i += 2
+        elif name == "--decomposition":
+            decomposition = words[i + 1]
+            if decomposition == "auto":
+                raise PeerError("--decomposition auto chooses a grid the peers cannot follow; "
+                                "name the grid (--mpicart, or the levels --node .. --core)")
+            i += 2
+        else:
+            i += 1
+    if levels and decomposition != "cart":
+        levels.setdefault("node", [1, 1, 1])  # hwcart's top level must be the node
+        dims = [1, 1, 1]
+        out = []
+        for level in _GRID_LEVELS:
+            if level in levels:
+                dims = [a * b for a, b in zip(dims, levels[level])]
+                out += [f"--{level}", *map(str, levels[level])]
+        if math.prod(dims) != ranks:
+            raise PeerError(f"the hwcart levels make a {'x'.join(map(str, dims))} grid, not "
+                            f"{ranks} ranks")
+        return Grid("hw", dims, out + ["--order", order or "XYZ"], order or "XYZ")
+    dims = dims_create(ranks, mpicart or [0, 0, 0])
+    if math.prod(dims) != ranks:
+        raise PeerError(f"the grid {'x'.join(map(str, dims))} is not {ranks} ranks")
+    # MPI_Cart_create numbers ranks x slowest; cartex's --MPICart ignores --order.
+    return Grid("cart", dims, ["--MPICart", *map(str, dims)], "ZYX")
+
+
+def domain_words(words: list[str]) -> tuple[list[str], list[int], list[int]]:
+    """--domain X Y Z or --global-domain X Y Z from halox-bench options (default 64^3)."""
+    domain, global_domain = [64, 64, 64], []
+    for i, word in enumerate(words):
+        if word == "--domain":
+            domain = [int(x) for x in words[i + 1:i + 4]]
+        elif word == "--global-domain":
+            global_domain = [int(x) for x in words[i + 1:i + 4]]
+    if global_domain:
+        return ["--global-domain", *map(str, global_domain)], [], global_domain
+    return ["--domain", *map(str, domain)], domain, []
+
+
+# ---------------------------------------------------------------------------------------------
+# The [[peers]] tables
+
+
+@dataclasses.dataclass(frozen=True)
+class Peer:
+    name: str
+    command: tuple[str, ...]
+    format: str
+    type: str
+    env: tuple[tuple[str, str], ...] = ()
+    timeout: float | None = None
+
+    @property
+    def program(self) -> str:
+        return pathlib.Path(self.command[0]).name
+
+
+def parse_peers(value: Any, spec_dir: pathlib.Path, types: list[str],
+                check_scalar: Callable, env_table: Callable, require_program: bool) -> list[Peer]:
+    """Checks the [[peers]] tables; raises PeerError (one line) when one is bad."""
+    if isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        raise PeerError("peers must be an array of tables ([[peers]])")
+    out: list[Peer] = []
+    for i, table in enumerate(value, start=1):
+        where = f"peers[{i}]"
+        if not isinstance(table, dict):
+            raise PeerError(f"{where} must be a table")
+        table = {k.replace("-", "_"): v for k, v in table.items()}
+        for key in table:
+            if key not in PEER_KEYS:
+                raise PeerError(f"unknown key '{where}.{key}' (known: {', '.join(sorted(PEER_KEYS))})")
+        for key in ("name", "command", "format"):
+            if key not in table:
+                raise PeerError(f"{where}.{key} is missing")
+        check_scalar(f"{where}.name", "str", table["name"])
+        name = table["name"]
+        if not re.fullmatch(r"[A-Za-z0-9._+-]+", name):
+            raise PeerError(f"{where}.name may hold only letters, digits, '.', '_', '+' and '-', "
+                            f"got {name!r}")
+        if name.count("/") or any(p.name == name for p in out):
+            raise PeerError(f"{where}.name '{name}' is used twice")
+        command = table["command"]
+        if isinstance(command, str):
+            command = shlex.split(command)
+        if not isinstance(command, list) or not command or \
+                any(not isinstance(w, (str, int)) or isinstance(w, bool) for w in command):
+            raise PeerError(f"{where}.command must be a non-empty list of words")
+        command = [str(w) for w in command]
+        for word in command:
+            for ph in re.findall(r"\{[^}]*\}", word):
+                if ph not in PLACEHOLDERS:
+                    raise PeerError(f"{where}.command: unknown placeholder {ph} (known: "
+                                    f"{', '.join(PLACEHOLDERS)})")
+        if "{halo}" not in command or "{nfields}" not in command:
+            raise PeerError(f"{where}.command must pass {{halo}} and {{nfields}} (the program "
+                            "measures one of each per run)")
+        fmt = table["format"]
+        check_scalar(f"{where}.format", "str", fmt)
+        if fmt not in FORMATS:
+            raise PeerError(f"{where}.format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+        element = table.get("type", "double")
+        check_scalar(f"{where}.type", "str", element)
+        if element not in ("float", "double"):
+            raise PeerError(f"{where}.type must be float or double, got {element!r}")
+        if element not in types:
+            raise PeerError(f"{where}.type {element} is not in matrix.type "
+                            f"({', '.join(types)}): the peer would have nothing to stand beside")
+        program = command[0]
+        if "/" in program:
+            path = pathlib.Path(program).expanduser()
+            if not path.is_absolute():
+                path = (spec_dir / path).resolve()
+            command[0] = str(path)
+            usable = path.is_file() and os.access(path, os.X_OK)
+        else:
+            found = shutil.which(program)
+            usable = found is not None
+            if found:
+                command[0] = found
+        if require_program and not usable:
+            raise PeerError(f"{where}.command: {program} is not an executable program")
+        env = env_table(f"{where}.env", table["env"]) if "env" in table else {}
+        timeout = None
+        if "timeout" in table:
+            check_scalar(f"{where}.timeout", "pos_number", table["timeout"])
+            timeout = float(table["timeout"])
+        out.append(Peer(name, tuple(command), fmt, element, tuple(env.items()), timeout))
+    return out
+
+
+@dataclasses.dataclass
+class PeerRun:
+    """One run of a peer program: one (halo, nfields) beside one halox-bench invocation."""
+    peer: Peer
+    run: str                      # the [[sweep.run]] entry
+    repeat: int                   # 0-based
+    ranks: int
+    halo: int
+    nfields: int
+    argv: list[str]
+    env: dict[str, str]
+    timeout: float | None
+    grid: Grid
+    domain: list[int]
+    global_domain: list[int]
+    log_stem: pathlib.Path
+
+    @property
+    def label(self) -> str:
+        return f"{self.peer.name} h{self.halo}f{self.nfields} beside {self.run} #{self.repeat + 1}"
+
+    def shell_line(self) -> str:
+        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
+        return (prefix + " " if prefix else "") + shlex.join(self.argv)
+
+    def coordinates(self, sweep_name: str, mpi: str) -> dict[str, Any]:
+        return {"name": sweep_name, "mpi": mpi, "run": self.run, "repeat": self.repeat + 1,
+                "peer": self.peer.name, "point": {"halo": self.halo, "nfields": self.nfields},
+                "settings": [f"ranks={self.ranks}", *self.argv[self.argv.index(
+                    self.peer.command[0]):]]}
+
+
+def identity(coords: dict) -> tuple:
+    return (coords.get("name"), coords.get("mpi"), coords.get("run"), coords.get("repeat"),
+            coords.get("peer"), json.dumps(coords.get("point") or {}, sort_keys=True),
+            tuple(coords.get("settings") or ()))
+
+
+def plan_runs(peers: list[Peer], *, run: str, repeat: int, ranks: int, launcher: list[str],
+              option_words: list[str], halos: list[str], nfields: list[str],
+              env: dict[str, str], timeout: float | None, work_dir: pathlib.Path,
+              stem: str) -> list[PeerRun]:
+    """The peer runs beside one halox-bench invocation, in the order of the peers, then fields,
+    then halo (the Betzy tables' columns)."""
+    if not peers:
+        return []
+    grid = grid_of(option_words, ranks)
+    domain_option, domain, global_domain = domain_words(option_words)
+    out = []
+    for peer in peers:
+        for nf in nfields:
+            for h in halos:
+                argv = []
+                for word in peer.command:
+                    if word == "{grid}":
+                        argv += grid.words
+                    elif word == "{domain}":
+                        argv += domain_option
+                    else:
+                        argv.append(word.replace("{halo}", h).replace("{nfields}", nf))
+                out.append(PeerRun(
+                    peer, run, repeat, ranks, int(h), int(nf), [*launcher, *argv],
+                    {**env, **dict(peer.env)}, peer.timeout or timeout, grid, domain,
+                    global_domain,
+                    work_dir / f"{stem}.{run}.{repeat + 1}.{peer.name}.h{h}f{nf}"))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Records
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def make_record(run: PeerRun, parsed: dict[str, Any], *, sweep_name: str, mpi: str,
+                launch_line: str, launcher: str, spec: str,
+                beside: dict | None, mpi_library: str) -> dict[str, Any]:
+    """A halox-peer record: the halox-bench schema's coordinates (config, decomposition,
+    time_per_exchange_s, seconds_per_10000), the program's own figures beside them. `beside` is
+    a record of the halox-bench run it ran beside, whose run id, decomposition and machine it
+    shares."""
+    times = parsed["time_per_exchange_s"]
+    stamp = _now()
+    if beside:
+        decomposition = dict(beside.get("decomposition") or {})
+    else:
+        decomposition = {"kind": run.grid.kind, "dims": run.grid.dims,
+                         "periodic": [True, True, True], "order": run.grid.order}
+    record = {
+        "tool": PEER_TOOL, "schema_version": SCHEMA_VERSION, "timestamp": stamp,
+        "peer": run.peer.name, "program": run.peer.program, "format": run.peer.format,
+        "runtime": parsed.get("runtime"),
+        "run_id": f"{stamp}-{run.peer.name}-h{run.halo}f{run.nfields}-{os.getpid()}",
+        "beside_run_id": beside.get("run_id") if beside else None,
+        "mpi_library": mpi_library, "ranks": run.ranks,
+        "config": {"transport": run.peer.name, "algorithm": "-", "fields": "-",
+                   "type": run.peer.type, "halo": run.halo, "nfields": run.nfields,
+                   "halo_lo": [run.halo] * 3, "halo_hi": [run.halo] * 3,
+                   "domain": run.domain, "global_domain": run.global_domain,
+                   # cartex times every exchange alone after a barrier: halox's latency timing
+                   "timing": "latency"},
+        "decomposition": decomposition,
+        "time_per_exchange_s": times,
+        "time_statistic_of": "rank 0",
+        "seconds_per_10000": times["mean"] * 1e4,
+        "repetitions": parsed["repetitions"], "load_bytes": parsed["load_bytes"],
+        "throughput_GBps": parsed["throughput_GBps"],
+        # cartex --check compares every halo cell and prints "check failed" (refused above)
+        "verification": "passed" if "--check" in run.argv else "not checked",
+        "command": run.argv,
+        "sweep": {**run.coordinates(sweep_name, mpi), "launch": launch_line,
+                  "launcher": launcher, "spec": spec},
+    }
+    if beside:
+        for key in ("machine", "rank_map", "environment"):
+            if key in beside:
+                record[key] = beside[key]
+    return record
+
+
+def library_text(flavor: str) -> str:
+    return {"openmpi": "Open MPI", "mpich": "MPICH"}.get(flavor, flavor)
+
+
+# ---------------------------------------------------------------------------------------------
+# Running them in a sweep
+
+
+def recorded_identities(objects) -> tuple[set[tuple], dict[tuple, list[dict]]]:
+    """The peer runs OUTPUT holds, and the halox-bench records by their sweep identity."""
+    from . import sweep
+    peers_done: set[tuple] = set()
+    bench: dict[tuple, list[dict]] = {}
+    for obj in objects:
+        coords = obj.get("sweep") if isinstance(obj, dict) else None
+        if not isinstance(coords, dict):
+            continue
+        if obj.get("tool") == PEER_TOOL:
+            peers_done.add(identity(coords))
+        elif obj.get("tool") == "halox-bench":
+            bench.setdefault(sweep.identity(coords), []).append(obj)
+    return peers_done, bench
+
+
+def _beside(candidates: list[dict], run: PeerRun) -> dict | None:
+    """The halox-bench record of the same shape (else any) of the invocation the peer ran
+    beside."""
+    for record in candidates:
+        config = record.get("config") or {}
+        if (config.get("halo"), config.get("nfields"), config.get("type")) == \
+                (run.halo, run.nfields, run.peer.type):
+            return record
+    return candidates[0] if candidates else None
+
+
+def describe(plan, index: int, done: set[tuple]) -> list[str]:
+    lines = []
+    for run in plan.peer_runs.get(index, []):
+        if identity(run.coordinates(plan.name, plan.mpi)) in done:
+            lines.append(f"# {run.label}: recorded, skipped")
+        else:
+            lines.append(run.shell_line())
+    return lines
+
+
+def run_beside(plan, index: int, say: Callable[[str], None]) -> tuple[int, list[str]]:
+    """Runs the peer runs beside invocation `index` that OUTPUT does not hold yet; returns the
+    records written and the failures (each also recorded in OUTPUT as a sweep failure)."""
+    from . import resultfile, sweep
+    runs = plan.peer_runs.get(index, [])
+    if not runs:
+        return 0, []
+    inv = plan.invocations[index]
+    written, failures = 0, []
+    for run in runs:
+        done, bench = recorded_identities(resultfile.read_objects(plan.output))
+        coords = run.coordinates(plan.name, plan.mpi)
+        if identity(coords) in done:
+            say(f"  {run.label}: recorded, skipped")
+            continue
+        line = run.shell_line()
+        outcome = sweep.execute(run.argv, run.env, run.timeout, run.log_stem)
+        text = outcome.stdout_path.read_text(errors="replace")
+        error = None
+        parsed = None
+        if outcome.ok:
+            try:
+                parsed = PARSERS[run.peer.format](text)
+                if parsed.get("ranks") not in (None, run.ranks):
+                    error = (f"it ran on {parsed['ranks']} rank(s) instead of {run.ranks}: the "
+                             "launcher did not start one MPI job")
+            except PeerError as e:
+                error = str(e)
+        if outcome.ok and error is None:
+            beside = _beside(bench.get(sweep.identity(sweep.coordinates(plan, inv)), []), run)
+            library = str(beside.get("mpi_library")) if beside else library_text(plan.mpi)
+            record = make_record(run, parsed, sweep_name=plan.name, mpi=plan.mpi,
+                                 launch_line=line, launcher=plan.launch.launcher,
+                                 spec=str(plan.spec_path), beside=beside, mpi_library=library)
+            with resultfile.locked(plan.output) as out:
+                if identity(coords) not in recorded_identities(out.objects())[0]:
+                    written += out.append([record])
+            say(f"  {run.label}: median {parsed['time_per_exchange_s']['median'] * 1e6:.2f} us")
+            continue
+        what = sweep.describe_failure(outcome, run.timeout) if not outcome.ok else \
+            "gave no usable output"
+        if error is None:
+            error = sweep.error_summary(run.peer.program, outcome)
+        failure = {
+            "tool": sweep.SWEEP_TOOL, "event": "failure",
+            "schema_version": sweep.RECORD_SCHEMA_VERSION, "timestamp": _now(),
+            "program": run.peer.program, "peer": run.peer.name, "what": what,
+            "sweep": {**coords, "launch": line, "launcher": plan.launch.launcher,
+                      "spec": str(plan.spec_path)},
+            "exit_status": outcome.returncode if outcome.returncode is not None and
+            outcome.returncode >= 0 else None,
+            "timed_out": outcome.timed_out, "timeout_s": run.timeout,
+            "duration_s": round(outcome.duration_s, 3), "error": error,
+            "stderr_tail": sweep._tail(outcome.stderr_path),
+            "stdout_tail": sweep._tail(outcome.stdout_path, 5),
+            "logs": [str(outcome.stdout_path), str(outcome.stderr_path)]}
+        resultfile.append(plan.output, [failure])
+        failures.append(f"peer '{run.peer.name}' (h{run.halo}f{run.nfields} beside run "
+                        f"'{run.run}' #{run.repeat + 1}) {what}: {error}")
+        say(f"  {run.label}: {what}: {error} (recorded; logs: {outcome.stderr_path})")
+    return written, failures

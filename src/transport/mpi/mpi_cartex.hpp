@@ -1,0 +1,60 @@
+// mpi-cartex: the plain-MPI program of the Betzy results, the ghexbench cartex
+// benchmark's mpi_comm runtime as run there (benchmark_mpi_comm, without
+// --MPI-datatypes; cartex/src/runtime/mpi_comm/runtime.cpp), as a transport:
+// a message per direction, packed by element loops into a buffer of its own,
+// sent as bytes; a box of whole planes (the z faces of the staged algorithm)
+// goes in place, unpacked by nobody. A self-neighbour is a message to itself.
+//
+// Reference algorithm per stage (a dimension of the staged algorithm; one
+// field of it in sequence mode, as cartex loops over the fields):
+//   for s in sends: pack s.boxes -> s.buffer (z, y, x loops), unless in place
+//   for r in recvs (from +d first): MPI_Irecv(r.buffer, r.bytes, MPI_BYTE, r.peer)
+//   for s in sends (to -d first):   MPI_Isend(s.buffer, s.bytes, MPI_BYTE, s.peer)
+//   MPI_Waitall(recvs and sends)   (under halox's watchdog: a timeout names the peers)
+//   for r in recvs: unpack r.buffer -> r.boxes, unless in place
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "halox/transport.hpp"
+#include "transport/core/names.hpp"
+
+namespace halox {
+
+class mpi_cartex_transport final : public transport {
+ public:
+  explicit mpi_cartex_transport(const transport_context& ctx);
+  void start(size_t stage) override;
+  void wait(size_t stage) override;
+  std::string name() const override { return std::string(transport_names::mpi_cartex); }
+
+ private:
+  struct transfer {
+    int peer = -1;
+    int tag = 0;
+    ivec3 direction{0, 0, 0};
+    std::vector<field_box> boxes;
+    std::vector<std::byte> buffer;
+    std::byte* data = nullptr;  // the buffer, or the field memory of a box sent in place
+    size_t bytes = 0;
+    bool in_place = false;
+  };
+  struct stage_transfers {
+    std::vector<transfer> recvs, sends;
+    std::vector<MPI_Request> requests;  // receives first, then sends
+    std::string what;                   // for a timeout: the stage and its peers
+  };
+  void pack(const transfer& t) const;
+  void unpack(const transfer& t) const;
+
+  std::vector<stage_transfers> stages_;
+  const local_grid grid_;
+  const size_t element_bytes_;
+  const std::vector<std::byte*> fields_;
+  MPI_Comm comm_;
+  const wait_policy& waits_;
+};
+
+}  // namespace halox

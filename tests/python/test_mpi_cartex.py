@@ -1,0 +1,60 @@
+"""The mpi-cartex transport (cartex mpi_comm's algorithm): cell-exact on the shapes it meets -
+dimensions of one rank (messages to itself), several ranks per dimension, open boundaries,
+per-side halos, every algorithm and field grouping, both element types, and as the REMOTE of a
+routing - and its JSON record names it."""
+import json
+
+import pytest
+
+BENCH = "halox-bench"
+SMALL = ["--nrep", "3", "--warmup", "1"]
+
+
+@pytest.mark.parametrize("ranks, args", [
+    (1, ["--mpicart", "1", "1", "1", "--domain", "6", "5", "4", "--halo", "1,2"]),
+    (2, ["--mpicart", "2", "1", "1", "--domain", "8", "8", "8", "--halo", "1,3"]),
+    (2, ["--mpicart", "1", "1", "2", "--periodic", "0", "1", "1", "--domain", "7", "6", "5",
+         "--halo-lo", "1", "0", "2", "--halo-hi", "2", "1", "0"]),
+    (3, ["--mpicart", "3", "1", "1", "--global-domain", "11", "6", "5", "--halo", "2"]),
+    (4, ["--mpicart", "2", "2", "1", "--periodic", "1", "0", "1", "--domain", "5", "6", "7",
+         "--halo", "1"]),
+])
+def test_mpi_cartex_is_cell_exact(run_mpi, tmp_path, ranks, args):
+    out = tmp_path / "r.jsonl"
+    run = run_mpi(ranks, BENCH, *SMALL, *args, "--nfields", "1,3", "--type", "float,double",
+                  "--transport", "mpi-cartex", "--algorithm", "standard,staged,faces",
+                  "--fields", "sequence,compact,2", "--json", str(out), timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    records = [json.loads(l) for l in out.read_text().splitlines()]
+    halos = 2 if "--halo" in args and "," in args[args.index("--halo") + 1] else 1
+    assert len(records) == halos * 2 * 2 * 3 * 3
+    for r in records:
+        assert r["config"]["transport"] == "mpi-cartex"
+        assert r["verification"] == "passed", r["config"]
+
+
+def test_mpi_cartex_as_the_remote_of_a_routing(run_mpi, tmp_path):
+    out = tmp_path / "r.jsonl"
+    run = run_mpi(4, BENCH, *SMALL, "--mpicart", "2", "2", "1", "--domain", "6", "6", "6",
+                  "--halo", "1", "--nfields", "2", "--ranks-per-node", "2",
+                  "--transport", "shm+mpi-cartex", "--algorithm", "standard,staged",
+                  "--fields", "sequence,compact", "--json", str(out), timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    records = [json.loads(l) for l in out.read_text().splitlines()]
+    assert len(records) == 4
+    assert all(r["verification"] == "passed" for r in records)
+
+
+def test_summary_names_what_the_baselines_follow(run_mpi):
+    run = run_mpi(2, BENCH, *SMALL, "--domain", "8", "8", "8", "--mpicart", "2", "1", "1",
+                  "--variants", "mpi-types/staged/sequence,mpi-cartex/staged/sequence",
+                  "--quiet", timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert ("(xN) = speed-up over mpi-types/staged/sequence (the algorithm of cartex mpi_comm "
+            "--MPI-datatypes)") in run.stdout
+    run = run_mpi(2, BENCH, *SMALL, "--domain", "8", "8", "8", "--mpicart", "2", "1", "1",
+                  "--variants", "mpi-types/staged/sequence,mpi-cartex/staged/sequence",
+                  "--baseline", "mpi-cartex/staged/sequence", "--quiet", timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert ("(xN) = speed-up over mpi-cartex/staged/sequence (the algorithm of cartex mpi_comm, "
+            "the Betzy results' benchmark_mpi_comm)") in run.stdout

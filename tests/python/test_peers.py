@@ -1,0 +1,335 @@
+"""Peer programs in a sweep (peers.py): the cartex output parser on real captured outputs, the
+rank grid in cartex's options, [[peers]] checks, a sweep with a peer program that prints a
+captured output (records, resume across a peer, the report's layout), and - where the real
+cartex program is present (HALOX_CARTEX) - a sweep with it."""
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import ROOT, build_dir, mpi_flavor
+from halox import peers
+from halox import records as rec
+from halox import report as rep
+
+DATA = ROOT / "tests" / "python" / "data" / "peers"
+CAPTURED = sorted(DATA.glob("cartex-mpi_comm-*-h5f8.txt"))
+
+
+def halox(*args, timeout=600):
+    env = dict(os.environ, HALOX_ROOT=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "halox.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def line_value(text, name):
+    """The number on the line that starts with `name` (read independently of the parser)."""
+    for line in text.splitlines():
+        if line.startswith(name):
+            return float(line[len(name):].split()[0])
+    raise AssertionError(f"no line {name!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The parser, on real outputs
+
+
+def test_every_captured_runtime_output_is_present():
+    assert len(CAPTURED) == 4, CAPTURED  # mpi_comm packed and datatypes, Open MPI and MPICH
+
+
+@pytest.mark.parametrize("path", CAPTURED, ids=lambda p: p.stem)
+def test_cartex_summary_is_parsed_from_a_real_output(path):
+    text = path.read_text()
+    parsed = peers.parse_cartex(text)
+    assert parsed["runtime"] == "mpi_comm"
+    assert parsed["ranks"] == 2
+    assert parsed["repetitions"] == 200
+    times = parsed["time_per_exchange_s"]
+    for name, key in (("median (s)", "median"), ("mean (s)", "mean"), ("min (s)", "min"),
+                      ("max (s)", "max"), ("5% centile (s)", "p5"), ("95% centile (s)", "p95"),
+                      ("stddev (s)", "stddev")):
+        assert times[key] == line_value(text, name)
+    assert times["min"] <= times["p5"] <= times["p25"] <= times["median"] <= times["p75"] \
+        <= times["p95"] <= times["max"]
+    assert parsed["throughput_GBps"]["median"] == line_value(text, "tp. median (GB/s)")
+    # load = 2 x halo cells x fields x 4 bytes, summed over the ranks (runtime.cpp)
+    halo_cells = 74 ** 3 - 64 ** 3
+    assert parsed["load_bytes"] == 2 * 2 * halo_cells * 8 * 4
+
+
+def test_a_decomposition_cartex_could_not_build_is_an_error():
+    text = (DATA / "cartex-mpi_comm-bad-grid-openmpi.txt").read_text()
+    with pytest.raises(peers.PeerError, match="could not create the decomposition"):
+        peers.parse_cartex(text)
+
+
+def test_a_failed_check_is_an_error():
+    # cartex prints this line when a halo cell differs (runtime::check, runtime.cpp)
+    text = CAPTURED[0].read_text() + "check failed!!!!!!!!!!!!!!!!! expected 17 but found 0\n"
+    with pytest.raises(peers.PeerError, match="check failed"):
+        peers.parse_cartex(text)
+
+
+def test_an_output_cut_short_is_an_error():
+    lines = CAPTURED[0].read_text().splitlines()
+    cut = "\n".join(lines[:lines.index(next(l for l in lines if l.startswith("median")))])
+    with pytest.raises(peers.PeerError, match="no cartex summary"):
+        peers.parse_cartex(cut)
+    cut = "\n".join(l for l in lines if not l.startswith("95% centile"))
+    with pytest.raises(peers.PeerError, match="cut short"):
+        peers.parse_cartex(cut)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rank grids
+
+
+@pytest.mark.parametrize("words, ranks, expected, dims", [
+    (["--mpicart", "2", "1", "1"], 2, ["--MPICart", "2", "1", "1"], [2, 1, 1]),
+    (["--mpicart", "0", "0", "0"], 16, ["--MPICart", "4", "2", "2"], [4, 2, 2]),
+    (["--mpicart", "1", "1", "0"], 6, ["--MPICart", "1", "1", "6"], [1, 1, 6]),
+    ([], 12, ["--MPICart", "3", "2", "2"], [3, 2, 2]),
+    (["--socket", "1", "1", "2", "--core", "2", "1", "1"], 4,
+     ["--node", "1", "1", "1", "--socket", "1", "1", "2", "--core", "2", "1", "1", "--order",
+      "XYZ"], [2, 1, 2]),
+    (["--node", "2", "1", "1", "--core", "1", "2", "1", "--order", "ZYX"], 4,
+     ["--node", "2", "1", "1", "--core", "1", "2", "1", "--order", "ZYX"], [2, 2, 1]),
+])
+def test_rank_grid_in_cartex_options(words, ranks, expected, dims):
+    grid = peers.grid_of(words, ranks)
+    assert grid.words == expected
+    assert grid.dims == dims
+
+
+@pytest.mark.parametrize("words, fragment", [
+    (["--l2", "2", "1", "1"], "--l2"),
+    (["--slot", "2", "1", "1"], "--slot"),
+    (["--decomposition", "auto"], "auto"),
+    (["--periodic", "1", "0", "1"], "periodic"),
+    (["--mpicart", "3", "1", "1"], "do not fit"),
+    (["--core", "4", "1", "1"], "not 2 ranks"),
+])
+def test_rank_grid_cartex_cannot_build_is_an_error(words, fragment):
+    with pytest.raises(peers.PeerError, match=re.escape(fragment)):
+        peers.grid_of(words, 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# A sweep with a peer program: a small script that prints a captured output
+
+
+FAKE_PEER = """\
+#!{python}
+# Prints a captured cartex output on rank 0, as cartex does, after checking its arguments;
+# logs every start; fails while {fail} exists for halo 5.
+import os, sys
+args = sys.argv[1:]
+rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
+halo = args[args.index("--halo") + 1]
+if rank == 0:
+    with open({log!r}, "a") as f:
+        f.write(" ".join(args) + "\\n")
+if halo == "5" and os.path.exists({fail!r}):
+    sys.exit(3)
+if rank == 0:
+    sys.stdout.write(open({captured!r}).read())
+"""
+
+
+def fake_peer(tmp_path):
+    script = tmp_path / "fake_cartex"
+    log = tmp_path / "peer.log"
+    fail = tmp_path / "fail-h5"
+    script.write_text(FAKE_PEER.format(python=sys.executable, log=str(log), fail=str(fail),
+                                       captured=str(DATA / "cartex-mpi_comm-datatypes-"
+                                                    "openmpi-h5f8.txt")))
+    script.chmod(0o755)
+    return script, log, fail
+
+
+def peer_spec(tmp_path, script, extra=""):
+    path = tmp_path / "peers.toml"
+    path.write_text(textwrap.dedent(f"""
+        [sweep]
+        ranks = 2
+        name = "peers"
+        mpi = "{mpi_flavor()}"
+        build_dir = "{build_dir()}"
+
+        [[sweep.run]]
+        name = "x-split"
+        args = ["--mpicart", "2", "1", "1"]
+
+        [matrix]
+        halo = [1, 5]
+        nfields = [1]
+        type = ["float"]
+        transport = ["mpi-types"]
+        algorithm = ["staged"]
+        fields = ["sequence"]
+
+        [bench]
+        nrep = 20
+        warmup = 2
+        timing = "latency"
+        quiet = true
+
+        [[peers]]
+        name = "cartex-dt"
+        command = ["{script}", "{{grid}}", "{{domain}}", "--halo", "{{halo}}",
+                   "--nfields", "{{nfields}}", "--nrep", "200", "--check", "--MPI-datatypes"]
+        format = "cartex"
+        type = "float"
+        {extra}
+    """))
+    return path
+
+
+def objects(path):
+    return [json.loads(l) for l in path.read_text().splitlines()]
+
+
+needs_bench = pytest.mark.skipif(not (build_dir() / "halox-bench").is_file(),
+                                 reason="halox-bench is not built")
+
+
+def test_dry_run_lists_the_peer_runs_beside_each_invocation(tmp_path):
+    script, _, _ = fake_peer(tmp_path)
+    out = tmp_path / "out.jsonl"
+    r = halox("sweep", peer_spec(tmp_path, script), "--output", out, "--dry-run")
+    assert r.returncode == 0, r.stderr
+    lines = [l for l in r.stdout.splitlines() if not l.startswith("#")]
+    assert len(lines) == 3
+    assert "halox-bench" in lines[0]
+    for line, halo in zip(lines[1:], ("1", "5")):
+        assert f"{script} --MPICart 2 1 1 --domain 64 64 64 --halo {halo} --nfields 1 " \
+               "--nrep 200 --check --MPI-datatypes" in line
+        assert line.startswith(f"HALOX_MPI={mpi_flavor()} ")
+        assert "scripts/mpirun.sh 2 " in line  # the same launcher and ranks as halox-bench
+
+
+@needs_bench
+def test_sweep_records_peers_and_resumes_across_a_failed_peer(tmp_path):
+    script, log, fail = fake_peer(tmp_path)
+    spec = peer_spec(tmp_path, script)
+    out = tmp_path / "out.jsonl"
+    fail.write_text("")
+    first = halox("sweep", spec, "--output", out)
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert "peer 'cartex-dt' (h5f1" in first.stderr
+    got = objects(out)
+    bench = [o for o in got if o["tool"] == "halox-bench"]
+    peer = [o for o in got if o["tool"] == "halox-peer"]
+    failures = [o for o in got if o.get("event") == "failure"]
+    assert len(bench) == 2 and len(peer) == 1 and len(failures) == 1
+    assert failures[0]["peer"] == "cartex-dt" and failures[0]["exit_status"] == 3
+    record = peer[0]
+    captured = peers.parse_cartex((DATA / "cartex-mpi_comm-datatypes-openmpi-h5f8.txt")
+                                  .read_text())
+    assert record["time_per_exchange_s"] == captured["time_per_exchange_s"]
+    assert record["seconds_per_10000"] == pytest.approx(captured["time_per_exchange_s"]["mean"]
+                                                        * 1e4)
+    assert record["config"]["halo"] == 1 and record["config"]["nfields"] == 1
+    assert record["config"]["type"] == "float"
+    # the same toolchain, grid and run as the halox-bench records it ran beside
+    assert record["mpi_library"] == bench[0]["mpi_library"]
+    assert record["decomposition"] == bench[0]["decomposition"]
+    assert record["beside_run_id"] == bench[0]["run_id"]
+    assert record["sweep"]["run"] == "x-split" and record["sweep"]["repeat"] == 1
+    assert len(log.read_text().splitlines()) == 2
+
+    fail.unlink()
+    second = halox("sweep", spec, "--output", out)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "1 of 1 runs were recorded already" in second.stdout
+    # only the failed peer run ran again; halox-bench was not started
+    starts = log.read_text().splitlines()
+    assert len(starts) == 3 and "--halo 5" in starts[-1]
+    got = objects(out)
+    assert len([o for o in got if o["tool"] == "halox-bench"]) == 2
+    peer = [o for o in got if o["tool"] == "halox-peer"]
+    assert sorted(o["config"]["halo"] for o in peer) == [1, 5]
+
+    third = halox("sweep", spec, "--output", out)
+    assert third.returncode == 0
+    assert len(log.read_text().splitlines()) == 3  # nothing left to run
+    assert "cartex-dt h1f1 beside x-split #1: recorded, skipped" in third.stderr
+
+    # the report: halox's variant and the peer in one table, (xN) over the chosen peer, in the
+    # Betzy tables' column order
+    loaded = rec.load([out])
+    assert {r.variant for r in loaded.records} == {"cartex-dt", "mpi-types/staged/sequence"}
+    report = rep.build(loaded.records, "chosen", "median", "cartex-dt")
+    (table,) = report.sections[0].tables
+    assert table.columns == ["h1f1", "h5f1", "h1f1 (xN)", "h5f1 (xN)"]
+    rows = dict(table.rows)
+    peer_median = captured["time_per_exchange_s"]["median"] * 1e6
+    assert rows["cartex-dt"] == pytest.approx([peer_median, peer_median, 1.0, 1.0])
+    halox_rows = {(r.halo): r.metric("median") for r in loaded.records if not r.peer}
+    assert rows["mpi-types/staged/sequence"] == pytest.approx(
+        [halox_rows[1], halox_rows[5], peer_median / halox_rows[1], peer_median / halox_rows[5]])
+    assert any("with the peer programs run beside it" in n for n in table.notes)
+    text = halox("report", out, "--baseline", "cartex-dt", "--markdown",
+                 "--plot", tmp_path / "plot.png")
+    assert text.returncode == 0, text.stderr
+    assert "| cartex-dt |" in text.stdout
+    assert (tmp_path / "plot.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("extra, fragment", [
+    ('format = "ghex"', "format must be one of cartex"),
+    ('type = "double"', "is not in matrix.type"),
+    ('colour = "red"', "unknown key 'peers[1].colour'"),
+])
+def test_bad_peer_is_one_line_before_anything_runs(tmp_path, extra, fragment):
+    script, log, _ = fake_peer(tmp_path)
+    spec = peer_spec(tmp_path, script)
+    head, peer = spec.read_text().split("[[peers]]")
+    key = extra.split(" = ")[0]
+    peer = re.sub(rf"^\s*{key} = .*$", "", peer, flags=re.M) + extra + "\n"
+    spec.write_text(head + "[[peers]]" + peer)
+    r = halox("sweep", spec, "--output", tmp_path / "out.jsonl")
+    assert r.returncode != 0
+    assert fragment in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not log.exists()
+
+
+def test_peer_without_halo_placeholder_or_program_is_an_error(tmp_path):
+    script, _, _ = fake_peer(tmp_path)
+    spec = peer_spec(tmp_path, script)
+    spec.write_text(spec.read_text().replace('"--halo", "{halo}",', ""))
+    r = halox("sweep", spec, "--output", tmp_path / "out.jsonl", "--dry-run")
+    assert r.returncode != 0 and "must pass {halo} and {nfields}" in r.stderr
+    spec = peer_spec(tmp_path, tmp_path / "no-such-program")
+    r = halox("sweep", spec, "--output", tmp_path / "out.jsonl")
+    assert r.returncode != 0 and "is not an executable program" in r.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# The real cartex program, where it is built
+
+
+CARTEX = os.environ.get("HALOX_CARTEX")
+
+
+@needs_bench
+@pytest.mark.skipif(not CARTEX, reason="HALOX_CARTEX does not name a cartex benchmark built "
+                                       "with CARTEX_RUNTIME=mpi_comm and CARTEX_FLOAT=float "
+                                       "(docs/peers.md says how to build it)")
+def test_sweep_with_the_real_cartex_program(tmp_path):
+    spec = peer_spec(tmp_path, pathlib.Path(CARTEX).resolve())
+    out = tmp_path / "out.jsonl"
+    r = halox("sweep", spec, "--output", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    peer = [o for o in objects(out) if o["tool"] == "halox-peer"]
+    assert sorted(o["config"]["halo"] for o in peer) == [1, 5]
+    for o in peer:
+        assert o["runtime"] == "mpi_comm" and o["verification"] == "passed"
+        assert 0 < o["time_per_exchange_s"]["median"] < 1.0
