@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "halox/decomposition.hpp"
+#include "halox/device.hpp"
 #include "halox/field_memory.hpp"
 #include "halox/grid.hpp"
 #include "halox/plan.hpp"
@@ -77,6 +78,12 @@ struct exchange_options {
   // grid, sub-domain, halo widths, fields and type); read before measuring,
   // appended after. Empty: HALOX_WISDOM, or none.
   std::string wisdom_file = {};
+
+  // Where the fields live (halox/device.hpp): detected by default; device
+  // fields are packed by CUDA kernels on cuda_stream (a cudaStream_t; null:
+  // the default stream).
+  memory_kind memory = memory_kind::detect;
+  void* cuda_stream = nullptr;
 };
 
 template <class T>

@@ -56,6 +56,46 @@ void require_agreement(MPI_Comm comm, const std::string& mine, std::string probl
   require_all(comm, problem);
 }
 
+// Whether the fields are in CUDA device memory, as `kind` says or as
+// cudaPointerGetAttributes finds (all or none of them). Throws usage_error.
+bool fields_on_device(memory_kind kind, const field_set& fields) {
+  if (fields.shared) {
+    if (kind == memory_kind::device)
+      throw usage_error("node-shared fields are host memory, not device memory");
+    return false;
+  }
+  if (kind == memory_kind::host) return false;
+  if (kind == memory_kind::detect && cuda::device_count() == 0) return false;
+  if (kind == memory_kind::device && !cuda::unavailable().empty())
+    throw usage_error("fields in device memory need CUDA: " + cuda::unavailable());
+  size_t on_device = 0;
+  for (std::byte* f : fields.pointers) on_device += cuda::is_device_pointer(f) ? 1 : 0;
+  if (kind == memory_kind::device && on_device < fields.pointers.size())
+    throw usage_error(fmt::format("{} of {} fields are not in CUDA device memory, but the options "
+                                  "say device memory",
+                                  fields.pointers.size() - on_device, fields.pointers.size()));
+  if (on_device > 0 && on_device < fields.pointers.size())
+    throw usage_error(fmt::format("{} of {} fields are in CUDA device memory, the others not: an "
+                                  "exchange takes fields of one kind",
+                                  on_device, fields.pointers.size()));
+  return on_device > 0;
+}
+
+// Throws usage_error when a transport of the choice cannot move the fields' memory.
+void require_memory_support(const transport_choice& choice, bool device) {
+  for (const std::string& name : {choice.local, choice.remote}) {
+    const transport_entry& entry = find_transport(name);
+    if (device && !entry.moves_device_memory)
+      throw usage_error(fmt::format("transport '{}' moves host memory only; fields in device "
+                                    "memory move by mpi-p2p or cuda-ipc (+mpi-p2p)",
+                                    name));
+    if (!device && !entry.moves_host_memory)
+      throw usage_error(fmt::format("transport '{}' moves CUDA device memory only, and these "
+                                    "fields are in host memory",
+                                    name));
+  }
+}
+
 }  // namespace
 
 struct halo_exchange::state {
@@ -103,6 +143,17 @@ halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid
     : state_(std::make_unique<state>()) {
   state& s = *state_;
   s.options = options;
+  std::string memory_problem;
+  try {
+    fields.device = fields_on_device(options.memory, fields);
+    fields.stream = options.cuda_stream;
+    if (fields.device && (options.auto_transport || options.auto_algorithm || options.auto_fields))
+      throw usage_error("measured choices (auto transport, algorithm or fields) take host fields "
+                        "only: name them for fields in device memory");
+  } catch (const usage_error& e) {
+    memory_problem = e.what();
+  }
+  require_all(decomp.comm(), memory_problem);
   if (options.auto_transport || options.auto_algorithm || options.auto_fields)
     s.options = measured_choice(decomp, grid, type, fields, options, s.tuning);
   finish(decomp, grid, type, std::move(fields), s);
@@ -122,6 +173,7 @@ void halo_exchange::finish(const decomposition& decomp, const local_grid& grid, 
   const int cache_block = options.fields_per_block > 0 ? options.fields_per_block : l2_block;
   try {
     s.choice = parse_transport_choice(options.transport);
+    require_memory_support(s.choice, fields.device);
     if (options.fields_per_block < 0)
       throw usage_error(
           fmt::format("fields per block must not be negative, got {}", options.fields_per_block));
@@ -137,7 +189,9 @@ void halo_exchange::finish(const decomposition& decomp, const local_grid& grid, 
   } catch (const usage_error& e) {
     problem = e.what();
   }
-  require_agreement(decomp.comm(), describe(s.plan, s.choice, options), problem);
+  require_agreement(decomp.comm(),
+                    describe(s.plan, s.choice, options) + (fields.device ? ", device memory" : ""),
+                    problem);
 
   s.fields = std::move(fields);
   MPI_Comm_dup(decomp.comm(), &s.comm);

@@ -30,6 +30,9 @@ struct transport_entry {
   // Why it cannot run on this build or machine; empty when it can.
   std::string (*unavailable)();
   std::unique_ptr<transport> (*make)(const transport_context&);
+  // The field memory it moves (halox/device.hpp): host, CUDA device, or both.
+  bool moves_host_memory = true;
+  bool moves_device_memory = false;
 };
 
 std::span<const transport_entry> transport_registry();
@@ -50,7 +53,8 @@ struct transport_choice {
 // message transport given as LOCAL's only reach, or an unavailable transport.
 transport_choice parse_transport_choice(const std::string& text);
 
-// The choices "all" stands for: every available transport of the registry alone.
+// The choices "all" stands for: every available transport of the registry
+// alone that moves host memory (cuda-ipc moves device fields only).
 std::vector<std::string> available_transport_choices();
 // Collective: the same, available on every rank of comm.
 std::vector<std::string> available_transport_choices(MPI_Comm comm);

@@ -12,12 +12,19 @@
 #include "transport/core/router.hpp"
 #include "transport/node/shm.hpp"
 #include "transport/ucx/ucx.hpp"
+#include "device/device_transports.hpp"
 
 namespace halox {
 
 namespace {
 
 std::string always_available() { return {}; }
+
+// mpi-p2p packs device fields with CUDA kernels (device_p2p.hpp).
+std::unique_ptr<transport> make_mpi_p2p(const transport_context& ctx) {
+  if (ctx.fields.device) return make_device_p2p_transport(ctx);
+  return std::make_unique<mpi_p2p_transport>(ctx);
+}
 
 template <class T, auto... options>
 std::unique_ptr<transport> make(const transport_context& ctx) {
@@ -28,7 +35,7 @@ std::unique_ptr<transport> make(const transport_context& ctx) {
 const transport_entry registry[] = {
     {"mpi-p2p", "packs each neighbour's boxes (all fields fused) into one buffer; persistent "
                 "MPI point-to-point; unpacks as messages land",
-     transport_reach::any_peer, always_available, make<mpi_p2p_transport>},
+     transport_reach::any_peer, always_available, make_mpi_p2p, true, true},
     {"mpi-types", "one MPI derived datatype per message over the fields, no packing by halox "
                   "(the plain-MPI reference)",
      transport_reach::any_peer, always_available, make<mpi_types_transport>},
@@ -49,6 +56,9 @@ const transport_entry registry[] = {
     {"cma", "single copy with process_vm_readv straight from the on-node neighbour's fields, "
             "wherever they were allocated (short runs packed by the owner first)",
      transport_reach::same_node, cma_unavailable, make<cma_transport>},
+    {"cuda-ipc", "single copy device to device: maps the on-node neighbours' CUDA fields "
+                 "(cudaIpcOpenMemHandle), one kernel per stage; device fields only",
+     transport_reach::same_node, cuda_ipc_unavailable, make_cuda_ipc_transport, false, true},
 };
 
 std::vector<std::string_view> names() {
@@ -104,14 +114,15 @@ std::string transport_choice::name() const {
 std::vector<std::string> available_transport_choices() {
   std::vector<std::string> out;
   for (const auto& e : registry)
-    if (e.unavailable().empty()) out.emplace_back(e.name);
+    if (e.moves_host_memory && e.unavailable().empty()) out.emplace_back(e.name);
   return out;
 }
 
 std::vector<std::string> available_transport_choices(MPI_Comm comm) {
   // Availability is each rank's finding (a library, a kernel setting): agree.
   std::vector<int> available;
-  for (const auto& e : registry) available.push_back(e.unavailable().empty() ? 1 : 0);
+  for (const auto& e : registry)
+    available.push_back(e.moves_host_memory && e.unavailable().empty() ? 1 : 0);
   MPI_Allreduce(MPI_IN_PLACE, available.data(), static_cast<int>(available.size()), MPI_INT,
                 MPI_MIN, comm);
   std::vector<std::string> out;
