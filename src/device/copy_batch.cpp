@@ -30,6 +30,7 @@ std::vector<box_record> copy_batch::records() const {
   const uint64_t unit = unit_bytes();
   std::vector<box_record> out;
   out.reserve(copies_.size());
+  uint64_t block = 0;
   for (const auto& c : copies_) {
     box_record r;
     r.from = reinterpret_cast<uint64_t>(c.from);
@@ -43,6 +44,8 @@ std::vector<box_record> copy_batch::records() const {
     r.rows = static_cast<uint32_t>(c.rows);
     r.planes = static_cast<uint32_t>(c.planes);
     r.units = r.units_per_run * r.rows * r.planes;
+    r.first_block = block;
+    block += (r.units + units_per_block - 1) / units_per_block;
     out.push_back(r);
   }
   return out;
@@ -54,15 +57,28 @@ uint64_t copy_batch::most_units() const {
   return most;
 }
 
+uint64_t copy_batch::blocks() const {
+  const auto all = records();
+  return all.empty() ? 0 : all.back().first_block + (all.back().units + units_per_block - 1) / units_per_block;
+}
+
+// The kernel's walk, block by block and thread by thread.
 void copy_batch::run_on_host() const {
   const uint64_t unit = unit_bytes();
-  for (const auto& r : records())
-    for (uint64_t i = 0; i < r.units; ++i) {
-      uint64_t from = 0, to = 0;
-      unit_offsets(r, i, unit, from, to);
-      std::memcpy(reinterpret_cast<std::byte*>(r.to + to),
-                  reinterpret_cast<const std::byte*>(r.from + from), unit);
-    }
+  const auto all = records();
+  const uint64_t launch_blocks = blocks();
+  for (uint64_t block = 0; block < launch_blocks; ++block) {
+    const box_record& r = all[record_of_block(all.data(), static_cast<uint32_t>(all.size()), block)];
+    for (uint32_t k = 0; k < units_per_thread; ++k)
+      for (uint32_t thread = 0; thread < threads_per_block; ++thread) {
+        const uint64_t i = unit_of(r, block, thread, k);
+        if (i >= r.units) continue;
+        uint64_t from = 0, to = 0;
+        unit_offsets(r, i, unit, from, to);
+        std::memcpy(reinterpret_cast<std::byte*>(r.to + to),
+                    reinterpret_cast<const std::byte*>(r.from + from), unit);
+      }
+  }
 }
 
 stage_layout layout_of(const stage& s) {

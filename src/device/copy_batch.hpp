@@ -28,9 +28,11 @@ class copy_batch {
   // The widest unit (16, 8, 4, 2 or 1 bytes) that divides every run, stride
   // and address of the batch.
   uint64_t unit_bytes() const;
-  // The records as the kernel reads them, counted in unit_bytes() units.
+  // The records as the kernel reads them, counted in unit_bytes() units,
+  // with the blocks of a launch assigned (box_records.hpp).
   std::vector<box_record> records() const;
   uint64_t most_units() const;  // of one record
+  uint64_t blocks() const;      // of the launch
   // The kernel's arithmetic on the host, for memory the CPU can address.
   void run_on_host() const;
 

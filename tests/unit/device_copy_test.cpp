@@ -181,3 +181,29 @@ TEST(DeviceCopies, UnitIsTheWidestThatDividesEverything) {
   none.add(pack_copy(fields.pointers[0], g, {{0, 0, 0}, {0, 8, 8}}, 8, aligned));
   EXPECT_TRUE(none.empty());
 }
+
+// Every block of a launch falls in the record whose units it copies, and the
+// blocks of a record are as many as its units need.
+TEST(DeviceCopies, BlocksOfALaunchCoverEveryRecord) {
+  const local_grid g({40, 36, 30}, halo_widths::uniform(5));
+  field_storage fields(g, 2, 8, 0, 5);
+  const stage s = stage_of(halo_regions(g, algorithm::standard).front(), 2, 8);
+  const stage_layout layout = layout_of(s);
+  std::vector<std::byte> area(layout.total());
+  const copy_batch batch = pack_batch(s, layout, area.data(), fields.pointers.data(), g, 8);
+  const auto records = batch.records();
+  ASSERT_EQ(records.size(), 26u * 2u);
+  uint64_t block = 0;
+  for (size_t r = 0; r < records.size(); ++r) {
+    EXPECT_EQ(records[r].first_block, block);
+    const uint64_t blocks = (records[r].units + units_per_block - 1) / units_per_block;
+    for (uint64_t b = block; b < block + blocks; ++b) {
+      ASSERT_EQ(record_of_block(records.data(), static_cast<uint32_t>(records.size()), b), r);
+      EXPECT_LT(unit_of(records[r], b, 0, 0), records[r].units);
+    }
+    block += blocks;
+  }
+  EXPECT_EQ(batch.blocks(), block);
+  // The largest record (a z face of whole rows) needs many blocks, a corner one.
+  EXPECT_GT(batch.most_units(), units_per_block);
+}

@@ -187,7 +187,10 @@ cuda_ipc_transport::~cuda_ipc_transport() {
     for (cudaEvent_t e : *events) cudaEventDestroy(e);
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (finalized || comm_ == MPI_COMM_NULL) return;
+  // Every reader has unmapped my fields before I may go on to free them.
+  MPI_Barrier(comm_);
+  MPI_Comm_free(&comm_);
 }
 
 void cuda_ipc_transport::start(size_t stage) {

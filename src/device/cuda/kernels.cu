@@ -6,24 +6,21 @@ namespace halox::device {
 
 namespace {
 
-// Blocks along y take the records, blocks along x the units of one record.
+// One block per units_per_block units of a record (box_records.hpp).
 template <class Unit>
 __global__ void copy_records(const box_record* records, uint32_t count) {
-  for (uint32_t r = blockIdx.y; r < count; r += gridDim.y) {
-    const box_record rec = records[r];
-    const uint64_t step = static_cast<uint64_t>(gridDim.x) * blockDim.x;
-    for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < rec.units;
-         i += step) {
-      uint64_t from = 0, to = 0;
-      unit_offsets(rec, i, sizeof(Unit), from, to);
-      *reinterpret_cast<Unit*>(rec.to + to) = *reinterpret_cast<const Unit*>(rec.from + from);
+  const uint64_t block = blockIdx.x;
+  const box_record r = records[record_of_block(records, count, block)];
+#pragma unroll
+  for (uint32_t k = 0; k < units_per_thread; ++k) {
+    const uint64_t i = unit_of(r, block, threadIdx.x, k);
+    if (i < r.units) {
+      uint64_t f = 0, t = 0;
+      unit_offsets(r, i, sizeof(Unit), f, t);
+      *reinterpret_cast<Unit*>(r.to + t) = *reinterpret_cast<const Unit*>(r.from + f);
     }
   }
 }
-
-constexpr unsigned threads_per_block = 256;
-constexpr uint64_t most_blocks_per_record = 1024;
-constexpr uint32_t most_record_blocks = 65535;
 
 }  // namespace
 
@@ -36,7 +33,7 @@ launch_batch::launch_batch(const copy_batch& batch) {
         "cudaMemcpy (box records)");
   count_ = static_cast<uint32_t>(records.size());
   unit_bytes_ = batch.unit_bytes();
-  most_units_ = batch.most_units();
+  blocks_ = batch.blocks();
 }
 
 launch_batch::launch_batch(launch_batch&& other) noexcept { *this = std::move(other); }
@@ -45,7 +42,7 @@ launch_batch& launch_batch::operator=(launch_batch&& other) noexcept {
   std::swap(records_, other.records_);
   std::swap(count_, other.count_);
   std::swap(unit_bytes_, other.unit_bytes_);
-  std::swap(most_units_, other.most_units_);
+  std::swap(blocks_, other.blocks_);
   return *this;
 }
 
@@ -55,9 +52,7 @@ launch_batch::~launch_batch() {
 
 void launch_batch::launch(cudaStream_t stream) const {
   if (count_ == 0) return;
-  const uint64_t x = std::min<uint64_t>((most_units_ + threads_per_block - 1) / threads_per_block,
-                                        most_blocks_per_record);
-  const dim3 grid(static_cast<unsigned>(std::max<uint64_t>(x, 1)), std::min(count_, most_record_blocks));
+  const dim3 grid(static_cast<unsigned>(blocks_));
   switch (unit_bytes_) {
     case 16: copy_records<uint4><<<grid, threads_per_block, 0, stream>>>(records_, count_); break;
     case 8: copy_records<uint2><<<grid, threads_per_block, 0, stream>>>(records_, count_); break;
