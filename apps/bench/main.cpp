@@ -984,10 +984,10 @@ int bench_main(MPI_Comm world, int argc, char** argv) {
   std::vector<config> matrix;
   std::string problem;
   try {
-    if (on_device && !cuda::unavailable().empty())
-      throw usage_error("--memory device: " + cuda::unavailable());
     if (on_device && o.timing == "compute")
       throw usage_error("--timing compute steps on the host: it takes host memory, not --memory device");
+    if (on_device && !cuda::unavailable().empty())
+      throw usage_error("--memory device: " + cuda::unavailable());
     matrix = build_matrix(o, transports_here);
   } catch (const usage_error& e) {
     problem = e.what();
