@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <memory>
 
 #include "device/device_transports.hpp"
@@ -39,16 +40,8 @@ Handle read_handle(const std::vector<uint64_t>& words, size_t at) {
 // libcuda (it comes from the machine that runs the program).
 std::byte* allocation_base(std::byte* p) {
   using address_range = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
-  static address_range get_range = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    device::check(cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000,
-                                                   cudaEnableDefault, &found),
-                  "cudaGetDriverEntryPointByVersion (cuMemGetAddressRange)");
-    if (found != cudaDriverEntryPointSuccess || !fn)
-      throw std::runtime_error("the CUDA driver has no cuMemGetAddressRange");
-    return reinterpret_cast<address_range>(fn);
-  }();
+  static const auto get_range =
+      reinterpret_cast<address_range>(device::driver_function("cuMemGetAddressRange"));
   CUdeviceptr base = 0;
   size_t size = 0;
   if (get_range(&base, &size, reinterpret_cast<CUdeviceptr>(p)) != CUDA_SUCCESS)
@@ -187,7 +180,8 @@ cuda_ipc_transport::~cuda_ipc_transport() {
     for (cudaEvent_t e : *events) cudaEventDestroy(e);
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (finalized || comm_ == MPI_COMM_NULL) return;
+  // Unwinding from an error (a timeout: peers may be stuck), the job ends anyway.
+  if (finalized || comm_ == MPI_COMM_NULL || std::uncaught_exceptions() > 0) return;
   // Every reader has unmapped my fields before I may go on to free them.
   MPI_Barrier(comm_);
   MPI_Comm_free(&comm_);

@@ -1,5 +1,6 @@
 #include "device/cuda/runtime.hpp"
 
+#include <cuda.h>
 #include <fmt/core.h>
 
 #include <new>
@@ -16,6 +17,16 @@ void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess)
     throw std::runtime_error(fmt::format("CUDA error in {}: {} ({})", what,
                                          cudaGetErrorString(status), cudaGetErrorName(status)));
+}
+
+void* driver_function(const char* name) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  check(cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found),
+        "cudaGetDriverEntryPointByVersion");
+  if (found != cudaDriverEntryPointSuccess || !fn)
+    throw std::runtime_error(fmt::format("the CUDA driver has no {}", name));
+  return fn;
 }
 
 device_memory::device_memory(size_t bytes) {
@@ -97,8 +108,34 @@ std::string version() {
   return fmt::format("runtime {}, driver {}", dotted(runtime), driver > 0 ? dotted(driver) : "none");
 }
 
+namespace {
+
+// Whether this process has a CUDA context (a primary one active, or one
+// current): without one no pointer of it is device memory, and the runtime
+// would create one (hundreds of MB of device memory per rank) to answer.
+bool has_context() {
+  using current_t = CUresult (*)(CUcontext*);
+  using device_t = CUresult (*)(CUdevice*, int);
+  using state_t = CUresult (*)(CUdevice, unsigned*, int*);
+  static const auto current = reinterpret_cast<current_t>(device::driver_function("cuCtxGetCurrent"));
+  static const auto device_of = reinterpret_cast<device_t>(device::driver_function("cuDeviceGet"));
+  static const auto state = reinterpret_cast<state_t>(device::driver_function("cuDevicePrimaryCtxGetState"));
+  CUcontext context = nullptr;
+  if (current(&context) == CUDA_SUCCESS && context) return true;
+  for (int d = 0; d < census().count; ++d) {
+    CUdevice dev = 0;
+    unsigned flags = 0;
+    int active = 0;
+    if (device_of(&dev, d) == CUDA_SUCCESS && state(dev, &flags, &active) == CUDA_SUCCESS && active)
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 bool is_device_pointer(const void* p) {
-  if (!census().problem.empty() || !p) return false;
+  if (!census().problem.empty() || !p || !has_context()) return false;
   cudaPointerAttributes attributes{};
   if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
     cudaGetLastError();
@@ -129,6 +166,8 @@ void copy_to_host(void* host, const void* device, size_t bytes) {
 }
 void copy_on_device(void* to, const void* from, size_t bytes) {
   device::check(cudaMemcpy(to, from, bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy on the device");
+  // A copy within the device returns before it is done: wait for it.
+  device::check(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
 }
 void synchronize() { device::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
 

@@ -12,6 +12,10 @@ namespace halox::device {
 // Throws std::runtime_error "CUDA error in WHAT: <the runtime's text>".
 void check(cudaError_t status, const char* what);
 
+// A driver API function (CUDA 12 signature), found through the runtime so that
+// nothing links libcuda; throws when the driver lacks it.
+void* driver_function(const char* name);
+
 // A copy_batch's records in device memory, run as one kernel launch.
 class launch_batch {
  public:
