@@ -70,7 +70,7 @@ configure: deps
 	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
 	  -DMPI_C_COMPILER=$(MPICC) -DMPI_CXX_COMPILER=$(MPICXX) \
 	  -DMPIEXEC_EXECUTABLE=$$(command -v $(MPIEXEC)) \
-	  $$(command -v ccache >/dev/null && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache) \
+	  $$(command -v ccache >/dev/null && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache) \
 	  > $(BUILD_DIR)/configure.log 2>&1 \
 	  || (cat $(BUILD_DIR)/configure.log && false)
 

@@ -25,6 +25,7 @@
 #include "halox/common/stats.hpp"
 #include "halox/decomposition.hpp"
 #include "halox/decomposition/options.hpp"
+#include "halox/device.hpp"
 #include "halox/exchange.hpp"
 #include "halox/field_memory.hpp"
 #include "halox/options_json.hpp"
@@ -226,11 +227,38 @@ void add_options(CLI::App& app, bench_options& o) {
   app.add_option("--json", o.json_path, "Append one JSON object per configuration to FILE");
   app.add_flag("--quiet", o.quiet, "Print only the summary table");
   app.add_option("--memory", o.memory, "Field memory: private (aligned heap), shared (node-shared "
-                 "window), or auto (shared when shm carries the on-node neighbours, which then "
+                 "window), auto (shared when shm carries the on-node neighbours, which then "
                  "copies in place, and when node-shared memory (/dev/shm) has room; private "
-                 "otherwise)")
-      ->check(CLI::IsMember({"auto", "private", "shared"}))
+                 "otherwise), or device (CUDA device memory, one GPU per rank round robin: packed "
+                 "on the GPU, verified on the host after copying back; the floor is a "
+                 "device-to-device copy; transports mpi-p2p and cuda-ipc)")
+      ->check(CLI::IsMember({"auto", "private", "shared", "device"}))
       ->capture_default_str();
+}
+
+// Collective: the transports that move device memory, available on every rank
+// ("all" with --memory device).
+std::vector<std::string> device_transport_choices(MPI_Comm comm) {
+  std::vector<int> available;
+  const auto registry = transport_registry();
+  for (const transport_entry* e : registry)
+    available.push_back(e->moves_device_memory && e->available() ? 1 : 0);
+  MPI_Allreduce(MPI_IN_PLACE, available.data(), static_cast<int>(available.size()), MPI_INT,
+                MPI_MIN, comm);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < available.size(); ++i)
+    if (available[i]) out.emplace_back(registry[i]->name);
+  return out;
+}
+
+// This rank's place among the ranks of its machine (which GPU it takes).
+int node_rank(MPI_Comm comm) {
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int rank = 0;
+  MPI_Comm_rank(node, &rank);
+  MPI_Comm_free(&node);
+  return rank;
 }
 
 // "all" stands for every value; other values given beside it are kept, once each.
@@ -363,9 +391,15 @@ void verify_or_fail(MPI_Comm comm, const std::vector<T*>& fields, const verify_c
 // of them meet the same pages.
 struct shape_memory {
   std::optional<shared_field_memory> shared;
-  std::vector<mapped_buffer> fields;         // private
+  std::vector<mapped_buffer> fields;         // private (with --memory device: the host's copies)
   mapped_buffer floor_from, floor_to;        // the size of all fields
+  std::vector<std::shared_ptr<void>> device_fields;            // --memory device
+  std::shared_ptr<void> device_floor_from, device_floor_to;    // the size of all fields
 };
+
+std::shared_ptr<void> device_buffer(size_t bytes) {
+  return std::shared_ptr<void>(cuda::allocate(bytes), cuda::release);
+}
 
 // Collective: the median of samples worth about `floor_sample_seconds` (at
 // least 5, at most 101) of `timed`, every sample started by all ranks
@@ -424,6 +458,19 @@ double single_copy_floor(MPI_Comm comm, size_t bytes, shape_memory& mem, size_t 
         // Keep the copy observable so it is not optimised away.
         from[static_cast<size_t>(i) % bytes] = to[(static_cast<size_t>(i) * 7) % bytes];
       });
+}
+
+// The floor of device memory: every rank copies its halo bytes once device to
+// device (cudaMemcpy, synchronised), all ranks at the same time. Collective.
+double device_copy_floor(MPI_Comm comm, size_t bytes, shape_memory& mem, size_t field_bytes) {
+  if (!mem.device_floor_from) {
+    mem.device_floor_from = device_buffer(field_bytes);
+    mem.device_floor_to = device_buffer(field_bytes);
+  }
+  bytes = std::min(bytes, field_bytes);
+  return median_of_samples(
+      comm, bytes > 0, [](int) {},
+      [&](int) { cuda::copy_on_device(mem.device_floor_to.get(), mem.device_floor_from.get(), bytes); });
 }
 
 // --timing compute: one time step between exchanges, field after field, in
@@ -578,7 +625,8 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
   const size_t field_bytes = (grid.cells() * sizeof(T) + 63) / 64 * 64;
   const size_t all_fields = field_bytes * static_cast<size_t>(cfg.nfields);
   const bool shared = memory_kind(o, cfg) == "shared";
-  std::vector<T*> fields;
+  const bool on_device = memory_kind(o, cfg) == "device";
+  std::vector<T*> fields;  // filled and verified here (with --memory device: the host's copies)
   if (shared) {
     if (!mem.shared)
       mem.shared.emplace(decomp, field_bytes, cfg.nfields, o.decomp.ranks_per_node);
@@ -588,8 +636,26 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
       for (int f = 0; f < cfg.nfields; ++f) mem.fields.emplace_back(field_bytes);
     for (auto& f : mem.fields) fields.push_back(reinterpret_cast<T*>(f.data()));
   }
+  // What the exchange moves: the fields, or their copies on the GPU.
+  std::vector<T*> exchanged = fields;
+  if (on_device) {
+    if (mem.device_fields.empty())
+      for (int f = 0; f < cfg.nfields; ++f) mem.device_fields.push_back(device_buffer(field_bytes));
+    for (size_t f = 0; f < exchanged.size(); ++f) exchanged[f] = static_cast<T*>(mem.device_fields[f].get());
+  }
+  auto to_device = [&] {
+    if (on_device)
+      for (size_t f = 0; f < fields.size(); ++f)
+        cuda::copy_to_device(exchanged[f], fields[f], grid.cells() * sizeof(T));
+  };
+  auto from_device = [&] {
+    if (on_device)
+      for (size_t f = 0; f < fields.size(); ++f)
+        cuda::copy_to_host(fields[f], exchanged[f], grid.cells() * sizeof(T));
+  };
   verify_context ctx{grid, sub, decomp.periodic(), cfg.alg};
   fill_fields(fields, ctx, 0);
+  to_device();
 
   result r;
   r.cfg = cfg;
@@ -605,18 +671,19 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
                              .auto_algorithm = cfg.auto_algorithm,
                              .auto_fields = cfg.fields.label == "auto",
                              .wisdom_file = o.wisdom};
+    options.memory = on_device ? halox::memory_kind::device : halox::memory_kind::host;
     // An automatic choice is measured in the first round and kept by the
     // others, as a program keeps the exchange it built.
     if (decided) options = *decided;
     halo_exchange ex = shared ? halo_exchange(decomp, grid, element_type_of<T>(), *mem.shared, options)
-                              : halo_exchange(decomp, grid, std::span<T* const>(fields), options);
+                              : halo_exchange(decomp, grid, std::span<T* const>(exchanged), options);
     r.path = ex.transport_path();
     r.settings = ex.transport_settings();
     r.chosen = ex.tuning();
     if (!r.chosen.empty()) r.decided = ex.options();
     if (!r.chosen.empty() && decomp.rank() == 0 && !o.quiet)
       fmt::print("{} [{}]: {}\n", cfg.variant(), cfg.shape(), r.chosen);
-    r.memory = shared ? "shared" : "private";
+    r.memory = shared ? "shared" : on_device ? "device" : "private";
     const auto& plan = ex.plan();
     r.bytes_sent = plan.bytes_sent();
     r.bytes_copied = plan.bytes_copied();
@@ -635,7 +702,10 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
     };
 
     exchange();
-    if (verify) verify_or_fail(comm, fields, ctx, 0, cfg, "first");
+    if (verify) {
+      from_device();
+      verify_or_fail(comm, fields, ctx, 0, cfg, "first");
+    }
 
     for (int i = 0; i < o.warmup; ++i) exchange();
     long long nrep = o.nrep;
@@ -657,9 +727,11 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
     std::vector<std::byte*> field_bytes_of;
     for (T* f : fields) field_bytes_of.push_back(reinterpret_cast<std::byte*>(f));
     const copy_list reference = self_copy_reference(plan, field_bytes_of.data());
-    const double floor_before = single_copy_floor(comm, halo_bytes, mem, all_fields, compute);
+    // The self-copy reference runs host copies: none for device memory.
+    const double floor_before = on_device ? device_copy_floor(comm, halo_bytes, mem, all_fields)
+                                          : single_copy_floor(comm, halo_bytes, mem, all_fields, compute);
     const double reference_before =
-        self_copy_reference_time(comm, reference, fields, grid, compute);
+        on_device ? 0.0 : self_copy_reference_time(comm, reference, fields, grid, compute);
     std::vector<double> samples(static_cast<size_t>(nrep));
     MPI_Barrier(comm);
     double loop_start = MPI_Wtime(), computing = 0;
@@ -679,8 +751,10 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
     // The exchanges' own time: the compute steps are not the exchange's.
     double loop = MPI_Wtime() - loop_start;
     if (compute) loop = std::accumulate(samples.begin(), samples.end(), 0.0);
-    const double floor_after = single_copy_floor(comm, halo_bytes, mem, all_fields, compute);
-    const double reference_after = self_copy_reference_time(comm, reference, fields, grid, compute);
+    const double floor_after = on_device ? device_copy_floor(comm, halo_bytes, mem, all_fields)
+                                         : single_copy_floor(comm, halo_bytes, mem, all_fields, compute);
+    const double reference_after =
+        on_device ? 0.0 : self_copy_reference_time(comm, reference, fields, grid, compute);
     exchanges_run += nrep;
     MPI_Allreduce(&loop, &r.loop_seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
     MPI_Allreduce(&computing, &r.compute_seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
@@ -698,7 +772,9 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
     if (verify) {
       // New values everywhere, so the last exchange must move them all again.
       fill_fields(fields, ctx, 1);
+      to_device();
       exchange();
+      from_device();
       verify_or_fail(comm, fields, ctx, 1, cfg, "last");
       r.verified = true;
     }
@@ -928,6 +1004,10 @@ nlohmann::json to_json_record(const result& r, const summary& s, const bench_opt
   j["self_copy_share"] = reference_share(r);
   j["throughput_GBps"] = s.median > 0 ? (r.bytes_sent + r.bytes_copied) / s.median / 1e9 : 0.0;
   j["verification"] = r.verified ? "passed" : "skipped";
+  if (r.memory == "device") {
+    j["gpu"] = cuda::device_name();
+    j["cuda_version"] = cuda::version();
+  }
   return j;
 }
 
@@ -950,10 +1030,16 @@ int bench_main(MPI_Comm world, int argc, char** argv) {
 
   // Checks of the options alone; any rank-local finding (a transport missing
   // on one node) is agreed before the first collective that depends on it.
-  auto transports_here = choice_names(available_transport_choices(world));
+  const bool on_device = o.memory == "device";
+  auto transports_here = on_device ? device_transport_choices(world)
+                                   : choice_names(available_transport_choices(world));
   std::vector<config> matrix;
   std::string problem;
   try {
+    if (on_device && o.timing == "compute")
+      throw usage_error("--timing compute steps on the host: it takes host memory, not --memory device");
+    if (on_device && !cuda::unavailable().empty())
+      throw usage_error("--memory device: " + cuda::unavailable());
     matrix = build_matrix(o, transports_here);
   } catch (const usage_error& e) {
     problem = e.what();
@@ -961,6 +1047,7 @@ int bench_main(MPI_Comm world, int argc, char** argv) {
   require_all(world, problem);
   int world_rank = 0;
   MPI_Comm_rank(world, &world_rank);
+  if (on_device) cuda::select_device(node_rank(world));
 
   // Everything that can be wrong is found before the first exchange.
   const auto& first = matrix.front();
@@ -997,6 +1084,7 @@ int bench_main(MPI_Comm world, int argc, char** argv) {
                o.global_domain.empty() ? "domain per rank" : "global domain",
                fmt::join(o.global_domain.empty() ? o.domain : o.global_domain, "x"), o.timing,
                matrix.size(), o.rounds);
+    if (on_device) fmt::print("GPU {} (CUDA {})\n", cuda::device_name(), cuda::version());
     std::fflush(stdout);
   }
 

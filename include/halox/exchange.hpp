@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "halox/decomposition.hpp"
+#include "halox/device.hpp"
 #include "halox/field_memory.hpp"
 #include "halox/grid.hpp"
 #include "halox/plan.hpp"
@@ -84,6 +85,12 @@ struct exchange_options {
 
   // The transports' knobs (transport/tuning.hpp); unset ones are measured.
   transport_tuning tuning = {};
+
+  // Where the fields live (halox/device.hpp): detected by default; device
+  // fields are packed by CUDA kernels on cuda_stream (a cudaStream_t; null:
+  // the default stream).
+  memory_kind memory = memory_kind::detect;
+  void* cuda_stream = nullptr;
 };
 
 // The options with the environment's overrides applied (the HALOX_*

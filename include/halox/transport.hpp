@@ -28,6 +28,8 @@ namespace halox {
 struct field_set {
   std::vector<std::byte*> pointers;             // first allocated cell of each field
   const shared_field_memory* shared = nullptr;  // all fields in this node-shared allocation, or null
+  bool device = false;       // all fields in CUDA device memory (halox/device.hpp)
+  void* stream = nullptr;    // the cudaStream_t device work runs on (null: the default stream)
 };
 
 // Which ranks share this rank's node (real shared-memory nodes, or groups of

@@ -184,6 +184,40 @@ std::string array_problem(nb::handle array, size_t index, const halox::local_gri
   return {};
 }
 
+// Why a CUDA array (CuPy, anything with __cuda_array_interface__) cannot be
+// field `index` of an exchange on `g` (empty when it can); *data gets its
+// device pointer and *typestr its element type ("<f4" or "<f8").
+std::string cuda_array_problem(nb::handle array, size_t index, const halox::local_grid& g,
+                               const std::string& first_typestr, uintptr_t* data,
+                               std::string* typestr) {
+  std::string field = "field " + std::to_string(index) + ": ";
+  if (!halox::cuda::built())
+    return field + "a CUDA array, but halox was built without CUDA (use numpy arrays)";
+  nb::dict cai = nb::cast<nb::dict>(array.attr("__cuda_array_interface__"));
+  *typestr = nb::cast<std::string>(cai["typestr"]);
+  if (*typestr != "<f4" && *typestr != "<f8")
+    return field + "expected a CUDA array of float32 or float64 (little endian), got typestr " +
+           *typestr;
+  if (!first_typestr.empty() && *typestr != first_typestr)
+    return field + "expected typestr " + first_typestr + " like field 0, got " + *typestr;
+  nb::object shape = cai["shape"];
+  nb::tuple expected = shape_of(g);
+  if (!nb::cast<nb::tuple>(shape).equal(expected))
+    return field + "expected shape (z, y, x) = " + repr_of(expected) +
+           " (the allocated box, halo included), got " + repr_of(shape);
+  const size_t item = *typestr == "<f4" ? 4 : 8;
+  const auto a = g.allocated();
+  nb::object strides = cai.contains("strides") ? nb::object(cai["strides"]) : nb::none();
+  if (!strides.is_none() &&
+      !nb::cast<nb::tuple>(strides).equal(nb::make_tuple(item * static_cast<size_t>(a[0]) * static_cast<size_t>(a[1]),
+                                               item * static_cast<size_t>(a[0]), item)))
+    return field + "expected a C-contiguous CUDA array (x fastest), got strides " + repr_of(strides);
+  nb::tuple pointer = nb::cast<nb::tuple>(cai["data"]);
+  if (nb::cast<bool>(pointer[1])) return field + "expected a writeable CUDA array, got a read-only one";
+  *data = nb::cast<uintptr_t>(pointer[0]);
+  return {};
+}
+
 py_exchange* make_exchange(py_exchange* self, nb::object decomp_object, const py_grid& grid,
                            nb::handle arrays, const std::string& alg, const std::string& mode,
                            const std::string& transport, int fields_per_block) {
@@ -210,7 +244,35 @@ py_exchange* make_exchange(py_exchange* self, nb::object decomp_object, const py
     problem = "arrays: expected a list of numpy arrays, got " +
               nb::cast<std::string>(nb::str(arrays.type()));
   if (problem.empty() && nb::len(arrays) == 0) problem = "arrays: expected at least one field";
+  // CUDA arrays (all fields or none): packed on the GPU, on the default stream.
+  bool on_device = false;
   if (problem.empty()) {
+    size_t cuda_arrays = 0;
+    for (nb::handle array : arrays) cuda_arrays += nb::hasattr(array, "__cuda_array_interface__") ? 1 : 0;
+    on_device = cuda_arrays > 0;
+    if (on_device && cuda_arrays < nb::len(arrays))
+      problem = "arrays: " + std::to_string(cuda_arrays) + " of " + std::to_string(nb::len(arrays)) +
+                " are CUDA arrays, the others not: an exchange takes fields of one kind";
+  }
+  if (problem.empty() && on_device) {
+    options.memory = halox::memory_kind::device;
+    std::string first_typestr;
+    size_t index = 0;
+    for (nb::handle array : arrays) {
+      uintptr_t data = 0;
+      std::string typestr;
+      problem = cuda_array_problem(array, index, grid.g, first_typestr, &data, &typestr);
+      if (!problem.empty()) break;
+      if (index == 0) {
+        first_typestr = typestr;
+        type = typestr == "<f4" ? halox::element_type::f32 : halox::element_type::f64;
+      }
+      fields.push_back(reinterpret_cast<void*>(data));
+      kept.append(array);
+      ++index;
+    }
+  }
+  if (problem.empty() && !on_device) {
     nb::object first_dtype;
     size_t index = 0;
     for (nb::handle array : arrays) {
@@ -274,6 +336,10 @@ NB_MODULE(_core, m) {
   m.def("mpi_library_version", &mpi_library_version,
         "The MPI library halox is built against (MPI_Get_library_version).");
   m.attr("default_transport") = halox::exchange_options{}.transport.name();
+  m.attr("cuda_built") = halox::cuda::built();
+  m.def("cuda_unavailable", &halox::cuda::unavailable,
+        "Why CUDA arrays cannot be exchanged here (built without CUDA, no device); empty when "
+        "they can.");
 
   nb::class_<halox::subdomain>(m, "Subdomain", "This rank's part of the global domain, (x, y, z).")
       .def_prop_ro(
@@ -423,7 +489,8 @@ NB_MODULE(_core, m) {
            "algorithm"_a = "standard", "fields"_a = halox::to_string(halox::exchange_options{}.mode),
            "transport"_a = halox::exchange_options{}.transport.name(), "fields_per_block"_a = 0,
            "arrays: C-contiguous float32/float64 arrays of shape grid.shape (z, y, x), all of "
-           "one dtype. algorithm: standard | staged | faces; fields: cache | compact | sequence; "
+           "one dtype: numpy arrays, or CUDA arrays (CuPy, __cuda_array_interface__) where halox "
+           "was built with CUDA, packed on the GPU. algorithm: standard | staged | faces; fields: cache | compact | sequence; "
            "transport: one of transports(); fields_per_block: fields a step moves at a time (0: "
            "sized to the L2 cache). Raises ValueError, the same on every rank, when any "
            "rank's arguments are wrong.")

@@ -56,6 +56,45 @@ void require_agreement(MPI_Comm comm, const std::string& mine, std::string probl
   require_all(comm, problem);
 }
 
+// Whether the fields are in CUDA device memory, as `kind` says or as
+// cudaPointerGetAttributes finds (all or none of them). Throws usage_error.
+bool fields_on_device(memory_kind kind, const field_set& fields) {
+  if (fields.shared) {
+    if (kind == memory_kind::device)
+      throw usage_error("node-shared fields are host memory, not device memory");
+    return false;
+  }
+  if (kind == memory_kind::host) return false;
+  if (kind == memory_kind::detect && cuda::device_count() == 0) return false;
+  if (kind == memory_kind::device && !cuda::unavailable().empty())
+    throw usage_error("fields in device memory need CUDA: " + cuda::unavailable());
+  size_t on_device = 0;
+  for (std::byte* f : fields.pointers) on_device += cuda::is_device_pointer(f) ? 1 : 0;
+  if (kind == memory_kind::device && on_device < fields.pointers.size())
+    throw usage_error(fmt::format("{} of {} fields are not in CUDA device memory, but the options "
+                                  "say device memory",
+                                  fields.pointers.size() - on_device, fields.pointers.size()));
+  if (on_device > 0 && on_device < fields.pointers.size())
+    throw usage_error(fmt::format("{} of {} fields are in CUDA device memory, the others not: an "
+                                  "exchange takes fields of one kind",
+                                  on_device, fields.pointers.size()));
+  return on_device > 0;
+}
+
+// Throws usage_error when a transport of the choice cannot move the fields' memory.
+void require_memory_support(const transport_choice& choice, bool device) {
+  for (const transport_entry* entry : {&choice.local(), &choice.remote()}) {
+    if (device && !entry->moves_device_memory)
+      throw usage_error(fmt::format("transport '{}' moves host memory only; fields in device "
+                                    "memory move by mpi-p2p or cuda-ipc (+mpi-p2p)",
+                                    entry->name));
+    if (!device && !entry->moves_host_memory)
+      throw usage_error(fmt::format("transport '{}' moves CUDA device memory only, and these "
+                                    "fields are in host memory",
+                                    entry->name));
+  }
+}
+
 }  // namespace
 
 struct halo_exchange::state {
@@ -105,6 +144,11 @@ halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid
   std::string problem;
   try {
     s.options = with_environment(options);
+    fields.device = fields_on_device(options.memory, fields);
+    fields.stream = options.cuda_stream;
+    if (fields.device && (options.auto_transport || options.auto_algorithm || options.auto_fields))
+      throw usage_error("measured choices (auto transport, algorithm or fields) take host fields "
+                        "only: name them for fields in device memory");
   } catch (const usage_error& e) {
     problem = e.what();
   }
@@ -129,6 +173,7 @@ void halo_exchange::finish(const decomposition& decomp, const local_grid& grid, 
   try {
     s.choice = options.transport;
     if (auto why = s.choice.unavailable(); !why.empty()) throw usage_error(why);
+    require_memory_support(s.choice, fields.device);
     if (options.fields_per_block < 0)
       throw usage_error(
           fmt::format("fields per block must not be negative, got {}", options.fields_per_block));
@@ -143,7 +188,9 @@ void halo_exchange::finish(const decomposition& decomp, const local_grid& grid, 
   } catch (const usage_error& e) {
     problem = e.what();
   }
-  require_agreement(decomp.comm(), describe(s.plan, s.choice, options), problem);
+  require_agreement(decomp.comm(),
+                    describe(s.plan, s.choice, options) + (fields.device ? ", device memory" : ""),
+                    problem);
 
   s.fields = std::move(fields);
   MPI_Comm_dup(decomp.comm(), &s.comm);

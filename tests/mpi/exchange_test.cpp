@@ -183,7 +183,8 @@ std::vector<transport_param> transport_params() {
   const bool node_groups = groups && *groups && std::string(groups) != "0";
   std::vector<transport_param> out;
   for (const transport_entry* local : transport_registry()) {
-    if (!local->available()) continue;
+    // Host fields here: cuda-ipc (device fields only) is tests/gpu's.
+    if (!local->available() || !local->moves_host_memory) continue;
     const bool on_node = local->reach == transport_reach::same_node;
     if (!node_groups) {
       out.push_back({local->name, false});

@@ -32,25 +32,27 @@ def launcher(ranks: int, bind: bool = False) -> list[str]:
 
 @functools.cache
 def transport_table() -> list[dict]:
-    """The transports `halox-bench --list-transports` reports: name, available, reach."""
+    """The transports `halox-bench --list-transports` reports: name, available, reach, and whether
+    it moves host memory (cuda-ipc moves device fields only: the tests here exchange host fields)."""
     exe = build_dir() / "halox-bench"
     out = subprocess.run(launcher(1) + [str(exe), "--list-transports"], capture_output=True,
                          text=True, timeout=60, check=True).stdout
     rows = []
     for line in out.splitlines():
         name, availability, reach, *_ = line.split()
-        rows.append({"name": name, "available": availability == "available", "reach": reach})
+        rows.append({"name": name, "available": availability == "available", "reach": reach,
+                     "host_memory": "device fields only" not in line})
     return rows
 
 
 def list_transports() -> list[str]:
     """Every available transport, alone (an on-node one routes the rest by mpi-p2p)."""
-    return [t["name"] for t in transport_table() if t["available"]]
+    return [t["name"] for t in transport_table() if t["available"] and t["host_memory"]]
 
 
 def list_routings() -> list[str]:
     """Every available LOCAL+REMOTE pair: an on-node transport with a message transport."""
-    table = [t for t in transport_table() if t["available"]]
+    table = [t for t in transport_table() if t["available"] and t["host_memory"]]
     return [f"{l['name']}+{r['name']}" for l in table if l["reach"] == "same-node"
             for r in table if r["reach"] == "any-peer"]
 

@@ -5,7 +5,7 @@ records the program's own exit code (and then exits 0, so that the launcher does
 ranks before they have recorded theirs)."""
 import pytest
 
-from conftest import run_recording_exit_codes
+from conftest import run_recording_exit_codes, transport_table
 
 BETZY = "synthetic:pack:2 numa:4 l3:4 core:4 pu:1"
 
@@ -45,6 +45,7 @@ BENCH = [
     (["--time", "-1"], "--time must not be negative"),
     (["--timeout", "-1"], "--timeout must not be negative"),
     (["--memory", "swap"], "--memory"),
+    (["--memory", "device", "--timing", "compute"], "--timing compute steps on the host"),
     (["--ranks-per-node", "3"], "does not divide the 2 ranks"),
     (["--global-domain", "1", "8", "8", "--mpicart", "2", "1", "1"], "cannot be split over 2 ranks"),
     (["--global-domain", "9", "8", "8", "--halo", "5", "--mpicart", "2", "1", "1"],
@@ -184,6 +185,15 @@ def test_bench(tmp_path, args, fragment):
         BENCH_SMALL + ["--domain", "8", "8", "8"]
     run = run_recording_exit_codes(2, "halox-bench", [*base, *args], tmp_path)
     check_one_error_everywhere(run, "halox-bench", 2, fragment)
+
+
+def test_bench_device_memory_without_a_gpu(tmp_path):
+    ipc = next(t for t in transport_table() if t["name"] == "cuda-ipc")
+    if ipc["available"]:
+        pytest.skip("a GPU is usable here: --memory device runs (tests/gpu, scripts/jobs/gpu.jobs)")
+    run = run_recording_exit_codes(2, "halox-bench", [*BENCH_SMALL, "--domain", "8", "8", "8",
+                                                      "--memory", "device"], tmp_path)
+    check_one_error_everywhere(run, "halox-bench", 2, "--memory device: ")
 
 
 def test_bench_three_ranks(tmp_path):

@@ -46,6 +46,9 @@ struct transport_entry {
   bool prefers_shared_fields = false;
   bool available() const { return why_unavailable().empty(); }
   std::string why_unavailable() const { return unavailable ? unavailable() : std::string(); }
+  // The field memory it moves (halox/device.hpp): host, CUDA device, or both.
+  bool moves_host_memory = true;
+  bool moves_device_memory = false;
 };
 
 // Adds a transport to the registry (after the built-in ones). Throws
@@ -93,7 +96,8 @@ class transport_choice {
 // same-node transport as REMOTE, or a transport unavailable on this rank.
 transport_choice parse_transport_choice(std::string_view text);
 
-// The choices "all" stands for: every available transport of the registry alone.
+// The choices "all" stands for: every available transport of the registry
+// alone that moves host memory (cuda-ipc moves device fields only).
 std::vector<transport_choice> available_transport_choices();
 // Collective: the same, available on every rank of comm.
 std::vector<transport_choice> available_transport_choices(MPI_Comm comm);

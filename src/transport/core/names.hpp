@@ -15,5 +15,6 @@ inline constexpr std::string_view mpi_rma_fence = "mpi-rma-fence";
 inline constexpr std::string_view shm = "shm";
 inline constexpr std::string_view ucx = "ucx";
 inline constexpr std::string_view cma = "cma";
+inline constexpr std::string_view cuda_ipc = "cuda-ipc";
 
 }  // namespace halox::transport_names

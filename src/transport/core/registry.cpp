@@ -17,10 +17,17 @@
 #include "transport/node/cma.hpp"
 #include "transport/node/shm.hpp"
 #include "transport/ucx/ucx.hpp"
+#include "device/device_transports.hpp"
 
 namespace halox {
 
 namespace {
+
+// mpi-p2p packs device fields with CUDA kernels (device_p2p.hpp).
+std::unique_ptr<transport> make_mpi_p2p(const transport_context& ctx) {
+  if (ctx.fields.device) return make_device_p2p_transport(ctx);
+  return std::make_unique<mpi_p2p_transport>(ctx);
+}
 
 template <class T, auto... options>
 std::unique_ptr<transport> make(const transport_context& ctx) {
@@ -41,7 +48,8 @@ std::deque<transport_entry> built_in() {
   const auto any = transport_reach::any_peer, node = transport_reach::same_node;
   add(names::mpi_p2p, "packs each neighbour's boxes (all fields fused) into one buffer; persistent "
                       "MPI point-to-point; unpacks as messages land",
-      any, {}, make<mpi_p2p_transport>);
+      any, {}, make_mpi_p2p);
+  table.back().moves_device_memory = true;
   add(names::mpi_types, "one MPI derived datatype per message over the fields, no packing by halox "
                         "(the plain-MPI reference)",
       any, {}, make<mpi_types_transport>);
@@ -69,6 +77,11 @@ std::deque<transport_entry> built_in() {
   add(names::cma, "single copy with process_vm_readv straight from the on-node neighbour's "
                   "fields, wherever they were allocated (short runs packed by the owner first)",
       node, cma_unavailable, make<cma_transport>);
+  add(names::cuda_ipc, "single copy device to device: maps the on-node neighbours' CUDA fields "
+                       "(cudaIpcOpenMemHandle), one kernel per step; device fields only",
+      node, cuda_ipc_unavailable, make_cuda_ipc_transport);
+  table.back().moves_host_memory = false;
+  table.back().moves_device_memory = true;
   return table;
 }
 
@@ -171,14 +184,14 @@ transport_choice parse_transport_choice(std::string_view text) {
 std::vector<transport_choice> available_transport_choices() {
   std::vector<transport_choice> out;
   for (const auto& e : registry())
-    if (e.available()) out.emplace_back(e);
+    if (e.moves_host_memory && e.available()) out.emplace_back(e);
   return out;
 }
 
 std::vector<transport_choice> available_transport_choices(MPI_Comm comm) {
   // Availability is each rank's finding (a library, a kernel setting): agree.
   std::vector<int> available;
-  for (const auto& e : registry()) available.push_back(e.available() ? 1 : 0);
+  for (const auto& e : registry()) available.push_back(e.moves_host_memory && e.available() ? 1 : 0);
   MPI_Allreduce(MPI_IN_PLACE, available.data(), static_cast<int>(available.size()), MPI_INT,
                 MPI_MIN, comm);
   std::vector<transport_choice> out;

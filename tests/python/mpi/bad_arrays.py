@@ -99,3 +99,37 @@ def test_exchanges_work_after_the_errors(setup):
     assert comm.allreduce(bool(np.all(u[grid.interior] == comm.rank + 1)), op=MPI.LAND)
     with pytest.raises(RuntimeError):
         ex.wait()  # wait without start
+
+
+class HostArrayPosingAsCuda:
+    """Host memory behind a __cuda_array_interface__: what a CUDA array looks like to halox."""
+
+    def __init__(self, a, typestr=None):
+        self.keep = a
+        self.__cuda_array_interface__ = {"shape": a.shape, "typestr": typestr or a.dtype.str,
+                                         "data": (a.ctypes.data, False), "strides": None,
+                                         "version": 3}
+
+
+def test_cuda_arrays_without_a_usable_gpu_raise_the_reason(setup):
+    decomp, grid = setup
+    why = halox.cuda_unavailable()
+    if not why:
+        pytest.skip("a GPU is usable here: tests/python/test_cupy.py exchanges CuPy arrays")
+    with pytest.raises(ValueError) as error:
+        halox.HaloExchange(decomp, grid, [HostArrayPosingAsCuda(grid.zeros())])
+    assert why in str(error.value)
+
+
+def test_cuda_and_host_arrays_do_not_mix(setup):
+    decomp, grid = setup
+    with pytest.raises(ValueError, match="1 of 2 are CUDA arrays, the others not"):
+        halox.HaloExchange(decomp, grid, [grid.zeros(), HostArrayPosingAsCuda(grid.zeros())])
+
+
+def test_cuda_arrays_of_other_types_are_refused(setup):
+    decomp, grid = setup
+    if not halox.cuda_built:
+        pytest.skip("halox was built without CUDA: every CUDA array is refused for that")
+    with pytest.raises(ValueError, match="expected a CUDA array of float32 or float64"):
+        halox.HaloExchange(decomp, grid, [HostArrayPosingAsCuda(np.zeros(grid.shape, dtype=np.int32))])
