@@ -49,8 +49,12 @@ std::byte* allocation_base(std::byte* p) {
   return reinterpret_cast<std::byte*>(base);
 }
 
-constexpr int ready_tag(size_t stage) { return static_cast<int>(2 * stage); }
-constexpr int done_tag(size_t stage) { return static_cast<int>(2 * stage + 1); }
+constexpr int ready_tag(size_t stage) {
+  return static_cast<int>(2 * stage);
+}
+constexpr int done_tag(size_t stage) {
+  return static_cast<int>(2 * stage + 1);
+}
 
 }  // namespace
 
@@ -124,10 +128,11 @@ cuda_ipc_transport::cuda_ipc_transport(const transport_context& ctx)
   auto event_of = [&](int peer, size_t stage, int which) {
     const auto& w = layouts[static_cast<size_t>(node_rank(peer))].words;
     cudaEvent_t e = nullptr;
-    device::check(cudaIpcOpenEventHandle(
-                      &e, read_handle<cudaIpcEventHandle_t>(
-                              w, events_at + (2 * stage + static_cast<size_t>(which)) * handle_words)),
-                  "cudaIpcOpenEventHandle");
+    device::check(
+        cudaIpcOpenEventHandle(
+            &e, read_handle<cudaIpcEventHandle_t>(
+                    w, events_at + (2 * stage + static_cast<size_t>(which)) * handle_words)),
+        "cudaIpcOpenEventHandle");
     return e;
   };
 
@@ -200,12 +205,15 @@ void cuda_ipc_transport::start(size_t stage) {
 void cuda_ipc_transport::wait(size_t stage) {
   stage_work& w = stages_[stage];
   auto named = [&](const std::vector<int>& peers, const char* what) {
-    return [&peers, what](size_t i) { return fmt::format("{} of rank {} (cuda-ipc)", what, peers[i]); };
+    return [&peers, what](size_t i) {
+      return fmt::format("{} of rank {} (cuda-ipc)", what, peers[i]);
+    };
   };
   waits_.wait_all(
       w.ready_in,
       [&](size_t i) {
-        device::check(cudaStreamWaitEvent(stream_, w.owner_ready[i], 0), "cudaStreamWaitEvent (ready)");
+        device::check(cudaStreamWaitEvent(stream_, w.owner_ready[i], 0),
+                      "cudaStreamWaitEvent (ready)");
       },
       named(w.owners, "the ready word"));
   w.reads.launch(stream_);
@@ -217,7 +225,8 @@ void cuda_ipc_transport::wait(size_t stage) {
   waits_.wait_all(
       w.done_in,
       [&](size_t i) {
-        device::check(cudaStreamWaitEvent(stream_, w.reader_done[i], 0), "cudaStreamWaitEvent (done)");
+        device::check(cudaStreamWaitEvent(stream_, w.reader_done[i], 0),
+                      "cudaStreamWaitEvent (done)");
       },
       named(w.readers, "the done word"));
   waits_.wait_all(w.ready_out, {}, named(w.readers, "the ready word to"));
@@ -229,6 +238,8 @@ std::unique_ptr<transport> make_cuda_ipc_transport(const transport_context& ctx)
   return std::make_unique<cuda_ipc_transport>(ctx);
 }
 
-std::string cuda_ipc_unavailable() { return cuda::unavailable(); }
+std::string cuda_ipc_unavailable() {
+  return cuda::unavailable();
+}
 
 }  // namespace halox
