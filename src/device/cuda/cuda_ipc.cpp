@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "device/device_transports.hpp"
+#include "device/peer_reads.hpp"
 #include "halox/common/error.hpp"
 #include "halox/device.hpp"
 #include "transport/node/node_publication.hpp"
@@ -98,21 +99,6 @@ cuda_ipc_transport::cuda_ipc_transport(const transport_context& ctx)
   const size_t per_field = handle_words + 1, events_at = fields.size() * per_field;
   auto node_rank = [&](int peer) { return ctx.node.node_rank_of[static_cast<size_t>(peer)]; };
 
-  // My send boxes, for my readers to find the cells they read.
-  std::vector<published_box> published;
-  for (size_t s = 0; s < nstages; ++s)
-    for (const auto& m : plan_.stages[s].sends)
-      for (size_t i = 0; i < m.boxes.size(); ++i) {
-        const auto& fb = m.boxes[i];
-        published_box p{static_cast<int>(s), me, m.peer, m.tag, static_cast<int>(i), fb.field};
-        for (int d = 0; d < 3; ++d) {
-          p.lo[d] = fb.region.lo[d];
-          p.hi[d] = fb.region.hi[d];
-        }
-        published.push_back(p);
-      }
-  const node_publication publication(published, ctx.node.comm, me);
-
   auto field_of = [&](int peer, int field) -> const std::byte* {
     const int r = node_rank(peer);
     const auto& w = layouts[static_cast<size_t>(r)].words;
@@ -138,29 +124,15 @@ cuda_ipc_transport::cuda_ipc_transport(const transport_context& ctx)
 
   problem.clear();
   try {
-    for (size_t s = 0; s < nstages && problem.empty(); ++s) {
-      const stage& st = plan_.stages[s];
+    auto planned = device::plan_peer_reads(ctx, layouts, field_of, problem);
+    for (size_t s = 0; s < planned.size() && problem.empty(); ++s) {
       stage_work w;
-      device::copy_batch reads;
-      for (const auto& m : st.recvs) {
-        const auto owner_boxes = publication.boxes_of(s, m, problem);
-        if (!problem.empty()) break;
-        if (std::ranges::find(w.owners, m.peer) == w.owners.end()) w.owners.push_back(m.peer);
-        const local_grid& owner_grid = layouts[static_cast<size_t>(node_rank(m.peer))].grid;
-        for (size_t i = 0; i < m.boxes.size(); ++i) {
-          const published_box& p = *owner_boxes[i];
-          reads.add(field_copy(field_of(m.peer, p.field), owner_grid, p.region(),
-                               fields[m.boxes[i].field], plan_.grid, m.boxes[i].region,
-                               plan_.element_bytes));
-        }
-      }
-      for (const auto& m : st.sends)
-        if (std::ranges::find(w.readers, m.peer) == w.readers.end()) w.readers.push_back(m.peer);
+      w.owners = planned[s].owners;
+      w.readers = planned[s].readers;
       for (int owner : w.owners) w.owner_ready.push_back(event_of(owner, s, 0));
       for (int reader : w.readers) w.reader_done.push_back(event_of(reader, s, 1));
-      w.reads = device::launch_batch(reads);
-      w.local = device::launch_batch(
-          device::local_copy_batch(st, fields.data(), plan_.grid, plan_.element_bytes));
+      w.reads = device::launch_batch(planned[s].reads);
+      w.local = device::launch_batch(planned[s].local);
       w.ready_in.resize(w.owners.size(), MPI_REQUEST_NULL);
       w.done_out.resize(w.owners.size(), MPI_REQUEST_NULL);
       w.ready_out.resize(w.readers.size(), MPI_REQUEST_NULL);
