@@ -187,7 +187,7 @@ _CHOICES = {"timing": ("throughput", "latency", "compute"),
             "decomposition": ("cart", "hw", "auto"),
             "order": ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"),
             "binding": ("real", "spread", "core", "hwthread"),
-            "memory": ("auto", "private", "shared"),
+            "memory": ("auto", "private", "shared", "device"),
             "layout": ("contiguous", "strided"),
             "launcher": launch.LAUNCHERS,
             "bind": launch.BINDINGS}

@@ -7,7 +7,8 @@
 // Reference algorithm (a launch over records r and units i):
 //   for each record r: for i in [0, r.units):
 //     (plane, row, k) = i split by (rows, units_per_run)
-//     to[plane * to_plane + row * to_row + k * unit] = from[plane * from_plane + row * from_row + k * unit]
+//     to[plane * to_plane + row * to_row + k * unit] = from[plane * from_plane + row * from_row + k
+//     * unit]
 // A launch has one block per units_per_block units of each record (no block
 // idles, whatever the mix of large faces and small corners): block b copies
 // units [(b - first_block) * units_per_block, ...) of the record it falls in,
@@ -28,7 +29,7 @@ struct box_record {
   uint64_t from = 0, to = 0;  // addresses of the first byte at each end
   uint64_t from_row = 0, from_plane = 0, to_row = 0, to_plane = 0;  // strides in bytes
   uint64_t units_per_run = 0;
-  uint64_t units = 0;  // units_per_run * rows * planes
+  uint64_t units = 0;        // units_per_run * rows * planes
   uint64_t first_block = 0;  // of the launch: the blocks of the records before this one
   uint32_t rows = 0, planes = 0;
 };

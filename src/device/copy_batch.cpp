@@ -6,7 +6,9 @@
 namespace halox::device {
 
 namespace {
-size_t aligned(size_t n) { return (n + message_alignment - 1) / message_alignment * message_alignment; }
+size_t aligned(size_t n) {
+  return (n + message_alignment - 1) / message_alignment * message_alignment;
+}
 }  // namespace
 
 void copy_batch::add(const box_copy& c) {
@@ -18,10 +20,10 @@ void copy_batch::add(const box_copy& c) {
 uint64_t copy_batch::unit_bytes() const {
   uint64_t bits = 16;
   for (const auto& c : copies_)
-    for (uint64_t v : {reinterpret_cast<uint64_t>(c.from), reinterpret_cast<uint64_t>(c.to),
-                       uint64_t{c.run}, c.rows > 1 ? uint64_t{c.from_row} : 0,
-                       c.rows > 1 ? uint64_t{c.to_row} : 0, c.planes > 1 ? uint64_t{c.from_plane} : 0,
-                       c.planes > 1 ? uint64_t{c.to_plane} : 0})
+    for (uint64_t v :
+         {reinterpret_cast<uint64_t>(c.from), reinterpret_cast<uint64_t>(c.to), uint64_t{c.run},
+          c.rows > 1 ? uint64_t{c.from_row} : 0, c.rows > 1 ? uint64_t{c.to_row} : 0,
+          c.planes > 1 ? uint64_t{c.from_plane} : 0, c.planes > 1 ? uint64_t{c.to_plane} : 0})
       bits |= v;
   return bits & (~bits + 1);  // the lowest set bit: at most 16
 }
@@ -59,7 +61,9 @@ uint64_t copy_batch::most_units() const {
 
 uint64_t copy_batch::blocks() const {
   const auto all = records();
-  return all.empty() ? 0 : all.back().first_block + (all.back().units + units_per_block - 1) / units_per_block;
+  return all.empty()
+             ? 0
+             : all.back().first_block + (all.back().units + units_per_block - 1) / units_per_block;
 }
 
 // The kernel's walk, block by block and thread by thread.
@@ -68,7 +72,8 @@ void copy_batch::run_on_host() const {
   const auto all = records();
   const uint64_t launch_blocks = blocks();
   for (uint64_t block = 0; block < launch_blocks; ++block) {
-    const box_record& r = all[record_of_block(all.data(), static_cast<uint32_t>(all.size()), block)];
+    const box_record& r =
+        all[record_of_block(all.data(), static_cast<uint32_t>(all.size()), block)];
     for (uint32_t k = 0; k < units_per_thread; ++k)
       for (uint32_t thread = 0; thread < threads_per_block; ++thread) {
         const uint64_t i = unit_of(r, block, thread, k);

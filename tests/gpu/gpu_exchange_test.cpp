@@ -40,20 +40,24 @@ int node_rank() {
   return rank;
 }
 
-#define SKIP_WITHOUT_DEVICE()                                                       \
-  do {                                                                             \
-    if (cuda::device_count() == 0) {                                               \
-      GTEST_SKIP() << "no GPU: " << cuda::unavailable();                           \
-    }                                                                              \
-    cuda::select_device(node_rank());                                              \
+#define SKIP_WITHOUT_DEVICE()                            \
+  do {                                                   \
+    if (cuda::device_count() == 0) {                     \
+      GTEST_SKIP() << "no GPU: " << cuda::unavailable(); \
+    }                                                    \
+    cuda::select_device(node_rank());                    \
   } while (0)
 
 std::vector<ivec3> rank_grids() {
   switch (world_size()) {
-    case 1: return {{1, 1, 1}};
-    case 2: return {{2, 1, 1}, {1, 1, 2}};
-    case 4: return {{2, 2, 1}, {4, 1, 1}};
-    default: return {{0, 0, 0}};
+    case 1:
+      return {{1, 1, 1}};
+    case 2:
+      return {{2, 1, 1}, {1, 1, 2}};
+    case 4:
+      return {{2, 2, 1}, {4, 1, 1}};
+    default:
+      return {{0, 0, 0}};
   }
 }
 
@@ -83,10 +87,11 @@ struct device_case {
   std::string transport;
   memory_kind memory;
   std::string describe() const {
-    return fmt::format("dims {}x{}x{} periodic {}{}{} halo lo {},{},{} hi {},{},{} {} {} {} memory {}",
-                       dims[0], dims[1], dims[2], periodic[0], periodic[1], periodic[2], halo.lo[0],
-                       halo.lo[1], halo.lo[2], halo.hi[0], halo.hi[1], halo.hi[2], to_string(alg),
-                       to_string(mode), transport, to_string(memory));
+    return fmt::format(
+        "dims {}x{}x{} periodic {}{}{} halo lo {},{},{} hi {},{},{} {} {} {} memory {}", dims[0],
+        dims[1], dims[2], periodic[0], periodic[1], periodic[2], halo.lo[0], halo.lo[1], halo.lo[2],
+        halo.hi[0], halo.hi[1], halo.hi[2], to_string(alg), to_string(mode), transport,
+        to_string(memory));
   }
 };
 
@@ -237,8 +242,8 @@ TEST(DeviceExchange, EveryTransportAlgorithmAndFieldModeVerified) {
         for (auto alg : {algorithm::standard, algorithm::staged, algorithm::faces})
           for (auto mode : {field_mode::compact, field_mode::sequence, field_mode::cache}) {
             const std::array<bool, 3> p{periodic, periodic, true};
-            const device_case floats{dims, p, halo_widths::uniform(1), alg, mode, transport,
-                                     memory_kind::detect};
+            const device_case floats{dims, p,         halo_widths::uniform(1), alg,
+                                     mode, transport, memory_kind::detect};
             const std::string path = exchange_and_verify<float>(floats);
             if (transport == "mpi-p2p") {
               EXPECT_NE(path.find("device"), std::string::npos) << path;
@@ -254,8 +259,12 @@ TEST(DeviceExchange, OnTheCallersStream) {
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
   for (const auto& transport : device_transports())
-    exchange_and_verify<double>({rank_grids().front(), {true, true, true}, halo_widths::uniform(2),
-                                 algorithm::staged, field_mode::compact, transport,
+    exchange_and_verify<double>({rank_grids().front(),
+                                 {true, true, true},
+                                 halo_widths::uniform(2),
+                                 algorithm::staged,
+                                 field_mode::compact,
+                                 transport,
                                  memory_kind::device},
                                 stream);
   cudaStreamDestroy(stream);

@@ -111,17 +111,20 @@ TEST(DeviceCopies, UnpackBatchEqualsHostUnpack) {
         for (const auto& step : halo_regions(local_grid(sh.interior, sh.halo), a)) {
           const local_grid g(sh.interior, sh.halo);
           const int nfields = 2;
-          field_storage kernel(g, nfields, element_bytes, 0, 2), host(g, nfields, element_bytes, 0, 2);
+          field_storage kernel(g, nfields, element_bytes, 0, 2),
+              host(g, nfields, element_bytes, 0, 2);
           const stage s = stage_of(step, nfields, element_bytes);
           const stage_layout layout = layout_of(s);
           std::vector<std::byte> area(layout.total());
-          for (size_t i = 0; i < area.size(); ++i) area[i] = static_cast<std::byte>((i * 7 + 3) & 0xff);
-          unpack_batch(s, layout, area.data(), kernel.pointers.data(), g, element_bytes).run_on_host();
+          for (size_t i = 0; i < area.size(); ++i)
+            area[i] = static_cast<std::byte>((i * 7 + 3) & 0xff);
+          unpack_batch(s, layout, area.data(), kernel.pointers.data(), g, element_bytes)
+              .run_on_host();
           for (size_t m = 0; m < s.recvs.size(); ++m)
             unpack(area.data() + layout.recv_offsets[m], s.recvs[m].boxes, host.pointers.data(), g,
                    element_bytes);
-          ASSERT_TRUE(kernel.same_fields(host, g.cells() * element_bytes)) << "algorithm " << to_string(a) << ", " << element_bytes
-                                      << "-byte elements";
+          ASSERT_TRUE(kernel.same_fields(host, g.cells() * element_bytes))
+              << "algorithm " << to_string(a) << ", " << element_bytes << "-byte elements";
           // The receives start where the sends end, each message aligned.
           EXPECT_EQ(layout.recv_start, layout.send_bytes);
           for (size_t off : layout.recv_offsets) EXPECT_EQ(off % message_alignment, 0u);
@@ -139,15 +142,18 @@ TEST(DeviceCopies, LocalCopyBatchesOfThePlanEqualHostCopies) {
           const local_grid g(sh.interior, sh.halo);
           const int nfields = 3;
           const exchange_plan plan = make_plan(d, g, nfields, element_bytes, a, mode);
-          field_storage kernel(g, nfields, element_bytes, 0, 3), host(g, nfields, element_bytes, 0, 3);
+          field_storage kernel(g, nfields, element_bytes, 0, 3),
+              host(g, nfields, element_bytes, 0, 3);
           size_t copied = 0;
           for (const auto& s : plan.stages) {
             const copy_batch batch = local_copy_batch(s, kernel.pointers.data(), g, element_bytes);
             batch.run_on_host();
             copied += batch.bytes();
-            for (const auto& c : s.copies) copy_boxes(c.from, c.to, host.pointers.data(), g, element_bytes);
+            for (const auto& c : s.copies)
+              copy_boxes(c.from, c.to, host.pointers.data(), g, element_bytes);
           }
-          ASSERT_TRUE(kernel.same_fields(host, g.cells() * element_bytes)) << to_string(a) << " " << to_string(mode);
+          ASSERT_TRUE(kernel.same_fields(host, g.cells() * element_bytes))
+              << to_string(a) << " " << to_string(mode);
           EXPECT_EQ(copied, plan.bytes_copied());
         }
 }
@@ -156,7 +162,8 @@ TEST(DeviceCopies, UnitIsTheWidestThatDividesEverything) {
   const local_grid g({8, 8, 8}, halo_widths::uniform(1));
   field_storage fields(g, 1, 8, 0, 4);
   std::vector<std::byte> buffer(4096 + 64);
-  auto* aligned = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(buffer.data()) + 63) / 64 * 64);
+  auto* aligned =
+      reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(buffer.data()) + 63) / 64 * 64);
   // A z face of whole planes: one run of 10 x 10 doubles, 16-byte aligned at both ends.
   copy_batch whole;
   whole.add(pack_copy(fields.pointers[0], g, {{-1, -1, 0}, {9, 9, 1}}, 8, aligned));

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "device/device_transports.hpp"
+#include "device/peer_reads.hpp"
 #include "halox/common/error.hpp"
 #include "halox/device.hpp"
 #include "transport/node/node_publication.hpp"
@@ -50,8 +51,12 @@ std::byte* allocation_base(std::byte* p) {
   return reinterpret_cast<std::byte*>(base);
 }
 
-constexpr int ready_tag(size_t stage) { return static_cast<int>(2 * stage); }
-constexpr int done_tag(size_t stage) { return static_cast<int>(2 * stage + 1); }
+constexpr int ready_tag(size_t stage) {
+  return static_cast<int>(2 * stage);
+}
+constexpr int done_tag(size_t stage) {
+  return static_cast<int>(2 * stage + 1);
+}
 
 }  // namespace
 
@@ -95,21 +100,6 @@ cuda_ipc_transport::cuda_ipc_transport(const transport_context& ctx)
   const size_t per_field = handle_words + 1, events_at = fields.size() * per_field;
   auto node_rank = [&](int peer) { return ctx.node.node_rank_of[static_cast<size_t>(peer)]; };
 
-  // My send boxes, for my readers to find the cells they read.
-  std::vector<published_box> published;
-  for (size_t s = 0; s < nstages; ++s)
-    for (const auto& m : plan_.stages[s].sends)
-      for (size_t i = 0; i < m.boxes.size(); ++i) {
-        const auto& fb = m.boxes[i];
-        published_box p{static_cast<int>(s), me, m.peer, m.tag, static_cast<int>(i), fb.field};
-        for (int d = 0; d < 3; ++d) {
-          p.lo[d] = fb.region.lo[d];
-          p.hi[d] = fb.region.hi[d];
-        }
-        published.push_back(p);
-      }
-  const node_publication publication(published, ctx.node.comm, me);
-
   auto field_of = [&](int peer, int field) -> const std::byte* {
     const int r = node_rank(peer);
     const auto& w = layouts[static_cast<size_t>(r)].words;
@@ -125,38 +115,25 @@ cuda_ipc_transport::cuda_ipc_transport(const transport_context& ctx)
   auto event_of = [&](int peer, size_t stage, int which) {
     const auto& w = layouts[static_cast<size_t>(node_rank(peer))].words;
     cudaEvent_t e = nullptr;
-    device::check(cudaIpcOpenEventHandle(
-                      &e, read_handle<cudaIpcEventHandle_t>(
-                              w, events_at + (2 * stage + static_cast<size_t>(which)) * handle_words)),
-                  "cudaIpcOpenEventHandle");
+    device::check(
+        cudaIpcOpenEventHandle(
+            &e, read_handle<cudaIpcEventHandle_t>(
+                    w, events_at + (2 * stage + static_cast<size_t>(which)) * handle_words)),
+        "cudaIpcOpenEventHandle");
     return e;
   };
 
   problem.clear();
   try {
-    for (size_t s = 0; s < nstages && problem.empty(); ++s) {
-      const stage& st = plan_.stages[s];
+    auto planned = device::plan_peer_reads(ctx, layouts, field_of, problem);
+    for (size_t s = 0; s < planned.size() && problem.empty(); ++s) {
       stage_work w;
-      device::copy_batch reads;
-      for (const auto& m : st.recvs) {
-        const auto owner_boxes = publication.boxes_of(s, m, problem);
-        if (!problem.empty()) break;
-        if (std::ranges::find(w.owners, m.peer) == w.owners.end()) w.owners.push_back(m.peer);
-        const local_grid& owner_grid = layouts[static_cast<size_t>(node_rank(m.peer))].grid;
-        for (size_t i = 0; i < m.boxes.size(); ++i) {
-          const published_box& p = *owner_boxes[i];
-          reads.add(field_copy(field_of(m.peer, p.field), owner_grid, p.region(),
-                               fields[m.boxes[i].field], plan_.grid, m.boxes[i].region,
-                               plan_.element_bytes));
-        }
-      }
-      for (const auto& m : st.sends)
-        if (std::ranges::find(w.readers, m.peer) == w.readers.end()) w.readers.push_back(m.peer);
+      w.owners = planned[s].owners;
+      w.readers = planned[s].readers;
       for (int owner : w.owners) w.owner_ready.push_back(event_of(owner, s, 0));
       for (int reader : w.readers) w.reader_done.push_back(event_of(reader, s, 1));
-      w.reads = device::launch_batch(reads);
-      w.local = device::launch_batch(
-          device::local_copy_batch(st, fields.data(), plan_.grid, plan_.element_bytes));
+      w.reads = device::launch_batch(planned[s].reads);
+      w.local = device::launch_batch(planned[s].local);
       w.ready_in.resize(w.owners.size(), MPI_REQUEST_NULL);
       w.done_out.resize(w.owners.size(), MPI_REQUEST_NULL);
       w.ready_out.resize(w.readers.size(), MPI_REQUEST_NULL);
@@ -201,12 +178,15 @@ void cuda_ipc_transport::start(size_t stage) {
 void cuda_ipc_transport::wait(size_t stage) {
   stage_work& w = stages_[stage];
   auto named = [&](const std::vector<int>& peers, const char* what) {
-    return [&peers, what](size_t i) { return fmt::format("{} of rank {} (cuda-ipc)", what, peers[i]); };
+    return [&peers, what](size_t i) {
+      return fmt::format("{} of rank {} (cuda-ipc)", what, peers[i]);
+    };
   };
   waits_.wait_all(
       w.ready_in,
       [&](size_t i) {
-        device::check(cudaStreamWaitEvent(stream_, w.owner_ready[i], 0), "cudaStreamWaitEvent (ready)");
+        device::check(cudaStreamWaitEvent(stream_, w.owner_ready[i], 0),
+                      "cudaStreamWaitEvent (ready)");
       },
       named(w.owners, "the ready word"));
   w.reads.launch(stream_);
@@ -218,7 +198,8 @@ void cuda_ipc_transport::wait(size_t stage) {
   waits_.wait_all(
       w.done_in,
       [&](size_t i) {
-        device::check(cudaStreamWaitEvent(stream_, w.reader_done[i], 0), "cudaStreamWaitEvent (done)");
+        device::check(cudaStreamWaitEvent(stream_, w.reader_done[i], 0),
+                      "cudaStreamWaitEvent (done)");
       },
       named(w.readers, "the done word"));
   waits_.wait_all(w.ready_out, {}, named(w.readers, "the ready word to"));
@@ -230,6 +211,8 @@ std::unique_ptr<transport> make_cuda_ipc_transport(const transport_context& ctx)
   return std::make_unique<cuda_ipc_transport>(ctx);
 }
 
-std::string cuda_ipc_unavailable() { return cuda::unavailable(); }
+std::string cuda_ipc_unavailable() {
+  return cuda::unavailable();
+}
 
 }  // namespace halox

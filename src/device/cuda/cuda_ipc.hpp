@@ -36,7 +36,7 @@ class cuda_ipc_transport final : public transport {
 
  private:
   struct stage_work {
-    std::vector<int> owners, readers;  // exchange ranks
+    std::vector<int> owners, readers;                   // exchange ranks
     std::vector<cudaEvent_t> owner_ready, reader_done;  // opened from the peers' handles
     device::launch_batch reads, local;
     std::vector<MPI_Request> ready_in, ready_out, done_in, done_out;
@@ -46,7 +46,7 @@ class cuda_ipc_transport final : public transport {
   const wait_policy& waits_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   cudaStream_t stream_ = nullptr;
-  std::vector<cudaEvent_t> ready_, done_;  // mine, one per stage
+  std::vector<cudaEvent_t> ready_, done_;                // mine, one per stage
   std::map<std::pair<int, std::string>, void*> mapped_;  // (node rank, handle bytes) -> base
   std::vector<stage_work> stages_;
 };

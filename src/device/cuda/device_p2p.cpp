@@ -37,7 +37,8 @@ bool cuda_aware_mpi(MPI_Comm comm) {
 device_p2p_transport::device_p2p_transport(const transport_context& ctx)
     : plan_(ctx.plan), waits_(ctx.waits), stream_(static_cast<cudaStream_t>(ctx.fields.stream)) {
   direct_ = cuda_aware_mpi(ctx.comm);
-  for (const auto& s : plan_.stages) area_bytes_ = std::max(area_bytes_, device::layout_of(s).total());
+  for (const auto& s : plan_.stages)
+    area_bytes_ = std::max(area_bytes_, device::layout_of(s).total());
   area_ = std::make_unique<device::device_memory>(area_bytes_);
   if (!direct_) host_ = std::make_unique<device::pinned_memory>(area_bytes_);
   device::check(cudaEventCreateWithFlags(&packed_, cudaEventDisableTiming), "cudaEventCreate");
@@ -52,7 +53,8 @@ device_p2p_transport::device_p2p_transport(const transport_context& ctx)
         device::pack_batch(s, w.layout, area, fields, plan_.grid, plan_.element_bytes));
     w.unpack = device::launch_batch(
         device::unpack_batch(s, w.layout, area, fields, plan_.grid, plan_.element_bytes));
-    w.local = device::launch_batch(device::local_copy_batch(s, fields, plan_.grid, plan_.element_bytes));
+    w.local =
+        device::launch_batch(device::local_copy_batch(s, fields, plan_.grid, plan_.element_bytes));
     for (size_t i = 0; i < s.recvs.size(); ++i) {
       w.recvs.emplace_back();
       MPI_Recv_init(wire + w.layout.recv_offsets[i], static_cast<int>(s.recvs[i].bytes), MPI_BYTE,
@@ -81,9 +83,9 @@ void device_p2p_transport::start(size_t stage) {
   w.pack.launch(stream_);
   w.local.launch(stream_);
   if (!direct_ && w.layout.send_bytes > 0)
-    device::check(cudaMemcpyAsync(host_->p, area_->p, w.layout.send_bytes, cudaMemcpyDeviceToHost,
-                                  stream_),
-                  "cudaMemcpyAsync (sends to pinned memory)");
+    device::check(
+        cudaMemcpyAsync(host_->p, area_->p, w.layout.send_bytes, cudaMemcpyDeviceToHost, stream_),
+        "cudaMemcpyAsync (sends to pinned memory)");
   device::check(cudaEventRecord(packed_, stream_), "cudaEventRecord");
 }
 
@@ -92,14 +94,16 @@ void device_p2p_transport::wait(size_t stage) {
   const auto& s = plan_.stages[stage];
   device::check(cudaEventSynchronize(packed_), "cudaEventSynchronize (packed sends)");
   if (!w.sends.empty()) MPI_Startall(static_cast<int>(w.sends.size()), w.sends.data());
-  waits_.wait_all(w.recvs, {}, [&](size_t i) { return describe_message(s.recvs[i], "from", transport_names::mpi_p2p); });
+  waits_.wait_all(w.recvs, {},
+                  [&](size_t i) { return describe_message(s.recvs[i], "from", transport_names::mpi_p2p); });
   if (!direct_ && w.layout.recv_bytes > 0)
     device::check(cudaMemcpyAsync(static_cast<std::byte*>(area_->p) + w.layout.recv_start,
                                   static_cast<std::byte*>(host_->p) + w.layout.recv_start,
                                   w.layout.recv_bytes, cudaMemcpyHostToDevice, stream_),
                   "cudaMemcpyAsync (receives from pinned memory)");
   w.unpack.launch(stream_);
-  waits_.wait_all(w.sends, {}, [&](size_t i) { return describe_message(s.sends[i], "to", transport_names::mpi_p2p); });
+  waits_.wait_all(w.sends, {},
+                  [&](size_t i) { return describe_message(s.sends[i], "to", transport_names::mpi_p2p); });
   device::check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
 }
 

@@ -36,7 +36,9 @@ launch_batch::launch_batch(const copy_batch& batch) {
   blocks_ = batch.blocks();
 }
 
-launch_batch::launch_batch(launch_batch&& other) noexcept { *this = std::move(other); }
+launch_batch::launch_batch(launch_batch&& other) noexcept {
+  *this = std::move(other);
+}
 
 launch_batch& launch_batch::operator=(launch_batch&& other) noexcept {
   std::swap(records_, other.records_);
@@ -54,11 +56,21 @@ void launch_batch::launch(cudaStream_t stream) const {
   if (count_ == 0) return;
   const dim3 grid(static_cast<unsigned>(blocks_));
   switch (unit_bytes_) {
-    case 16: copy_records<uint4><<<grid, threads_per_block, 0, stream>>>(records_, count_); break;
-    case 8: copy_records<uint2><<<grid, threads_per_block, 0, stream>>>(records_, count_); break;
-    case 4: copy_records<uint32_t><<<grid, threads_per_block, 0, stream>>>(records_, count_); break;
-    case 2: copy_records<uint16_t><<<grid, threads_per_block, 0, stream>>>(records_, count_); break;
-    default: copy_records<uint8_t><<<grid, threads_per_block, 0, stream>>>(records_, count_); break;
+    case 16:
+      copy_records<uint4><<<grid, threads_per_block, 0, stream>>>(records_, count_);
+      break;
+    case 8:
+      copy_records<uint2><<<grid, threads_per_block, 0, stream>>>(records_, count_);
+      break;
+    case 4:
+      copy_records<uint32_t><<<grid, threads_per_block, 0, stream>>>(records_, count_);
+      break;
+    case 2:
+      copy_records<uint16_t><<<grid, threads_per_block, 0, stream>>>(records_, count_);
+      break;
+    default:
+      copy_records<uint8_t><<<grid, threads_per_block, 0, stream>>>(records_, count_);
+      break;
   }
   check(cudaGetLastError(), "a box copy kernel launch");
 }

@@ -77,13 +77,21 @@ void require_device() {
   if (!census().problem.empty()) throw usage_error(census().problem);
 }
 
-std::string dotted(int version) { return fmt::format("{}.{}", version / 1000, version % 1000 / 10); }
+std::string dotted(int version) {
+  return fmt::format("{}.{}", version / 1000, version % 1000 / 10);
+}
 
 }  // namespace
 
-bool built() { return true; }
-std::string unavailable() { return census().problem; }
-int device_count() { return census().count; }
+bool built() {
+  return true;
+}
+std::string unavailable() {
+  return census().problem;
+}
+int device_count() {
+  return census().count;
+}
 
 int select_device(int node_rank) {
   require_device();
@@ -105,7 +113,8 @@ std::string version() {
   int runtime = 0, driver = 0;
   cudaRuntimeGetVersion(&runtime);
   cudaDriverGetVersion(&driver);
-  return fmt::format("runtime {}, driver {}", dotted(runtime), driver > 0 ? dotted(driver) : "none");
+  return fmt::format("runtime {}, driver {}", dotted(runtime),
+                     driver > 0 ? dotted(driver) : "none");
 }
 
 namespace {
@@ -117,9 +126,11 @@ bool has_context() {
   using current_t = CUresult (*)(CUcontext*);
   using device_t = CUresult (*)(CUdevice*, int);
   using state_t = CUresult (*)(CUdevice, unsigned*, int*);
-  static const auto current = reinterpret_cast<current_t>(device::driver_function("cuCtxGetCurrent"));
+  static const auto current =
+      reinterpret_cast<current_t>(device::driver_function("cuCtxGetCurrent"));
   static const auto device_of = reinterpret_cast<device_t>(device::driver_function("cuDeviceGet"));
-  static const auto state = reinterpret_cast<state_t>(device::driver_function("cuDevicePrimaryCtxGetState"));
+  static const auto state =
+      reinterpret_cast<state_t>(device::driver_function("cuDevicePrimaryCtxGetState"));
   CUcontext context = nullptr;
   if (current(&context) == CUDA_SUCCESS && context) return true;
   for (int d = 0; d < census().count; ++d) {
@@ -159,7 +170,8 @@ void release(void* p) {
 }
 
 void copy_to_device(void* device, const void* host, size_t bytes) {
-  device::check(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to the device");
+  device::check(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice),
+                "cudaMemcpy to the device");
 }
 void copy_to_host(void* host, const void* device, size_t bytes) {
   device::check(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to the host");
@@ -169,7 +181,9 @@ void copy_on_device(void* to, const void* from, size_t bytes) {
   // A copy within the device returns before it is done: wait for it.
   device::check(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
 }
-void synchronize() { device::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
+void synchronize() {
+  device::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
 
 }  // namespace cuda
 }  // namespace halox

@@ -8,26 +8,56 @@ namespace halox {
 
 namespace {
 constexpr const char* not_built = "halox was built without CUDA";
-[[noreturn]] void fail() { throw usage_error(not_built); }
+[[noreturn]] void fail() {
+  throw usage_error(not_built);
+}
 }  // namespace
 
-std::unique_ptr<transport> make_device_p2p_transport(const transport_context&) { fail(); }
-std::unique_ptr<transport> make_cuda_ipc_transport(const transport_context&) { fail(); }
-std::string cuda_ipc_unavailable() { return not_built; }
+std::unique_ptr<transport> make_device_p2p_transport(const transport_context&) {
+  fail();
+}
+std::unique_ptr<transport> make_cuda_ipc_transport(const transport_context&) {
+  fail();
+}
+std::string cuda_ipc_unavailable() {
+  return not_built;
+}
 
 namespace cuda {
-bool built() { return false; }
-std::string unavailable() { return not_built; }
-int device_count() { return 0; }
-int select_device(int) { fail(); }
-std::string device_name() { fail(); }
-std::string version() { return "none"; }
-bool is_device_pointer(const void*) { return false; }
-void* allocate(size_t) { fail(); }
+bool built() {
+  return false;
+}
+std::string unavailable() {
+  return not_built;
+}
+int device_count() {
+  return 0;
+}
+int select_device(int) {
+  fail();
+}
+std::string device_name() {
+  fail();
+}
+std::string version() {
+  return "none";
+}
+bool is_device_pointer(const void*) {
+  return false;
+}
+void* allocate(size_t) {
+  fail();
+}
 void release(void*) {}
-void copy_to_device(void*, const void*, size_t) { fail(); }
-void copy_to_host(void*, const void*, size_t) { fail(); }
-void copy_on_device(void*, const void*, size_t) { fail(); }
+void copy_to_device(void*, const void*, size_t) {
+  fail();
+}
+void copy_to_host(void*, const void*, size_t) {
+  fail();
+}
+void copy_on_device(void*, const void*, size_t) {
+  fail();
+}
 void synchronize() {}
 }  // namespace cuda
 

@@ -1,0 +1,53 @@
+#include "device/peer_reads.hpp"
+
+#include <algorithm>
+
+namespace halox::device {
+
+std::vector<peer_stage> plan_peer_reads(
+    const transport_context& ctx, const std::vector<node_layout>& layouts,
+    const std::function<const std::byte*(int peer, int field)>& field_of, std::string& problem) {
+  const exchange_plan& plan = ctx.plan;
+  int me = 0;
+  MPI_Comm_rank(ctx.comm, &me);
+  std::vector<published_box> published;
+  for (size_t s = 0; s < plan.stages.size(); ++s)
+    for (const auto& m : plan.stages[s].sends)
+      for (size_t i = 0; i < m.boxes.size(); ++i) {
+        const auto& fb = m.boxes[i];
+        published_box p{static_cast<int>(s), me, m.peer, m.tag, static_cast<int>(i), fb.field};
+        for (int d = 0; d < 3; ++d) {
+          p.lo[d] = fb.region.lo[d];
+          p.hi[d] = fb.region.hi[d];
+        }
+        published.push_back(p);
+      }
+  const node_publication publication(published, ctx.node.comm, me);
+
+  std::vector<peer_stage> out;
+  std::byte* const* fields = ctx.fields.pointers.data();
+  for (size_t s = 0; s < plan.stages.size() && problem.empty(); ++s) {
+    const stage& st = plan.stages[s];
+    peer_stage w;
+    for (const auto& m : st.recvs) {
+      const auto owner_boxes = publication.boxes_of(s, m, problem);
+      if (!problem.empty()) break;
+      if (std::ranges::find(w.owners, m.peer) == w.owners.end()) w.owners.push_back(m.peer);
+      const int owner = ctx.node.node_rank_of[static_cast<size_t>(m.peer)];
+      const local_grid& owner_grid = layouts[static_cast<size_t>(owner)].grid;
+      for (size_t i = 0; i < m.boxes.size(); ++i) {
+        const published_box& p = *owner_boxes[i];
+        w.reads.add(field_copy(field_of(m.peer, p.field), owner_grid, p.region(),
+                               fields[m.boxes[i].field], plan.grid, m.boxes[i].region,
+                               plan.element_bytes));
+      }
+    }
+    for (const auto& m : st.sends)
+      if (std::ranges::find(w.readers, m.peer) == w.readers.end()) w.readers.push_back(m.peer);
+    w.local = local_copy_batch(st, fields, plan.grid, plan.element_bytes);
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+}  // namespace halox::device
