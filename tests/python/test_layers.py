@@ -20,7 +20,8 @@ def layer_of(path: str) -> int:
     """The layer of a header or source, by its path below include/ or src/."""
     p = path.removeprefix("include/").removeprefix("src/").removeprefix("halox/")
     first = re.split(r"[/.]", p)[0]
-    names = {"field_memory": "memory", "options_json": "exchange"}
+    # device/: device memory and the device transports (CUDA), at the transports' level.
+    names = {"field_memory": "memory", "options_json": "exchange", "device": "transport"}
     first = names.get(first, first)
     for rank, names_of_layer in enumerate(LAYERS):
         if first in names_of_layer.split("|"):
