@@ -39,5 +39,5 @@ def test_a_text_report_imports_no_plotting_or_progress_library(tmp_path):
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          cwd=ROOT / "python", timeout=120)
     assert out.returncode == 0, out.stderr
-    assert "Failed runs (1)" in out.stdout, out.stdout[-2000:]
+    assert "halox-bench: error: example" in out.stdout, out.stdout[-2000:]
     assert "LOADED []" in out.stdout, out.stdout[-2000:] + out.stderr
