@@ -30,6 +30,7 @@
 #include "halox/self_copy_reference.hpp"
 #include "halox/transport/registry.hpp"
 #include "halox/verify.hpp"
+#include "stage_breakdown.hpp"
 
 namespace {
 
@@ -63,6 +64,8 @@ struct bench_options {
   bool list_transports = false;
   std::string wisdom;
   decomposition_options decomp;
+  bool no_stage_times = false;  // the timed exchanges do not record their stage splits
+  bool breakdown_table = false; // print the stage splits after the summary
 };
 
 // --fields: compact (all fields per message, moved in cache-sized blocks),
@@ -145,6 +148,8 @@ struct result {
   // peer has this rank's host name, and what each transport sent by node.
   unsigned long long plan_to_same_host = 0, plan_to_other_hosts = 0;
   std::vector<transport_stats> sent;
+  stage_breakdown breakdown;  // the timed exchanges' stage splits (rank 0)
+  setup_record setup;         // of the first round's exchange
 };
 
 ivec3 to_ivec3(const std::vector<int>& v) { return {v[0], v[1], v[2]}; }
@@ -217,6 +222,11 @@ void add_options(CLI::App& app, bench_options& o) {
   app.add_flag("--no-check", o.no_check, "Skip the cell-exact verification (timing-critical runs)");
   app.add_option("--json", o.json_path, "Append one JSON object per configuration to FILE");
   app.add_flag("--quiet", o.quiet, "Print only the summary table");
+  app.add_flag("--breakdown", o.breakdown_table, "After the summary, print where each stage's "
+               "time goes (copying, waiting for neighbours, the rest) on the slowest and the "
+               "median rank");
+  app.add_flag("--no-stage-times", o.no_stage_times, "Skip the pass that records where each "
+               "stage's time goes (after the timed exchanges, a quarter as many, at least 100)");
   app.add_option("--memory", o.memory, "Field memory: private (aligned heap), shared (node-shared "
                  "window), or auto (shared when shm carries the on-node neighbours, which then "
                  "copies in place; private otherwise)")
@@ -576,6 +586,7 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
     r.settings = ex.transport_settings();
     r.chosen = ex.tuning();
     if (!r.chosen.empty()) r.decided = ex.options();
+    r.setup = gather_setup(comm, ex.profile(), ex.plan());
     if (!r.chosen.empty() && decomp.rank() == 0 && !o.quiet)
       fmt::print("{} [{}]: {}\n", cfg.variant(), cfg.shape(), r.chosen);
     r.memory = shared ? "shared" : "private";
@@ -641,6 +652,21 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
     // The exchanges' own time: the compute steps are not the exchange's.
     double loop = MPI_Wtime() - loop_start;
     if (compute) loop = std::accumulate(samples.begin(), samples.end(), 0.0);
+    if (!o.no_stage_times) {
+      // Reading the clock around every copy and wait costs 20-60 ns a time:
+      // the timed exchanges above stay untouched, a pass of their own records.
+      const long long recorded = breakdown_exchanges(nrep);
+      ex.record_stages(true);
+      MPI_Barrier(comm);
+      for (long long i = 0; i < recorded; ++i) {
+        if (compute) compute_step(fields, grid);
+        if (latency || compute) MPI_Barrier(comm);
+        ex.exchange();
+      }
+      r.breakdown = gather_stage_breakdown(comm, ex.profile());
+      ex.record_stages(false);
+      exchanges_run += recorded;
+    }
     const double floor_after = single_copy_floor(comm, halo_bytes, mem, all_fields, compute);
     const double reference_after = self_copy_reference_time(comm, reference, fields, grid, compute);
     exchanges_run += nrep;
@@ -692,6 +718,7 @@ void merge(result& into, const result& more) {
                                more.round_references.end());
   into.reference_seconds = summarize(into.round_references).median;
   into.verified = into.verified && more.verified;
+  merge(into.breakdown, more.breakdown);
 }
 
 // A reference over the exchange, round by round (both measured in the same
@@ -737,6 +764,14 @@ void print_result(const result& r, const summary& s) {
     fmt::print("  compute step between exchanges (untimed): {} us\n",
                us(r.compute_seconds / static_cast<double>(r.exchanges)));
   if (!r.settings.empty()) fmt::print("  transport settings: {}\n", r.settings);
+  fmt::print("  setup {:.1f} ms (auto choices {:.1f}, plan {:.1f}, transports {:.1f}; slowest "
+             "rank), {} neighbours at most\n",
+             r.setup.slowest.total_s * 1e3, r.setup.slowest.measured_choice_s * 1e3,
+             r.setup.slowest.plan_s * 1e3, r.setup.slowest.transports_s * 1e3, r.setup.neighbours);
+  if (!r.breakdown.empty())
+    fmt::print("  per stage [us per exchange, middle half's mean of a recording pass]: p pack, c other copies, wp wait for "
+               "peers, wr wait for readers, o other\n    slowest {}\n    median  {}\n",
+               describe_split(slowest_rank(r.breakdown)), describe_split(median_rank(r.breakdown)));
   std::string sent;
   for (const auto& t : r.sent)
     sent += fmt::format("; {} {} B on node, {} B off node", t.transport, t.bytes_to_same_node,
@@ -820,6 +855,21 @@ void print_summary(const std::vector<result>& results, const std::vector<summary
   }
 }
 
+// --breakdown: each configuration's stage splits, slowest and median rank,
+// and its self-copy share (what the splits explain).
+void print_breakdown(const std::vector<result>& results) {
+  fmt::print("\nWhere the time goes [us per exchange, the mean of each rank's middle half of a "
+             "recording pass after the timed exchanges], per stage: "
+             "p pack, c other copies, wp wait for peers, wr wait for readers, o other; self = self-copy "
+             "reference over the median time\n");
+  for (const auto& r : results) {
+    if (r.breakdown.empty()) continue;
+    fmt::print("{} [{}] self {:.2f}\n  slowest {}\n  median  {}\n", r.cfg.variant(),
+               r.cfg.shape(), reference_share(r), describe_split(slowest_rank(r.breakdown)),
+               describe_split(median_rank(r.breakdown)));
+  }
+}
+
 nlohmann::json to_json_record(const result& r, const summary& s, const bench_options& o,
                               const decomposition& decomp, const nlohmann::json& provenance,
                               const std::string& run_id) {
@@ -878,6 +928,8 @@ nlohmann::json to_json_record(const result& r, const summary& s, const bench_opt
   j["self_copy_share"] = reference_share(r);
   j["throughput_GBps"] = s.median > 0 ? (r.bytes_sent + r.bytes_copied) / s.median / 1e9 : 0.0;
   j["verification"] = r.verified ? "passed" : "skipped";
+  j["stage_breakdown"] = to_json(r.breakdown);
+  j["setup"] = to_json(r.setup);
   return j;
 }
 
@@ -987,6 +1039,7 @@ int bench_main(MPI_Comm world, int argc, char** argv) {
                          to_json_record(results[i], stats[i], o, decomp, provenance, run_id));
     }
     print_summary(results, stats, o.baseline);
+    if (o.breakdown_table) print_breakdown(results);
   }
   return exit_ok;
 }
