@@ -64,7 +64,7 @@ struct bench_options {
   bool list_transports = false;
   std::string wisdom;
   decomposition_options decomp;
-  bool no_stage_times = false;  // the timed exchanges do not record their stage splits
+  std::string stage_times = "pass";  // where the stage splits are recorded: pass, timed, off
   bool breakdown_table = false; // print the stage splits after the summary
 };
 
@@ -225,8 +225,13 @@ void add_options(CLI::App& app, bench_options& o) {
   app.add_flag("--breakdown", o.breakdown_table, "After the summary, print where each stage's "
                "time goes (copying, waiting for neighbours, the rest) on the slowest and the "
                "median rank");
-  app.add_flag("--no-stage-times", o.no_stage_times, "Skip the pass that records where each "
-               "stage's time goes (after the timed exchanges, a quarter as many, at least 100)");
+  app.add_option("--stage-times", o.stage_times, "Where each stage's time goes is recorded in "
+                 "pass: a pass of its own after the timed exchanges (a quarter as many, at least "
+                 "100; the timed ones stay untouched), timed: the timed exchanges themselves "
+                 "(reading the clock around every copy and wait costs them 20-60 ns a time), or "
+                 "off")
+      ->check(CLI::IsMember({"pass", "timed", "off"}))
+      ->capture_default_str();
   app.add_option("--memory", o.memory, "Field memory: private (aligned heap), shared (node-shared "
                  "window), or auto (shared when shm carries the on-node neighbours, which then "
                  "copies in place; private otherwise)")
@@ -634,6 +639,7 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
     const double reference_before =
         self_copy_reference_time(comm, reference, fields, grid, compute);
     std::vector<double> samples(static_cast<size_t>(nrep));
+    if (o.stage_times == "timed") ex.record_stages(true);
     MPI_Barrier(comm);
     double loop_start = MPI_Wtime(), computing = 0;
     for (long long i = 0; i < nrep; ++i) {
@@ -652,7 +658,10 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
     // The exchanges' own time: the compute steps are not the exchange's.
     double loop = MPI_Wtime() - loop_start;
     if (compute) loop = std::accumulate(samples.begin(), samples.end(), 0.0);
-    if (!o.no_stage_times) {
+    if (o.stage_times == "timed") {
+      r.breakdown = gather_stage_breakdown(comm, ex.profile());
+      ex.record_stages(false);
+    } else if (o.stage_times == "pass") {
       // Reading the clock around every copy and wait costs 20-60 ns a time:
       // the timed exchanges above stay untouched, a pass of their own records.
       const long long recorded = breakdown_exchanges(nrep);

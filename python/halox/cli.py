@@ -146,7 +146,7 @@ def report_main(args) -> int:
             parts.append(render(report_breakdown.breakdown(records)))
         else:
             print(f"{prog}: note: --breakdown: these records carry no stage breakdown (written "
-                  "before halox-bench recorded it, or with --no-stage-times)", file=sys.stderr)
+                  "before halox-bench recorded it, or with --stage-times off)", file=sys.stderr)
     if loaded.halo2d:
         parts.append(render(report_halo2d.build(loaded.halo2d)))
     if loaded.ipc:
