@@ -14,7 +14,8 @@ from .report import Report, Section, Table, context_details, context_key
 PARTS = (("pack_s", "pack"), ("copy_s", "copy"), ("wait_peers_s", "wpeers"),
          ("wait_readers_s", "wreaders"), ("other_s", "other"))
 RANKS = (("slowest_rank", "slowest rank"), ("median_rank", "median rank"))
-NOTE = ("µs per exchange, the mean over the middle half of each rank's timed exchanges; pack = "
+NOTE = ("µs per exchange, the mean over the middle half of each rank's recorded exchanges "
+        "(halox-bench: a pass of its own after the timed ones, unless --stage-times timed); pack = "
         "copying what the rank sends into an outbox or message, copy = every other copy "
         "(landing, unpacking, copies within the rank), wpeers = waiting for neighbours' data, "
         "wreaders = waiting for neighbours to finish reading what the rank publishes, other = the rest; "
