@@ -148,7 +148,7 @@ struct result {
   // peer has this rank's host name, and what each transport sent by node.
   unsigned long long plan_to_same_host = 0, plan_to_other_hosts = 0;
   std::vector<transport_stats> sent;
-  stage_breakdown breakdown;  // the timed exchanges' stage splits (rank 0)
+  stage_breakdown breakdown;  // where each stage's time went (rank 0; --stage-times)
   setup_record setup;         // of the first round's exchange
 };
 
@@ -778,8 +778,9 @@ void print_result(const result& r, const summary& s) {
              r.setup.slowest.total_s * 1e3, r.setup.slowest.measured_choice_s * 1e3,
              r.setup.slowest.plan_s * 1e3, r.setup.slowest.transports_s * 1e3, r.setup.neighbours);
   if (!r.breakdown.empty())
-    fmt::print("  per stage [us per exchange, middle half's mean of a recording pass]: p pack, c other copies, wp wait for "
-               "peers, wr wait for readers, o other\n    slowest {}\n    median  {}\n",
+    fmt::print("  per stage [us per exchange, middle half's mean of the recorded exchanges]: p "
+               "pack, c other copies, wp wait for peers, wr wait for readers, o other\n"
+               "    slowest {}\n    median  {}\n",
                describe_split(slowest_rank(r.breakdown)), describe_split(median_rank(r.breakdown)));
   std::string sent;
   for (const auto& t : r.sent)
@@ -867,10 +868,10 @@ void print_summary(const std::vector<result>& results, const std::vector<summary
 // --breakdown: each configuration's stage splits, slowest and median rank,
 // and its self-copy share (what the splits explain).
 void print_breakdown(const std::vector<result>& results) {
-  fmt::print("\nWhere the time goes [us per exchange, the mean of each rank's middle half of a "
-             "recording pass after the timed exchanges], per stage: "
-             "p pack, c other copies, wp wait for peers, wr wait for readers, o other; self = self-copy "
-             "reference over the median time\n");
+  fmt::print("\nWhere the time goes [us per exchange, the mean of each rank's middle half of the "
+             "recorded exchanges (--stage-times)], per stage: p pack, c other copies, wp wait for "
+             "peers, wr wait for readers, o other; self = self-copy reference over the median "
+             "time\n");
   for (const auto& r : results) {
     if (r.breakdown.empty()) continue;
     fmt::print("{} [{}] self {:.2f}\n  slowest {}\n  median  {}\n", r.cfg.variant(),
