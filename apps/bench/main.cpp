@@ -32,6 +32,7 @@
 #include "halox/self_copy_reference.hpp"
 #include "halox/transport/registry.hpp"
 #include "halox/verify.hpp"
+#include "stage_breakdown.hpp"
 
 namespace {
 
@@ -66,6 +67,8 @@ struct bench_options {
   bool list_transports = false;
   std::string wisdom;
   decomposition_options decomp;
+  std::string stage_times = "pass";  // where the stage splits are recorded: pass, timed, off
+  bool breakdown_table = false; // print the stage splits after the summary
 };
 
 // --fields: compact (all fields per message, moved in cache-sized blocks),
@@ -154,6 +157,8 @@ struct result {
   // peer has this rank's host name, and what each transport sent by node.
   unsigned long long plan_to_same_host = 0, plan_to_other_hosts = 0;
   std::vector<transport_stats> sent;
+  stage_breakdown breakdown;  // where each stage's time went (rank 0; --stage-times)
+  setup_record setup;         // of the first round's exchange
 };
 
 ivec3 to_ivec3(const std::vector<int>& v) { return {v[0], v[1], v[2]}; }
@@ -226,6 +231,16 @@ void add_options(CLI::App& app, bench_options& o) {
   app.add_flag("--no-check", o.no_check, "Skip the cell-exact verification (timing-critical runs)");
   app.add_option("--json", o.json_path, "Append one JSON object per configuration to FILE");
   app.add_flag("--quiet", o.quiet, "Print only the summary table");
+  app.add_flag("--breakdown", o.breakdown_table, "After the summary, print where each stage's "
+               "time goes (copying, waiting for neighbours, the rest) on the slowest and the "
+               "median rank");
+  app.add_option("--stage-times", o.stage_times, "Where each stage's time goes is recorded in "
+                 "pass: a pass of its own after the timed exchanges (a quarter as many, at least "
+                 "100; the timed ones stay untouched), timed: the timed exchanges themselves "
+                 "(reading the clock around every copy and wait costs them 20-60 ns a time), or "
+                 "off")
+      ->check(CLI::IsMember({"pass", "timed", "off"}))
+      ->capture_default_str();
   app.add_option("--memory", o.memory, "Field memory: private (aligned heap), shared (node-shared "
                  "window), auto (shared when shm carries the on-node neighbours, which then "
                  "copies in place, and when node-shared memory (/dev/shm) has room; private "
@@ -681,6 +696,7 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
     r.settings = ex.transport_settings();
     r.chosen = ex.tuning();
     if (!r.chosen.empty()) r.decided = ex.options();
+    r.setup = gather_setup(comm, ex.profile(), ex.plan());
     if (!r.chosen.empty() && decomp.rank() == 0 && !o.quiet)
       fmt::print("{} [{}]: {}\n", cfg.variant(), cfg.shape(), r.chosen);
     r.memory = shared ? "shared" : on_device ? "device" : "private";
@@ -733,6 +749,7 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
     const double reference_before =
         on_device ? 0.0 : self_copy_reference_time(comm, reference, fields, grid, compute);
     std::vector<double> samples(static_cast<size_t>(nrep));
+    if (o.stage_times == "timed") ex.record_stages(true);
     MPI_Barrier(comm);
     double loop_start = MPI_Wtime(), computing = 0;
     for (long long i = 0; i < nrep; ++i) {
@@ -751,6 +768,24 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
     // The exchanges' own time: the compute steps are not the exchange's.
     double loop = MPI_Wtime() - loop_start;
     if (compute) loop = std::accumulate(samples.begin(), samples.end(), 0.0);
+    if (o.stage_times == "timed") {
+      r.breakdown = gather_stage_breakdown(comm, ex.profile());
+      ex.record_stages(false);
+    } else if (o.stage_times == "pass") {
+      // Reading the clock around every copy and wait costs 20-60 ns a time:
+      // the timed exchanges above stay untouched, a pass of their own records.
+      const long long recorded = breakdown_exchanges(nrep);
+      ex.record_stages(true);
+      MPI_Barrier(comm);
+      for (long long i = 0; i < recorded; ++i) {
+        if (compute) compute_step(fields, grid);
+        if (latency || compute) MPI_Barrier(comm);
+        ex.exchange();
+      }
+      r.breakdown = gather_stage_breakdown(comm, ex.profile());
+      ex.record_stages(false);
+      exchanges_run += recorded;
+    }
     const double floor_after = on_device ? device_copy_floor(comm, halo_bytes, mem, all_fields)
                                          : single_copy_floor(comm, halo_bytes, mem, all_fields, compute);
     const double reference_after =
@@ -806,6 +841,7 @@ void merge(result& into, const result& more) {
                                more.round_references.end());
   into.reference_seconds = summarize(into.round_references).median;
   into.verified = into.verified && more.verified;
+  merge(into.breakdown, more.breakdown);
 }
 
 // A reference over the exchange, round by round (both measured in the same
@@ -851,6 +887,15 @@ void print_result(const result& r, const summary& s) {
     fmt::print("  compute step between exchanges (untimed): {} us\n",
                us(r.compute_seconds / static_cast<double>(r.exchanges)));
   if (!r.settings.empty()) fmt::print("  transport settings: {}\n", r.settings);
+  fmt::print("  setup {:.1f} ms (auto choices {:.1f}, plan {:.1f}, transports {:.1f}; slowest "
+             "rank), {} neighbours at most\n",
+             r.setup.slowest.total_s * 1e3, r.setup.slowest.measured_choice_s * 1e3,
+             r.setup.slowest.plan_s * 1e3, r.setup.slowest.transports_s * 1e3, r.setup.neighbours);
+  if (!r.breakdown.empty())
+    fmt::print("  per stage [us per exchange, middle half's mean of the recorded exchanges]: p "
+               "pack, c other copies, wp wait for peers, wr wait for readers, o other\n"
+               "    slowest {}\n    median  {}\n",
+               describe_split(slowest_rank(r.breakdown)), describe_split(median_rank(r.breakdown)));
   std::string sent;
   for (const auto& t : r.sent)
     sent += fmt::format("; {} {} B on node, {} B off node", t.transport, t.bytes_to_same_node,
@@ -943,6 +988,21 @@ void print_summary(const std::vector<result>& results, const std::vector<summary
   }
 }
 
+// --breakdown: each configuration's stage splits, slowest and median rank,
+// and its self-copy share (what the splits explain).
+void print_breakdown(const std::vector<result>& results) {
+  fmt::print("\nWhere the time goes [us per exchange, the mean of each rank's middle half of the "
+             "recorded exchanges (--stage-times)], per stage: p pack, c other copies, wp wait for "
+             "peers, wr wait for readers, o other; self = self-copy reference over the median "
+             "time\n");
+  for (const auto& r : results) {
+    if (r.breakdown.empty()) continue;
+    fmt::print("{} [{}] self {:.2f}\n  slowest {}\n  median  {}\n", r.cfg.variant(),
+               r.cfg.shape(), reference_share(r), describe_split(slowest_rank(r.breakdown)),
+               describe_split(median_rank(r.breakdown)));
+  }
+}
+
 nlohmann::json to_json_record(const result& r, const summary& s, const bench_options& o,
                               const decomposition& decomp, const nlohmann::json& provenance,
                               const std::string& run_id) {
@@ -1008,6 +1068,8 @@ nlohmann::json to_json_record(const result& r, const summary& s, const bench_opt
     j["gpu"] = cuda::device_name();
     j["cuda_version"] = cuda::version();
   }
+  j["stage_breakdown"] = to_json(r.breakdown);
+  j["setup"] = to_json(r.setup);
   return j;
 }
 
@@ -1129,6 +1191,7 @@ int bench_main(MPI_Comm world, int argc, char** argv) {
                          to_json_record(results[i], stats[i], o, decomp, provenance, run_id));
     }
     print_summary(results, stats, o.baseline);
+    if (o.breakdown_table) print_breakdown(results);
   }
   return exit_ok;
 }

@@ -37,6 +37,7 @@
 
 #include "halox/decomposition.hpp"
 #include "halox/device.hpp"
+#include "halox/exchange_profile.hpp"
 #include "halox/field_memory.hpp"
 #include "halox/grid.hpp"
 #include "halox/plan.hpp"
@@ -172,6 +173,12 @@ class halo_exchange {
   // Message bytes this rank sent so far, per transport of the choice, to
   // ranks of its node and of other nodes (see transport_stats).
   std::vector<transport_stats> stats() const;
+
+  // How long the exchange took to build and, while recording, where each
+  // stage's time goes (halox/exchange_profile.hpp). record_stages(true)
+  // starts recording anew (the splits start from zero); off by default.
+  void record_stages(bool on);
+  exchange_profile profile() const;
 
  private:
   struct state;

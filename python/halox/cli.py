@@ -62,6 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="chosen layout: add 'self' columns, the fraction of the self-copy "
                         "reference (every rank filling the same halos from its own cells, "
                         "measured in the same run) each cell reaches")
+    r.add_argument("--breakdown", action="store_true",
+                   help="halox-bench: also a table per shape of where each stage's time goes "
+                        "(packing, other copies, waiting for neighbours' data and for their "
+                        "reading, the rest) on the slowest and the median rank, with the "
+                        "exchange's setup time")
     r.add_argument("--markdown", action="store_true", help="GitHub markdown tables")
     r.add_argument("--plot", metavar="OUT.png", help="also write a bar plot of the chosen layout")
     r.add_argument("--save", metavar="DIR",
@@ -136,7 +141,13 @@ def report_main(args) -> int:
     if records:
         parts.append(render(rep.build(records, args.layout, args.metric, args.baseline,
                                       args.efficiency, args.self_copy)))
-    from . import report_halo2d, report_ipc
+    from . import report_breakdown, report_halo2d, report_ipc
+    if records and args.breakdown:
+        if report_breakdown.has_breakdown(records):
+            parts.append(render(report_breakdown.breakdown(records)))
+        else:
+            print(f"{prog}: note: --breakdown: these records carry no stage breakdown (written "
+                  "before halox-bench recorded it, or with --stage-times off)", file=sys.stderr)
     if loaded.halo2d:
         parts.append(render(report_halo2d.build(loaded.halo2d)))
     if loaded.ipc:

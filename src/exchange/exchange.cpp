@@ -10,6 +10,7 @@
 
 #include "halox/common/error.hpp"
 #include "halox/transport/registry.hpp"
+#include "transport/core/stage_timer.hpp"
 
 namespace halox {
 
@@ -108,6 +109,8 @@ struct halo_exchange::state {
   wait_policy waits;
   std::unique_ptr<transport> mover;
   bool started = false;
+  setup_times setup;
+  std::unique_ptr<stage_timer::recorder> recording;  // null: not recording
 
   ~state() {
     mover.reset();
@@ -141,6 +144,7 @@ halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid
                              field_set fields, const exchange_options& options)
     : state_(std::make_unique<state>()) {
   state& s = *state_;
+  const double begun = MPI_Wtime();
   std::string problem;
   try {
     s.options = with_environment(options);
@@ -155,12 +159,15 @@ halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid
   require_all(decomp.comm(), problem);
   if (options.auto_transport || options.auto_algorithm || options.auto_fields)
     s.options = measured_choice(decomp, grid, type, fields, s.options, s.tuning);
+  s.setup.measured_choice_s = MPI_Wtime() - begun;
   finish(decomp, grid, type, std::move(fields), s);
+  s.setup.total_s = MPI_Wtime() - begun;
 }
 
 void halo_exchange::finish(const decomposition& decomp, const local_grid& grid, element_type type,
                            field_set fields, state& s) {
   const exchange_options& options = s.options;
+  const double plan_begun = MPI_Wtime();
   // Local checks: they depend only on the arguments, so every rank of a
   // consistent program throws alike; the agreement check below catches the rest.
   std::string problem;
@@ -207,7 +214,10 @@ void halo_exchange::finish(const decomposition& decomp, const local_grid& grid, 
                  "the exchange uses";
   }
   require_all(s.comm, grouping);
+  const double transports_begun = MPI_Wtime();
+  s.setup.plan_s = transports_begun - plan_begun;
   s.mover = make_transport(s.choice, {s.plan, s.comm, s.fields, s.node, s.waits, options.tuning});
+  s.setup.transports_s = MPI_Wtime() - transports_begun;
 }
 
 halo_exchange::halo_exchange(halo_exchange&&) noexcept = default;
@@ -225,17 +235,72 @@ std::vector<transport_stats> halo_exchange::stats() const { return state_->mover
 void halo_exchange::start() {
   if (state_->started) throw std::logic_error("halo_exchange::start called twice without wait");
   state_->started = true;
-  if (!state_->plan.stages.empty()) state_->mover->start(0);
+  if (state_->plan.stages.empty()) return;
+  const stage_timer::stage_scope timed(state_->recording.get(), 0);
+  state_->mover->start(0);
 }
 
 void halo_exchange::wait() {
   if (!state_->started) throw std::logic_error("halo_exchange::wait called without start");
   state_->started = false;
   auto& mover = *state_->mover;
-  for (size_t s = 0; s < state_->plan.stages.size(); ++s) {
-    if (s > 0) mover.start(s);
-    mover.wait(s);
+  stage_timer::recorder* recording = state_->recording.get();
+  {
+    stage_timer::stage_scope timed(recording, 0);
+    for (size_t s = 0; s < state_->plan.stages.size(); ++s) {
+      if (s > 0) {
+        timed.next(s);
+        mover.start(s);
+      }
+      mover.wait(s);
+    }
   }
+  if (recording) recording->finish_exchange();
+}
+
+void halo_exchange::record_stages(bool on) {
+  state_->recording.reset();
+  if (!on) return;
+  (void)stage_timer::seconds_per_tick();  // calibrated now, not in the first exchange
+  state_->recording = std::make_unique<stage_timer::recorder>(state_->plan.stages.size());
+}
+
+exchange_profile halo_exchange::profile() const {
+  exchange_profile out;
+  out.setup = state_->setup;
+  const auto* r = state_->recording.get();
+  if (!r) return out;
+  const double tick = stage_timer::seconds_per_tick();
+  auto seconds = [&](const std::array<uint64_t, stage_timer::parts>& t, double scale) {
+    return stage_split{.pack_s = static_cast<double>(t[stage_timer::pack]) * scale,
+                       .copy_s = static_cast<double>(t[stage_timer::copy]) * scale,
+                       .wait_peers_s = static_cast<double>(t[stage_timer::wait_peers]) * scale,
+                       .wait_readers_s = static_cast<double>(t[stage_timer::wait_readers]) * scale,
+                       .other_s = static_cast<double>(t[stage_timer::other]) * scale};
+  };
+  out.exchanges = r->exchanges;
+  for (const auto& t : r->sums) out.stages.push_back(seconds(t, tick));
+  // The middle half of the kept exchanges by their whole time on this rank.
+  const size_t stages = r->sums.size();
+  const size_t kept = stages ? r->history.size() / stages : 0;
+  if (kept == 0) return out;
+  std::vector<std::pair<uint64_t, size_t>> totals;  // (ticks, exchange)
+  for (size_t e = 0; e < kept; ++e) {
+    uint64_t total = 0;
+    for (size_t s = 0; s < stages; ++s)
+      for (uint64_t t : r->history[e * stages + s]) total += t;
+    totals.emplace_back(total, e);
+  }
+  std::sort(totals.begin(), totals.end());
+  const size_t first = kept / 4, last = std::max(first + 1, kept - kept / 4);
+  std::vector<std::array<uint64_t, stage_timer::parts>> middle(stages);
+  for (size_t i = first; i < last; ++i)
+    for (size_t s = 0; s < stages; ++s)
+      for (unsigned p = 0; p < stage_timer::parts; ++p)
+        middle[s][p] += r->history[totals[i].second * stages + s][p];
+  for (const auto& t : middle)
+    out.typical.push_back(seconds(t, tick / static_cast<double>(last - first)));
+  return out;
 }
 
 }  // namespace halox

@@ -59,7 +59,8 @@ size_t exchange_by_peer_reads(const ivec3& dims, const std::array<bool, 3>& peri
   const exchange_plan plan = make_plan(decomp, grid, nfields, sizeof(double), alg, mode);
   node_membership node = make_node_membership(decomp.comm(), 0);
   wait_policy waits;
-  const transport_context ctx{plan, decomp.comm(), fields, node, waits};
+  const transport_tuning tuning;
+  const transport_context ctx{plan, decomp.comm(), fields, node, waits, tuning};
   const auto layouts = gather_layouts(grid, {}, node.comm);
   std::string problem;
   const auto stages = device::plan_peer_reads(

@@ -105,6 +105,58 @@ def test_self_copy_reference_is_measured_beside_every_variant(run_mpi, tmp_path)
             r["self_copy_reference_s"] / r["time_per_exchange_s"]["median"], rel=1e-9)
 
 
+def test_records_carry_where_each_stage_spends_its_time_and_the_setup(run_mpi, tmp_path):
+    out = tmp_path / "breakdown.jsonl"
+    run = run_mpi(2, BENCH, *SMALL, "--mpicart", "2", "1", "1", "--transport", "shm,mpi-p2p",
+                  "--algorithm", "standard,staged", "--fields", "sequence", "--json", str(out),
+                  "--quiet", "--breakdown")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("  slowest rank ") == 4 and run.stdout.count("  median  rank ") == 4
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == 4
+    parts = ("pack_s", "copy_s", "wait_peers_s", "wait_readers_s", "other_s")
+    for r in records:
+        stages = 3 if r["config"]["algorithm"] == "staged" else 1
+        b = r["stage_breakdown"]
+        assert b["exchanges"] == 5
+        for which in ("slowest_rank", "median_rank"):
+            split = b[which]
+            assert split["rank"] in (0, 1)
+            assert len(split["stages"]) == stages
+            for s in split["stages"]:
+                assert all(s[p] >= 0 for p in parts)
+                assert s["total_s"] == pytest.approx(sum(s[p] for p in parts), rel=1e-9)
+            assert split["total_s"] == pytest.approx(
+                sum(s["total_s"] for s in split["stages"]), rel=1e-9)
+            # Both ranks copy halo cells in every exchange.
+            assert sum(s["pack_s"] + s["copy_s"] for s in split["stages"]) > 0
+        assert b["slowest_rank"]["rank"] != b["median_rank"]["rank"]
+        assert b["slowest_rank"]["total_s"] >= b["median_rank"]["total_s"]
+        setup = r["setup"]
+        assert setup["neighbours"] == 1  # 2x1x1, periodic: the other rank on both sides
+        assert setup["transports_s"] > 0 and setup["plan_s"] > 0
+        # Each part is its slowest rank's: the whole is at least any part.
+        assert setup["total_s"] >= max(setup["plan_s"], setup["transports_s"])
+        assert setup["measured_choice_s"] >= 0
+
+    quiet = tmp_path / "off.jsonl"
+    run = run_mpi(2, BENCH, *SMALL, "--transport", "shm", "--algorithm", "staged",
+                  "--json", str(quiet), "--stage-times", "off")
+    assert run.returncode == 0, run.stderr
+    [r] = [json.loads(line) for line in quiet.read_text().splitlines()]
+    assert r["stage_breakdown"] is None
+    assert r["setup"]["total_s"] > 0
+    assert "per stage" not in run.stdout
+
+    # Recorded on the timed exchanges themselves: as many as were timed.
+    timed = tmp_path / "timed.jsonl"
+    run = run_mpi(2, BENCH, *SMALL, "--transport", "shm", "--algorithm", "staged",
+                  "--json", str(timed), "--stage-times", "timed")
+    assert run.returncode == 0, run.stderr
+    [r] = [json.loads(line) for line in timed.read_text().splitlines()]
+    assert r["stage_breakdown"]["exchanges"] == r["exchanges"] == 5
+
+
 def test_automatic_variant_records_its_choice_against_the_named_ones(run_mpi, tmp_path):
     out = tmp_path / "auto.jsonl"
     run = run_mpi(2, BENCH, *SMALL, "--transport", "mpi-p2p,shm", "--algorithm", "staged",

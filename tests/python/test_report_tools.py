@@ -112,6 +112,44 @@ def test_bench_self_copy_columns_are_the_records_shares(capsys, tmp_path):
         checked += 1
     assert checked == 8
 
+def test_breakdown_rows_are_the_records_stage_splits(capsys):
+    records = load("bench-breakdown.jsonl")
+    code, out, err = report(capsys, DATA / "bench-breakdown.jsonl", "--breakdown")
+    assert code == 0, err
+    assert "Where the time goes" in out
+    lines = out.splitlines()
+    parts = ("pack_s", "copy_s", "wait_peers_s", "wait_readers_s", "other_s", "total_s")
+    checked = 0
+    for r in records:
+        c = r["config"]
+        table = lines.index(f"{c['type']} h{c['halo']}f{c['nfields']}")
+        variant = f"{c['transport']}/{c['algorithm']}/{c['fields']}"
+        stages = r["stage_breakdown"]["slowest_rank"]["stages"]
+        for s in range(len(stages)):
+            [row] = [l for l in lines[table:] if l.startswith(f"    {variant} stage {s} ")][:1]
+            values = [float(v) for v in row.split()[3:]]
+            expected = []
+            for which in ("slowest_rank", "median_rank"):
+                split = r["stage_breakdown"][which]["stages"][s]
+                expected += [split[p] * 1e6 for p in parts]
+            expected += [r["setup"]["total_s"] * 1e3, r["setup"]["neighbours"]]
+            assert values == pytest.approx(expected, abs=0.006)
+            checked += 1
+        if len(stages) > 1:
+            [row] = [l for l in lines[table:] if l.startswith(f"    {variant} all stages ")][:1]
+            total = float(row.split()[3 + 5])  # the slowest rank's total
+            assert total == pytest.approx(
+                r["stage_breakdown"]["slowest_rank"]["total_s"] * 1e6, abs=0.02)
+    assert checked == sum(len(r["stage_breakdown"]["slowest_rank"]["stages"]) for r in records)
+
+
+def test_breakdown_of_records_without_one_says_so(capsys):
+    code, out, err = report(capsys, DATA / "bench.jsonl", "--breakdown")
+    assert code == 0
+    assert "Where the time goes" not in out
+    assert "carry no stage breakdown" in err
+
+
 def test_halo2d_cells_are_the_records_microseconds_per_message(capsys):
     [run] = load("halo2d.jsonl")
     code, out, _ = report(capsys, DATA / "halo2d.jsonl")

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "halox/common/error.hpp"
+#include "transport/core/stage_timer.hpp"
 
 namespace halox {
 
@@ -82,6 +83,7 @@ class watchdog {
 
 void wait_policy::blocking(const std::function<void()>& call,
                            const std::function<std::string()>& what) const {
+  const stage_timer::part_span waiting(stage_timer::wait_peers);
   int rank = 0;
   if (comm != MPI_COMM_NULL) MPI_Comm_rank(comm, &rank);
   auto& dog = watchdog::instance();
@@ -107,6 +109,7 @@ double wait_policy::default_timeout() {
 void wait_policy::spin_until(const std::function<bool()>& ready,
                              const std::function<std::string()>& what) const {
   if (ready()) return;
+  const stage_timer::part_span waiting(stage_timer::wait_peers);
   const double start = MPI_Wtime();
   for (unsigned polls = 1;; ++polls) {
     if (ready()) return;
@@ -125,6 +128,7 @@ void wait_policy::wait_all(std::span<MPI_Request> requests,
                            const std::function<void(size_t)>& on_complete,
                            const std::function<std::string(size_t)>& what) const {
   if (requests.empty()) return;
+  const stage_timer::part_span waiting(stage_timer::wait_peers);
   const int count = static_cast<int>(requests.size());
   std::vector<int> indices(requests.size());
   size_t done = 0;

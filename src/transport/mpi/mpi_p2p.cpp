@@ -1,6 +1,8 @@
 #include "transport/mpi/mpi_p2p.hpp"
 #include "transport/core/names.hpp"
 
+#include "transport/core/stage_timer.hpp"
+
 namespace halox {
 
 mpi_p2p_transport::mpi_p2p_transport(const transport_context& ctx)
@@ -35,7 +37,10 @@ void mpi_p2p_transport::start(size_t stage) {
   auto& r = stages_[stage];
   if (!r.recvs.empty()) MPI_Startall(static_cast<int>(r.recvs.size()), r.recvs.data());
   for (size_t i = 0; i < s.sends.size(); ++i) {
-    s.sends[i].copies.run();
+    {
+      const stage_timer::part_span packing(stage_timer::pack);
+      s.sends[i].copies.run();
+    }
     MPI_Start(&r.sends[i]);
   }
   s.self_copies.run();

@@ -10,6 +10,7 @@
 #include "halox/pack.hpp"
 #include "transport/node/single_copy.hpp"
 #include "transport/mpi/mpi_datatypes.hpp"
+#include "transport/core/stage_timer.hpp"
 
 namespace halox {
 
@@ -386,7 +387,10 @@ void mpi_rma_transport::start(size_t stage_index) {
         waits_.blocking([&] { MPI_Win_start(e.targets, 0, windows_[e.window]); },
                         [&] { return e.what; });
   }
-  ops.pack.run();
+  {
+    const stage_timer::part_span packing(stage_timer::pack);
+    ops.pack.run();
+  }
   for (const auto& p : ops.packed)
     MPI_Put(send_buffer_ + p.from, static_cast<int>(p.bytes), MPI_BYTE, p.target, p.offset,
             static_cast<int>(p.bytes), MPI_BYTE, windows_[ops.landing_window]);

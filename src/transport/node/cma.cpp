@@ -16,6 +16,7 @@
 #include "halox/common/error.hpp"
 #include "halox/pack.hpp"
 #include "transport/node/node_publication.hpp"
+#include "transport/core/stage_timer.hpp"
 #include "transport/core/trial.hpp"
 #include "transport/core/names.hpp"
 
@@ -317,6 +318,7 @@ void cma_transport::cut_into_batches(peer_read& r, size_t max_iov) {
 }
 
 void cma_transport::read(const peer_read& r) const {
+  const stage_timer::part_span copying(stage_timer::copy);
   for (const auto& b : r.batches) {
     const ssize_t got = ::process_vm_readv(r.pid, r.local.data() + b.local_first, b.local_count,
                                            r.remote.data() + b.remote_first, b.remote_count, 0);
@@ -335,6 +337,7 @@ void cma_transport::start(size_t stage) {
   const copy_list& pack = active_->owner.packs[stage];
   if (!pack.empty()) {
     steps_->before_pack(stage, active_->owner);
+    const stage_timer::part_span packing(stage_timer::pack);
     pack.run();
   }
   steps_->ready(stage);

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <exception>
 
+#include "transport/core/stage_timer.hpp"
+
 namespace halox {
 
 namespace {
@@ -90,6 +92,8 @@ void node_signals::wait_pushed(int node_rank, uint64_t step) const {
 void node_signals::wait_for(int node_rank, int counter, uint64_t step) const {
   const uint64_t* flag = counters_[static_cast<size_t>(node_rank)] + counter * (counter_slot / 8);
   if (load_acquire(flag) >= step) return;
+  const stage_timer::part_span waiting(counter == done_counter ? stage_timer::wait_readers
+                                                               : stage_timer::wait_peers);
   waits_.spin_until([&] { return load_acquire(flag) >= step; },
                     [&] {
                       return fmt::format("rank {} to be {} with step {} ({})",

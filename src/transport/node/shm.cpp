@@ -9,6 +9,7 @@
 #include "halox/common/error.hpp"
 #include "halox/field_memory.hpp"
 #include "transport/node/node_publication.hpp"
+#include "transport/core/stage_timer.hpp"
 #include "transport/core/trial.hpp"
 #include "transport/core/names.hpp"
 
@@ -239,6 +240,7 @@ void shm_transport::start(size_t stage) {
   const copy_list& pack = current_->owner.packs[stage];
   if (!pack.empty()) {
     steps_->before_pack(stage, current_->owner);
+    const stage_timer::part_span packing(stage_timer::pack);
     pack.run();
   }
   steps_->ready(stage);

@@ -18,6 +18,7 @@
 #include "halox/pack.hpp"
 #include "transport/mpi/staging.hpp"
 #include "transport/core/names.hpp"
+#include "transport/core/stage_timer.hpp"
 
 namespace halox {
 
@@ -426,7 +427,10 @@ void ucx_transport::start(size_t stage_index) {
     op.request = request;
   }
   for (size_t i = 0; i < s.sends.size(); ++i) {
-    s.sends[i].copies.run();
+    {
+      const stage_timer::part_span packing(stage_timer::pack);
+      s.sends[i].copies.run();
+    }
     operation& op = ops.sends[i];
     op = {nullptr, false, false, UCS_OK, 0};
     ucp_request_param_t param{};

@@ -1,0 +1,85 @@
+"""Where halox-bench's exchanges spend their time: the per-stage split of every record
+(`stage_breakdown`: packing, other copies, waiting for neighbours' data, waiting for neighbours
+to finish reading, the rest) as the slowest and the median rank saw it, and the exchange's setup
+time (`setup`), as tables of `halox report --breakdown`."""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from . import records as rec
+from .records import Record
+from .report import Report, Section, Table, context_details, context_key
+
+PARTS = (("pack_s", "pack"), ("copy_s", "copy"), ("wait_peers_s", "wpeers"),
+         ("wait_readers_s", "wreaders"), ("other_s", "other"))
+RANKS = (("slowest_rank", "slowest rank"), ("median_rank", "median rank"))
+NOTE = ("µs per exchange, the mean over the middle half of each rank's recorded exchanges "
+        "(halox-bench: a pass of its own after the timed ones, unless --stage-times timed); pack = "
+        "copying what the rank sends into an outbox or message, copy = every other copy "
+        "(landing, unpacking, copies within the rank), wpeers = waiting for neighbours' data, "
+        "wreaders = waiting for neighbours to finish reading what the rank publishes, other = the rest; "
+        "slowest / median rank by their whole exchange time; setup = building the exchange "
+        "(ms, slowest rank; auto's trials included), neighbours = the most peers of a rank")
+
+
+def _median(values: Sequence[float]) -> float:
+    values = sorted(v for v in values if not math.isnan(v))
+    return float(values[len(values) // 2]) if values else math.nan
+
+
+def _stages(r: Record, which: str) -> list[dict]:
+    b = r.raw.get("stage_breakdown") or {}
+    return list((b.get(which) or {}).get("stages") or [])
+
+
+def has_breakdown(records: Sequence[Record]) -> bool:
+    return any(r.raw.get("stage_breakdown") for r in records)
+
+
+def breakdown(records: Sequence[Record]) -> Report:
+    """A section per context (as the chosen layout), a table per shape: a row per variant and
+    stage (and the stages' sum), columns = the parts for the slowest and the median rank, then
+    the setup time. Several records of one cell: the median of each value."""
+    sections = []
+    for _, srecs in rec.group(records, context_key).items():
+        srecs = [r for r in srecs if r.raw.get("stage_breakdown")]
+        if not srecs:
+            continue
+        tables = []
+        for _, shape_recs in rec.group(srecs, rec.shape_key).items():
+            first = shape_recs[0]
+            columns, kinds = [], []
+            for _, title in RANKS:
+                columns += [name for _, name in PARTS] + ["total"]
+                kinds += ["us2"] * (len(PARTS) + 1)
+            columns += ["setup ms", "neighbours"]
+            kinds += ["us2", "count"]
+            rows = []
+            by_variant = rec.group(shape_recs, lambda r: r.variant)
+            for variant in rec.sort_variants(by_variant):
+                cell = by_variant[variant]
+                nstages = max(len(_stages(r, RANKS[0][0])) for r in cell)
+                for s in list(range(nstages)) + ([None] if nstages > 1 else []):
+                    values: list[float | None] = []
+                    for which, _ in RANKS:
+                        def part(r: Record, key: str) -> float:
+                            stages = _stages(r, which)
+                            picked = stages if s is None else stages[s:s + 1]
+                            return sum(float(x.get(key, 0.0)) for x in picked) * 1e6 \
+                                if picked else math.nan
+                        values += [_median([part(r, key) for r in cell]) for key, _ in PARTS]
+                        values.append(_median([part(r, "total_s") for r in cell]))
+                    setup = [r.raw.get("setup") or {} for r in cell]
+                    values.append(_median([float(x.get("total_s", math.nan)) * 1e3
+                                           for x in setup]))
+                    values.append(_median([float(x.get("neighbours", math.nan)) for x in setup]))
+                    label = f"{variant} " + ("all stages" if s is None else f"stage {s}")
+                    rows.append((label, values))
+            title = f"{first.type} {first.shape_label}"
+            tables.append(Table(title, "transport/algorithm/fields stage", columns, kinds, rows,
+                                [NOTE], groups=[(RANKS[0][1], len(PARTS) + 1),
+                                                (RANKS[1][1], len(PARTS) + 1), ("", 2)]))
+        sections.append(Section("Where the time goes: " + context_details(srecs[0]),
+                                [f"{len(srecs)} records"], tables))
+    return Report([], sections)

@@ -1,0 +1,123 @@
+// halo_exchange::profile: the setup times, and the stage splits recorded
+// between record_stages(true) and record_stages(false), for every transport.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "halox/exchange.hpp"
+#include "halox/field_memory.hpp"
+#include "halox/transport/registry.hpp"
+#include "halox/verify.hpp"
+
+using namespace halox;
+
+namespace {
+
+constexpr int recorded = 7;
+
+struct setup {
+  decomposition decomp;
+  verify_context ctx;
+};
+
+setup make_setup(algorithm alg) {
+  // Periodic everywhere: every rank copies halo cells in every stage, even alone.
+  setup s{make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false), {}};
+  s.ctx.domain = subdomain_per_rank(s.decomp, {8, 6, 5});
+  s.ctx.grid = local_grid(s.ctx.domain.extent, halo_widths::uniform(1));
+  s.ctx.periodic = s.decomp.periodic();
+  s.ctx.alg = alg;
+  return s;
+}
+
+double sum_of(const std::vector<stage_split>& stages) {
+  double total = 0;
+  for (const auto& s : stages) total += s.total_s();
+  return total;
+}
+
+void expect_non_negative(const stage_split& s, const std::string& where) {
+  EXPECT_GE(s.pack_s, 0) << where;
+  EXPECT_GE(s.copy_s, 0) << where;
+  EXPECT_GE(s.wait_peers_s, 0) << where;
+  EXPECT_GE(s.wait_readers_s, 0) << where;
+  EXPECT_GE(s.other_s, 0) << where;
+}
+
+void records_stages_of(const std::string& transport, algorithm alg) {
+  auto s = make_setup(alg);
+  shared_fields<double> memory(s.decomp, s.ctx.grid, 2);
+  auto fields = memory.pointers();
+  halo_exchange ex(s.decomp, s.ctx.grid, memory, {.alg = alg, .transport = parse_transport_choice(transport)});
+  const std::string where = transport + "/" + to_string(alg);
+
+  const exchange_profile built = ex.profile();
+  EXPECT_GT(built.setup.transports_s, 0) << where;
+  EXPECT_GT(built.setup.plan_s, 0) << where;
+  EXPECT_GE(built.setup.measured_choice_s, 0) << where;
+  EXPECT_GE(built.setup.total_s + 1e-9, built.setup.plan_s + built.setup.transports_s) << where;
+  // Off by default: nothing recorded.
+  ex.exchange();
+  EXPECT_EQ(ex.profile().exchanges, 0u) << where;
+  EXPECT_TRUE(ex.profile().stages.empty()) << where;
+
+  fill_fields(fields, s.ctx, 1);
+  ex.record_stages(true);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  for (int i = 0; i < recorded; ++i) ex.exchange();
+  const double wall = MPI_Wtime() - t0;
+  size_t wrong = 0;
+  auto bad = check_fields(fields, s.ctx, 1, 3, &wrong);
+  EXPECT_EQ(wrong, 0u) << where << ": " << (bad.empty() ? "" : describe(bad.front()));
+
+  const exchange_profile p = ex.profile();
+  EXPECT_EQ(p.exchanges, static_cast<uint64_t>(recorded)) << where;
+  ASSERT_EQ(p.stages.size(), ex.plan().stages.size()) << where;
+  ASSERT_EQ(p.typical.size(), ex.plan().stages.size()) << where;
+  double copied = 0;
+  for (size_t st = 0; st < p.stages.size(); ++st) {
+    expect_non_negative(p.stages[st], where + " stage " + std::to_string(st));
+    expect_non_negative(p.typical[st], where + " typical stage " + std::to_string(st));
+    copied += p.stages[st].pack_s + p.stages[st].copy_s;
+  }
+  // Every rank copies halo cells (periodic), so copying shows, except where
+  // the MPI library copies them itself through datatypes (counted as
+  // waiting; their copies within a rank show only where a dimension has one rank).
+  const bool copied_by_mpi = transport == "mpi-types" || transport == "mpi-neighbor";
+  if (!copied_by_mpi) EXPECT_GT(copied, 0) << where;
+  // The stages lie within the loop that ran them (the clock's calibration
+  // may differ from MPI_Wtime's by a little).
+  EXPECT_GT(sum_of(p.stages), 0) << where;
+  EXPECT_LE(sum_of(p.stages), wall * 1.05 + 1e-5) << where;
+  EXPECT_LE(sum_of(p.typical), sum_of(p.stages)) << where;
+
+  // Starting anew zeroes; stopping forgets.
+  ex.record_stages(true);
+  EXPECT_EQ(ex.profile().exchanges, 0u) << where;
+  EXPECT_EQ(sum_of(ex.profile().stages), 0) << where;
+  ex.record_stages(false);
+  ex.exchange();
+  EXPECT_TRUE(ex.profile().stages.empty()) << where;
+}
+
+}  // namespace
+
+TEST(Profile, EveryTransportRecordsItsStages) {
+  for (const auto& transport : available_transport_choices(MPI_COMM_WORLD))
+    for (auto alg : {algorithm::standard, algorithm::staged}) records_stages_of(transport.name(), alg);
+}
+
+TEST(Profile, MeasuredChoicesCountInTheSetup) {
+  auto s = make_setup(algorithm::staged);
+  std::vector<double> u(s.ctx.grid.cells());
+  halo_exchange ex(s.decomp, s.ctx.grid, std::vector<double*>{u.data()},
+                   {.alg = algorithm::staged, .auto_fields = true});
+  const exchange_profile p = ex.profile();
+  EXPECT_GT(p.setup.measured_choice_s, 0);
+  EXPECT_GE(p.setup.total_s + 1e-9,
+            p.setup.measured_choice_s + p.setup.plan_s + p.setup.transports_s);
+}
