@@ -10,7 +10,7 @@
 
 #include "halox/common/error.hpp"
 #include "halox/transport/registry.hpp"
-#include "transport/core/stage_timer.hpp"
+#include "common/stage_timer.hpp"
 
 namespace halox {
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <utility>
 
-#include "transport/core/stage_timer.hpp"
+#include "common/stage_timer.hpp"
 
 namespace halox {
 

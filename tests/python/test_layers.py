@@ -21,7 +21,8 @@ def layer_of(path: str) -> int:
     p = path.removeprefix("include/").removeprefix("src/").removeprefix("halox/")
     first = re.split(r"[/.]", p)[0]
     # device/: device memory and the device transports (CUDA), at the transports' level.
-    names = {"field_memory": "memory", "options_json": "exchange", "device": "transport"}
+    names = {"field_memory": "memory", "options_json": "exchange", "device": "transport",
+             "exchange_profile": "exchange"}
     first = names.get(first, first)
     for rank, names_of_layer in enumerate(LAYERS):
         if first in names_of_layer.split("|"):

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "halox/common/error.hpp"
-#include "transport/core/stage_timer.hpp"
+#include "common/stage_timer.hpp"
 
 namespace halox {
 

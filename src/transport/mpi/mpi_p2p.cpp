@@ -1,7 +1,7 @@
 #include "transport/mpi/mpi_p2p.hpp"
 #include "transport/core/names.hpp"
 
-#include "transport/core/stage_timer.hpp"
+#include "common/stage_timer.hpp"
 
 namespace halox {
 

@@ -10,7 +10,7 @@
 #include "halox/pack.hpp"
 #include "transport/node/single_copy.hpp"
 #include "transport/mpi/mpi_datatypes.hpp"
-#include "transport/core/stage_timer.hpp"
+#include "common/stage_timer.hpp"
 
 namespace halox {
 

@@ -16,7 +16,7 @@
 #include "halox/common/error.hpp"
 #include "halox/pack.hpp"
 #include "transport/node/node_publication.hpp"
-#include "transport/core/stage_timer.hpp"
+#include "common/stage_timer.hpp"
 #include "transport/core/trial.hpp"
 #include "transport/core/names.hpp"
 

@@ -8,7 +8,7 @@
 #include <atomic>
 #include <exception>
 
-#include "transport/core/stage_timer.hpp"
+#include "common/stage_timer.hpp"
 
 namespace halox {
 

@@ -18,7 +18,7 @@
 #include "halox/pack.hpp"
 #include "transport/mpi/staging.hpp"
 #include "transport/core/names.hpp"
-#include "transport/core/stage_timer.hpp"
+#include "common/stage_timer.hpp"
 
 namespace halox {
 

@@ -1,4 +1,4 @@
-#include "transport/core/stage_timer.hpp"
+#include "common/stage_timer.hpp"
 
 #include <chrono>
 
