@@ -162,7 +162,7 @@ class halo_exchange {
   const exchange_options& options() const;
   // The transport choice as run, e.g. "shm" (= shm+mpi-p2p), "shm+ucx".
   std::string transport_name() const;
-  // How the data moved, e.g. "shm(staged)+mpi-p2p" when the fields were private.
+  // How the data moved, e.g. "shm(outbox)+mpi-p2p" when the fields were private.
   std::string transport_path() const;
   // What the transports chose when they were built (e.g. which boxes shm
   // stages, and how that was decided); empty when nothing.

@@ -522,6 +522,6 @@ NB_MODULE(_core, m) {
       .def_prop_ro("transport", [](const py_exchange& s) { return s.ex->transport_name(); })
       .def_prop_ro(
           "transport_path", [](const py_exchange& s) { return s.ex->transport_path(); },
-          "How the data moved, e.g. shm(staged)+mpi-p2p for fields in private memory.")
+          "How the data moved, e.g. shm(outbox)+mpi-p2p for fields in private memory.")
       .def_prop_ro("arrays", [](const py_exchange& s) { return s.arrays; });
 }

@@ -523,7 +523,7 @@ TEST(Exchange, SingleCopyOnUserMemoryStagesThroughSharedMemory) {
   fill_fields(fields, ctx, 0);
   halo_exchange ex(d, grid, std::span<double* const>(fields), {.transport = parse_transport_choice("shm")});
   EXPECT_EQ(ex.transport_name(), "shm");
-  EXPECT_EQ(ex.transport_path().rfind("shm(staged)", 0), 0u) << ex.transport_path();
+  EXPECT_EQ(ex.transport_path().rfind("shm(outbox)", 0), 0u) << ex.transport_path();
   ex.exchange();
   size_t total = 1;
   check_fields(fields, ctx, 0, 1, &total);

@@ -6,8 +6,8 @@
 namespace halox {
 
 mpi_p2p_transport::mpi_p2p_transport(const transport_context& ctx)
-    : waits_(ctx.waits), staging_(ctx.plan, ctx.fields) {
-  for (const auto& s : staging_.stages()) {
+    : waits_(ctx.waits), buffers_(ctx.plan, ctx.fields) {
+  for (const auto& s : buffers_.stages()) {
     stage_requests r;
     for (const auto& m : s.recvs) {
       r.recvs.emplace_back();
@@ -21,7 +21,7 @@ mpi_p2p_transport::mpi_p2p_transport(const transport_context& ctx)
     }
     stages_.push_back(std::move(r));
   }
-  fetch_ahead_ = staging_.choose_fetch_ahead(*this, ctx.plan, ctx.tuning.p2p.fetch_ahead,
+  fetch_ahead_ = buffers_.choose_fetch_ahead(*this, ctx.plan, ctx.tuning.p2p.fetch_ahead,
                                             "tuning.p2p.fetch_ahead", ctx.comm);
 }
 
@@ -33,7 +33,7 @@ mpi_p2p_transport::~mpi_p2p_transport() {
 }
 
 void mpi_p2p_transport::start(size_t stage) {
-  const staged_stage& s = staging_.stages()[stage];
+  const buffered_stage& s = buffers_.stages()[stage];
   auto& r = stages_[stage];
   if (!r.recvs.empty()) MPI_Startall(static_cast<int>(r.recvs.size()), r.recvs.data());
   for (size_t i = 0; i < s.sends.size(); ++i) {
@@ -47,7 +47,7 @@ void mpi_p2p_transport::start(size_t stage) {
 }
 
 void mpi_p2p_transport::wait(size_t stage) {
-  const staged_stage& s = staging_.stages()[stage];
+  const buffered_stage& s = buffers_.stages()[stage];
   stage_requests& r = stages_[stage];
   // Unpack each message as soon as it lands; persistent requests stay
   // allocated (inactive) after completion.

@@ -1,6 +1,6 @@
 // mpi-p2p: pack each neighbour's boxes (all directions and fields of the
 // message) into one buffer, persistent MPI_Recv_init/MPI_Send_init requests,
-// unpack as receives land (staging.hpp: one buffer for all stages).
+// unpack as receives land (message_buffers.hpp: one buffer for all steps).
 //
 // Reference algorithm per stage:
 //   for m in recvs: MPI_Start(recv[m])
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "halox/transport.hpp"
-#include "transport/mpi/staging.hpp"
+#include "transport/mpi/message_buffers.hpp"
 #include "transport/core/names.hpp"
 
 namespace halox {
@@ -36,7 +36,7 @@ class mpi_p2p_transport final : public transport {
   };
 
   const wait_policy& waits_;
-  staging staging_;
+  message_buffers buffers_;
   std::vector<stage_requests> stages_;
   std::string fetch_ahead_;  // how strided runs are fetched (empty: small halos, not at all)
 };

@@ -173,17 +173,17 @@ cma_transport::cma_transport(const transport_context& ctx)
   signals_.emplace(node_, ctx.waits, std::string(transport_names::cma));
   steps_.emplace(*signals_, plan_.stages.size());
   // The send boxes must match their readers' receives (the same on every rule).
-  work_ = build(staged_below_, problem);
+  work_ = build(outbox_below_, problem);
   require_all(ctx.comm, problem);
   if (ctx.tuning.cma.direct_min_run) {
-    staged_below_ = *ctx.tuning.cma.direct_min_run;
-    rule_ = "tuning.cma.direct_min_run";
-    work_ = build(staged_below_, problem);
-  } else if (auto candidates = staging_rules(plan_, fields_, node_.comm); candidates.size() > 1) {
-    staged_below_ = measured_rule(candidates);
-    rule_ = fmt::format("measured, {} rules", candidates.size());
+    outbox_below_ = *ctx.tuning.cma.direct_min_run;
+    how_ = "tuning.cma.direct_min_run";
+    work_ = build(outbox_below_, problem);
+  } else if (auto candidates = outbox_rules(plan_, fields_, node_.comm); candidates.size() > 1) {
+    outbox_below_ = measured_rule(candidates);
+    how_ = fmt::format("measured, {} rules", candidates.size());
   } else {
-    rule_ = "no run to stage";
+    how_ = "no run to stage";
   }
   std::vector<copy_list*> lists;
   for (auto& pack : work_.owner.packs) lists.push_back(&pack);
@@ -201,7 +201,7 @@ cma_transport::~cma_transport() {
 }
 
 std::string cma_transport::settings() const {
-  return describe_rule(transport_names::cma, staged_below_, rule_) + "; " + describe_fetch_ahead(fetch_ahead_);
+  return describe_rule(transport_names::cma, outbox_below_, how_) + "; " + describe_fetch_ahead(fetch_ahead_);
 }
 
 size_t cma_transport::measured_rule(const std::vector<size_t>& candidates) {
@@ -216,11 +216,11 @@ size_t cma_transport::measured_rule(const std::vector<size_t>& candidates) {
   return candidates[best];
 }
 
-cma_transport::schedule cma_transport::build(size_t staged_below, std::string& problem) {
+cma_transport::schedule cma_transport::build(size_t outbox_below, std::string& problem) {
   schedule out;
   const size_t element_bytes = plan_.element_bytes;
   out.owner =
-      publish_send_boxes(plan_, fields_, node_, me_, staged_below, outbox_.data(), slot_bytes_);
+      publish_send_boxes(plan_, fields_, node_, me_, outbox_below, outbox_.data(), slot_bytes_);
   const node_publication& publication = *out.owner.publication;
   out.stages.resize(plan_.stages.size());
   const long iov_max = ::sysconf(_SC_IOV_MAX);

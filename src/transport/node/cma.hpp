@@ -77,7 +77,7 @@ class cma_transport final : public transport {
   };
 
   // Collective over the node (publishes my send boxes).
-  schedule build(size_t staged_below, std::string& problem);
+  schedule build(size_t outbox_below, std::string& problem);
   size_t measured_rule(const std::vector<size_t>& candidates);
   // Cuts r's run lists into batches of at most max_iov runs per side.
   static void cut_into_batches(peer_read& r, size_t max_iov);
@@ -93,8 +93,8 @@ class cma_transport final : public transport {
   std::optional<single_copy_steps> steps_;
   schedule work_;
   const schedule* active_ = &work_;  // work_, or a candidate while they are measured
-  size_t staged_below_ = 0;
-  std::string rule_;
+  size_t outbox_below_ = 0;
+  std::string how_;
   fetch_ahead_choice fetch_ahead_;
   uint64_t probe_ = 0;  // a word every peer reads once at set-up
   int me_ = 0;

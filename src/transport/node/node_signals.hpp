@@ -29,7 +29,7 @@ class node_signals {
  public:
   // Collective over node.comm: all counters are zero on return. Each rank may
   // ask for `payload_bytes` of node-shared memory beside its counters (a
-  // staging area its peers read); `transport` names the waits in errors.
+  // outbox its peers read); `transport` names the waits in errors.
   node_signals(const node_membership& node, const wait_policy& waits, std::string transport,
                size_t payload_bytes = 0);
   node_signals(const node_signals&) = delete;

@@ -41,7 +41,7 @@ shm_transport::shm_transport(const transport_context& ctx)
 
   // The send boxes must match their readers' receives (the same on every rule).
   std::string problem;
-  rule_.staged_below = direct_ ? 0 : stage_every_box;
+  rule_.outbox_below = direct_ ? 0 : outbox_every_box;
   work_ = build(rule_, problem);
   require_all(ctx.comm, problem);
   int node_has_messages = 0;
@@ -58,7 +58,7 @@ shm_transport::shm_transport(const transport_context& ctx)
       lengths = {*tuning.direct_min_run};
       forced_by.push_back("tuning.shm.direct_min_run");
     } else {
-      lengths = node_has_messages ? staging_rules(plan_, fields_, node_.comm)
+      lengths = node_has_messages ? outbox_rules(plan_, fields_, node_.comm)
                                   : std::vector<size_t>{0};
     }
     std::vector<bool> pushes{false};
@@ -99,7 +99,7 @@ shm_transport::~shm_transport() {
 }
 
 std::string shm_transport::settings() const {
-  return describe_rule(transport_names::shm, rule_.staged_below, how_) +
+  return describe_rule(transport_names::shm, rule_.outbox_below, how_) +
          (rule_.push ? "; owners write direct boxes into the readers' halos (push)" : "") + "; " +
          describe_fetch_ahead(fetch_ahead_);
 }
@@ -125,7 +125,7 @@ shm_transport::schedule shm_transport::build_phase(const rule& choice, size_t ph
   std::byte* const* fields = fields_.pointers.data();
   auto node_rank_of = [&](int peer) { return node_.node_rank_of[static_cast<size_t>(peer)]; };
 
-  out.owner = publish_send_boxes(plan_, fields_, node_, me_, choice.staged_below,
+  out.owner = publish_send_boxes(plan_, fields_, node_, me_, choice.outbox_below,
                                  signals_->payload(node_.rank), slot_bytes_,
                                  {.rotating = true, .phase = phase, .rule = rule_id});
   const node_publication& publication = *out.owner.publication;
@@ -210,7 +210,7 @@ void shm_transport::add_pushes(const rule& choice, schedule& out, std::string& p
           const auto& from = m.boxes[i];
           if (from.field != f ||
               pack_copy(fields[f], grid, from.region, plan_.element_bytes, nullptr).run <
-                  choice.staged_below)
+                  choice.outbox_below)
             continue;
           if (std::ranges::find(w.targets, peer) == w.targets.end()) w.targets.push_back(peer);
           std::byte* there = fields_.shared->segment_of(peer) +

@@ -5,13 +5,13 @@
 // (shared_fields), a reader copies its halo straight out of the neighbour's
 // fields: one copy, no packing. A box of short x-runs (a halo of a few cells
 // across x) would cost the reader a line from the owner's cache per run; such
-// boxes the owner packs into its outbox (a shared staging area) and the
+// boxes the owner packs into its outbox (node-shared memory) and the
 // reader unpacks contiguous bytes. Which run lengths go which way is measured
 // when the transport is built: a few exchanges with every candidate rule (all
 // direct, runs shorter than each run length of the plan staged), the fastest
 // on the slowest rank kept (HALOX_SHM_DIRECT_MIN_RUN=N forces "runs under N
 // bytes staged"). Fields in private memory go through the outbox entirely
-// (path "shm(staged)").
+// (path "shm(outbox)").
 //
 // Direct boxes are pulled by the reader or pushed by their owner into the
 // reader's halo (the reader publishes its receive boxes then); each rule is
@@ -48,7 +48,7 @@ class shm_transport final : public transport {
   void start(size_t stage) override;
   void wait(size_t stage) override;
   std::string name() const override { return std::string(transport_names::shm); }
-  std::string path() const override { return std::string(transport_names::shm) + (direct_ ? "" : "(staged)"); }
+  std::string path() const override { return std::string(transport_names::shm) + (direct_ ? "" : "(outbox)"); }
   std::string settings() const override;
 
  private:
@@ -66,7 +66,7 @@ class shm_transport final : public transport {
   using phases = std::vector<schedule>;  // of one rule: one, or one per slot of the ring
   // Which boxes go through the outbox, and who copies the others.
   struct rule {
-    size_t staged_below = 0;  // runs shorter than this many bytes through the outbox
+    size_t outbox_below = 0;  // runs shorter than this many bytes through the outbox
     bool push = false;        // the owner writes its direct boxes into the reader's halo
   };
 

@@ -13,7 +13,7 @@
 namespace halox {
 
 namespace {
-// Longer runs are always copied directly: staging them doubles the bytes for no saving.
+// Longer runs are always copied directly: outbox_steps them doubles the bytes for no saving.
 constexpr size_t longest_staged_run = 4096;
 size_t round_up(size_t n) {
   return (n + 63) / 64 * 64;
@@ -30,7 +30,7 @@ size_t outbox_slot_bytes(const exchange_plan& plan) {
   return most;
 }
 
-std::vector<size_t> staging_rules(const exchange_plan& plan, const field_set& fields,
+std::vector<size_t> outbox_rules(const exchange_plan& plan, const field_set& fields,
                                   MPI_Comm node_comm) {
   std::set<size_t> rules;
   for (const auto& st : plan.stages)
@@ -48,7 +48,7 @@ std::vector<size_t> staging_rules(const exchange_plan& plan, const field_set& fi
 }
 
 owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields,
-                              const node_membership& node, int me, size_t staged_below,
+                              const node_membership& node, int me, size_t outbox_below,
                               std::byte* outbox, size_t slot_bytes, const slot_rotation& rotation) {
   static std::atomic<uint64_t> rules{0};
   owner_side out;
@@ -58,32 +58,32 @@ owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields
     return pack_copy(fields.pointers[static_cast<size_t>(fb.field)], plan.grid, fb.region,
                      plan.element_bytes, to);
   };
-  // My staging stages, in order: stage_of[k] is the k-th.
+  // My outbox steps, in order: stage_of[k] is the k-th.
   std::vector<size_t> stage_of;
   for (size_t s = 0; s < nstages; ++s) {
     bool stages = false;
     for (const auto& m : plan.stages[s].sends)
       for (const auto& fb : m.boxes) {
         const box_copy c = box_copy_of(fb, nullptr);
-        stages = stages || (c.run < staged_below && c.bytes() > 0);
+        stages = stages || (c.run < outbox_below && c.bytes() > 0);
       }
     if (stages) stage_of.push_back(s);
   }
-  const size_t staging = stage_of.size();
+  const size_t outbox_steps = stage_of.size();
   out.freed_back.assign(nstages, -1);
   out.freed_stage.assign(nstages, -1);
   std::vector<size_t> slot_of(nstages, 0);
-  for (size_t k = 0; k < staging; ++k) {
+  for (size_t k = 0; k < outbox_steps; ++k) {
     const size_t s = stage_of[k];
     if (rotation.rotating) {
-      // Global staging stage g = e*S + k; the slot's last user was g - ring.
-      slot_of[s] = (rotation.phase * staging + k) % outbox_ring;
+      // Global outbox step g = e*S + k; the slot's last user was g - ring.
+      slot_of[s] = (rotation.phase * outbox_steps + k) % outbox_ring;
       size_t back = 0, previous = k;
       if (k >= outbox_ring) {
         previous = k - outbox_ring;
       } else {
-        back = (outbox_ring - k + staging - 1) / staging;
-        previous = k + back * staging - outbox_ring;
+        back = (outbox_ring - k + outbox_steps - 1) / outbox_steps;
+        previous = k + back * outbox_steps - outbox_ring;
       }
       out.freed_back[s] = static_cast<int>(back);
       out.freed_stage[s] = static_cast<int>(stage_of[previous]);
@@ -93,9 +93,9 @@ owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields
         out.freed_back[s] = 0;
         out.freed_stage[s] = static_cast<int>(stage_of[k - outbox_ring]);
       } else {
-        // The previous exchange's last staging stage with this slot.
+        // The previous exchange's last outbox step with this slot.
         size_t last = k;
-        while (last + outbox_ring < staging) last += outbox_ring;
+        while (last + outbox_ring < outbox_steps) last += outbox_ring;
         out.freed_back[s] = 1;
         out.freed_stage[s] = static_cast<int>(stage_of[last]);
       }
@@ -119,7 +119,7 @@ owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields
           p.hi[d] = fb.region.hi[d];
         }
         const box_copy c = box_copy_of(fb, outbox + cursor);
-        p.staged = c.run < staged_below;
+        p.staged = c.run < outbox_below;
         if (p.staged) {
           p.outbox_offset = cursor;
           out.packs[s].add(c);
@@ -140,13 +140,13 @@ owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields
   return out;
 }
 
-std::string describe_rule(std::string_view transport, size_t staged_below,
+std::string describe_rule(std::string_view transport, size_t outbox_below,
                           const std::string& how) {
-  if (staged_below == 0) return fmt::format("{}: every box direct ({})", transport, how);
-  if (staged_below == stage_every_box)
+  if (outbox_below == 0) return fmt::format("{}: every box direct ({})", transport, how);
+  if (outbox_below == outbox_every_box)
     return fmt::format("{}: every box through the outbox ({})", transport, how);
   return fmt::format("{}: runs under {} B through the outbox, the rest direct ({})", transport,
-                     staged_below, how);
+                     outbox_below, how);
 }
 
 fetch_ahead_choice choose_fetch_ahead(transport& t, size_t stages,

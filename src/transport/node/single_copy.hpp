@@ -11,11 +11,11 @@
 //
 // The outbox is a ring of a few stage-sized slots, taken in turn by the
 // stages that stage something (a stage moves one block of fields, plan.hpp).
-// A slot is reused only outbox_ring staging stages later, so that the owner's
+// A slot is reused only outbox_ring outbox steps later, so that the owner's
 // stores are less likely to find its lines still in the reader's cache. A
 // rotating owner (shm) keeps counting across exchanges: the k-th of its S
-// staging stages in exchange e takes slot (e*S + k) mod outbox_ring, so that
-// an owner with one staging stage per exchange (a 2x1x1 grid, one block)
+// outbox steps in exchange e takes slot (e*S + k) mod outbox_ring, so that
+// an owner with one outbox step per exchange (a 2x1x1 grid, one block)
 // does not pack into the slot its reader has just read (measured there: the
 // pack of halo 1 x 1 double took 8.9 us into the same slot every exchange,
 // 5.1 us in turn). The schedule of exchange e is then phase e mod
@@ -59,7 +59,7 @@
 namespace halox {
 
 inline constexpr size_t outbox_ring = 3;
-inline constexpr size_t stage_every_box = std::numeric_limits<size_t>::max();
+inline constexpr size_t outbox_every_box = std::numeric_limits<size_t>::max();
 
 // The bytes an outbox slot needs: the most any rule stages in one stage.
 size_t outbox_slot_bytes(const exchange_plan& plan);
@@ -67,7 +67,7 @@ size_t outbox_slot_bytes(const exchange_plan& plan);
 // Collective over node_comm: the candidate rules, agreed by the node: 0
 // (every box direct) and r + 1 for every distinct run length r up to 4 KiB
 // of the send boxes (runs merged across whole rows and planes).
-std::vector<size_t> staging_rules(const exchange_plan& plan, const field_set& fields,
+std::vector<size_t> outbox_rules(const exchange_plan& plan, const field_set& fields,
                                   MPI_Comm node_comm);
 
 // My send boxes under one rule, published to the readers.
@@ -84,7 +84,7 @@ struct owner_side {
   std::unique_ptr<node_publication> publication;  // the boxes the node sends me
 };
 
-// Which slots an owner's staging stages take (above): rotating or not, the
+// Which slots an owner's outbox steps take (above): rotating or not, the
 // phase (exchange mod outbox_ring) when rotating, and the rule the phases
 // belong to (0: a new one).
 struct slot_rotation {
@@ -93,16 +93,16 @@ struct slot_rotation {
   uint64_t rule = 0;
 };
 
-// Collective over node.comm: boxes with runs shorter than staged_below bytes
-// (stage_every_box: all) are packed into slot(stage) of the outbox at
+// Collective over node.comm: boxes with runs shorter than outbox_below bytes
+// (outbox_every_box: all) are packed into slot(stage) of the outbox at
 // `outbox` (in this process) of `slot_bytes` per slot.
 owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields,
-                              const node_membership& node, int me, size_t staged_below,
+                              const node_membership& node, int me, size_t outbox_below,
                               std::byte* outbox, size_t slot_bytes,
                               const slot_rotation& rotation = {});
 
 // "runs under N B through the outbox, the rest direct (how)", for settings().
-std::string describe_rule(std::string_view transport, size_t staged_below,
+std::string describe_rule(std::string_view transport, size_t outbox_below,
                           const std::string& how);
 
 // Whether the copy lists of a schedule fetch short strided runs ahead

@@ -16,7 +16,7 @@
 
 #include "halox/common/error.hpp"
 #include "halox/pack.hpp"
-#include "transport/mpi/staging.hpp"
+#include "transport/mpi/message_buffers.hpp"
 #include "transport/core/names.hpp"
 #include "common/stage_timer.hpp"
 
@@ -260,7 +260,7 @@ class ucx_transport final : public transport {
   }
 
  private:
-  struct stage_operations {  // by message (staging.hpp)
+  struct stage_operations {  // by message (message_buffers.hpp)
     std::vector<ucp_tag_t> recv_tags, send_tags;
     std::vector<ucp_ep_h> send_endpoints;
     std::vector<operation> recvs, sends;
@@ -276,7 +276,7 @@ class ucx_transport final : public transport {
   const wait_policy& waits_;
   int rank_ = 0;
   std::shared_ptr<ucx_runtime> ucx_;  // null when the plan part has no peer
-  std::unique_ptr<staging> staging_;
+  std::unique_ptr<message_buffers> buffers_;
   std::string fetch_ahead_;  // how strided runs are fetched (empty: small halos, not at all)
   std::vector<stage_operations> stages_;
 };
@@ -288,9 +288,9 @@ ucx_transport::ucx_transport(const transport_context& ctx) : plan_(ctx.plan), wa
   // Every rank learns whether all connected: none is left waiting for a peer
   // that failed to start.
   require_all(ctx.comm, problem);
-  staging_ = std::make_unique<staging>(ctx.plan, ctx.fields);
+  buffers_ = std::make_unique<message_buffers>(ctx.plan, ctx.fields);
   address(links);
-  fetch_ahead_ = staging_->choose_fetch_ahead(*this, ctx.plan, ctx.tuning.ucx.fetch_ahead,
+  fetch_ahead_ = buffers_->choose_fetch_ahead(*this, ctx.plan, ctx.tuning.ucx.fetch_ahead,
                                               "tuning.ucx.fetch_ahead", ctx.comm);
 }
 
@@ -360,7 +360,7 @@ void ucx_transport::address(const std::vector<peer_link>& links) {
     return *std::find_if(links.begin(), links.end(),
                          [&](const peer_link& l) { return l.rank == peer; });
   };
-  for (const auto& s : staging_->stages()) {
+  for (const auto& s : buffers_->stages()) {
     stage_operations ops;
     for (const auto& f : s.recvs) ops.recv_tags.push_back(tag_of(link_of(f.m->peer).receive_channel, f.m->tag));
     for (const auto& f : s.sends) {
@@ -394,7 +394,7 @@ ucx_transport::~ucx_transport() {
       }
   }
   // UCX may still move bytes of an operation in flight: keep its buffer.
-  if (in_flight) (void)staging_.release();
+  if (in_flight) (void)buffers_.release();
 }
 
 void ucx_transport::fail(const message& m, std::string_view from_or_to, ucs_status_t status) const {
@@ -404,7 +404,7 @@ void ucx_transport::fail(const message& m, std::string_view from_or_to, ucs_stat
 }
 
 void ucx_transport::start(size_t stage_index) {
-  const staged_stage& s = staging_->stages()[stage_index];
+  const buffered_stage& s = buffers_->stages()[stage_index];
   stage_operations& ops = stages_[stage_index];
   // A stage whose messages are still in flight (its wait threw) cannot start again.
   for (const auto* list : {&ops.recvs, &ops.sends})
@@ -449,7 +449,7 @@ void ucx_transport::start(size_t stage_index) {
 }
 
 bool ucx_transport::land(size_t stage_index) {
-  const staged_stage& s = staging_->stages()[stage_index];
+  const buffered_stage& s = buffers_->stages()[stage_index];
   stage_operations& ops = stages_[stage_index];
   bool complete = true;
   for (size_t i = 0; i < ops.recvs.size(); ++i) {
@@ -472,7 +472,7 @@ bool ucx_transport::land(size_t stage_index) {
 }
 
 void ucx_transport::wait(size_t stage_index) {
-  const staged_stage& s = staging_->stages()[stage_index];
+  const buffered_stage& s = buffers_->stages()[stage_index];
   if (s.recvs.empty() && s.sends.empty()) return;
   stage_operations& ops = stages_[stage_index];
   ucp_worker_h worker = ucx_->worker();

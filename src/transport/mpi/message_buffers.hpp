@@ -32,19 +32,19 @@ struct staged_message {
   copy_list copies;  // sends: the boxes -> buffer (pack); receives: buffer -> the boxes
 };
 
-struct staged_stage {
+struct buffered_stage {
   std::vector<staged_message> sends, recvs;
   copy_list self_copies;
 };
 
-class staging {
+class message_buffers {
  public:
-  staging(const exchange_plan& plan, const field_set& fields);
-  staging(const staging&) = delete;
-  staging& operator=(const staging&) = delete;
-  ~staging();
+  message_buffers(const exchange_plan& plan, const field_set& fields);
+  message_buffers(const message_buffers&) = delete;
+  message_buffers& operator=(const message_buffers&) = delete;
+  ~message_buffers();
 
-  const std::vector<staged_stage>& stages() const { return stages_; }
+  const std::vector<buffered_stage>& stages() const { return stages_; }
 
   // Collective over comm: whether the packs, unpacks and self copies fetch
   // short strided runs ahead (copy_list::fetch_ahead), and how that was
@@ -59,7 +59,7 @@ class staging {
 
  private:
   std::byte* buffer_ = nullptr;
-  std::vector<staged_stage> stages_;
+  std::vector<buffered_stage> stages_;
 };
 
 }  // namespace halox

@@ -1,4 +1,4 @@
-#include "transport/mpi/staging.hpp"
+#include "transport/mpi/message_buffers.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -13,7 +13,7 @@ constexpr size_t alignment = 64;
 size_t round_up(size_t n) { return (n + alignment - 1) / alignment * alignment; }
 }  // namespace
 
-staging::staging(const exchange_plan& plan, const field_set& fields) {
+message_buffers::message_buffers(const exchange_plan& plan, const field_set& fields) {
   std::byte* const* f = fields.pointers.data();
   const size_t element_bytes = plan.element_bytes;
   // Stages run one after another (a stage's sends complete in its wait), so
@@ -29,7 +29,7 @@ staging::staging(const exchange_plan& plan, const field_set& fields) {
   if (!buffer_) throw std::bad_alloc();
 
   for (const auto& s : plan.stages) {
-    staged_stage st;
+    buffered_stage st;
     std::byte* cursor = buffer_;
     for (const auto& m : s.recvs) {
       staged_message piece{&m, cursor, {}};
@@ -48,9 +48,9 @@ staging::staging(const exchange_plan& plan, const field_set& fields) {
   }
 }
 
-staging::~staging() { std::free(buffer_); }
+message_buffers::~message_buffers() { std::free(buffer_); }
 
-std::string staging::choose_fetch_ahead(transport& t, const exchange_plan& plan,
+std::string message_buffers::choose_fetch_ahead(transport& t, const exchange_plan& plan,
                                         std::optional<bool> forced, std::string_view forced_by,
                                         MPI_Comm comm) {
   std::vector<copy_list*> lists;
