@@ -1,0 +1,178 @@
+// What halox-bench prints: each configuration, the summary table, the breakdown.
+#include "bench.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <map>
+
+namespace halox::bench {
+
+namespace {
+
+// A reference over the exchange, round by round (both measured in the same
+// minute of the machine), median over rounds.
+double share_of(const std::vector<double>& references, const std::vector<double>& exchanges) {
+  std::vector<double> ratios;
+  for (size_t i = 0; i < exchanges.size() && i < references.size(); ++i)
+    if (exchanges[i] > 0) ratios.push_back(references[i] / exchanges[i]);
+  return ratios.empty() ? 0.0 : summarize(ratios).median;
+}
+
+}  // namespace
+
+// The single-copy floor over the exchange.
+double efficiency(const result& r) {
+  return share_of(r.round_floors, r.round_medians);
+}
+
+// The self-copy reference over the exchange: 1 is what the layout allows
+// without crossing ranks.
+double reference_share(const result& r) {
+  return share_of(r.round_references, r.round_medians);
+}
+
+namespace {
+
+std::string us(double seconds) { return fmt::format("{:.2f}", seconds * 1e6); }
+
+// What the plain-MPI variants follow, so that a ratio over them says which program it stands for.
+std::string baseline_text(const std::string& baseline) {
+  if (baseline == "mpi-types/staged/sequence")
+    return baseline + " (the algorithm of cartex mpi_comm --MPI-datatypes)";
+  if (baseline == "mpi-cartex/staged/sequence")
+    return baseline + " (the algorithm of cartex mpi_comm, the Betzy results' benchmark_mpi_comm)";
+  return baseline;
+}
+
+}  // namespace
+
+void print_result(const result& r, const summary& s) {
+  double mean_per = r.loop_seconds / static_cast<double>(r.exchanges);
+  double bytes = static_cast<double>(r.bytes_sent + r.bytes_copied);
+  fmt::print("\n{}  [{}]  path {}, {} memory\n", r.cfg.variant(), r.cfg.shape(), r.path, r.memory);
+  fmt::print("  per exchange: {} messages, {} B to other ranks, {} B local copies (rank 0); "
+             "max over ranks {} B\n",
+             r.messages, r.bytes_sent, r.bytes_copied, r.max_bytes_sent);
+  fmt::print("  time per exchange [us], slowest rank, {} exchanges: median {}  mean {}  sd {}\n",
+             r.exchanges, us(s.median), us(s.mean), us(s.stddev));
+  fmt::print("    min {}  p5 {}  p25 {}  p75 {}  p95 {}  max {}\n", us(s.min), us(s.p5), us(s.p25),
+             us(s.p75), us(s.p95), us(s.max));
+  fmt::print("  seconds per 10000 exchanges: {:.4f}   throughput {:.2f} GB/s   single-copy floor "
+             "{} us -> efficiency {:.1f} %\n",
+             mean_per * 1e4, bytes / s.median / 1e9, us(r.memcpy_seconds), 100.0 * efficiency(r));
+  fmt::print("  self-copy reference {} us (each rank fills the same halos from its own cells, "
+             "nothing crossing ranks) -> {:.1f} % of it\n",
+             us(r.reference_seconds), 100.0 * reference_share(r));
+  if (r.computed)
+    fmt::print("  compute step between exchanges (untimed): {} us\n",
+               us(r.compute_seconds / static_cast<double>(r.exchanges)));
+  if (!r.settings.empty()) fmt::print("  transport settings: {}\n", r.settings);
+  fmt::print("  setup {:.1f} ms (auto choices {:.1f}, plan {:.1f}, transports {:.1f}; slowest "
+             "rank), {} neighbours at most\n",
+             r.setup.slowest.total_s * 1e3, r.setup.slowest.measured_choice_s * 1e3,
+             r.setup.slowest.plan_s * 1e3, r.setup.slowest.transports_s * 1e3, r.setup.neighbours);
+  if (!r.breakdown.empty())
+    fmt::print("  per stage [us per exchange, middle half's mean of the recorded exchanges]: p "
+               "pack, c other copies, wp wait for peers, wr wait for readers, o other\n"
+               "    slowest {}\n    median  {}\n",
+               describe_split(slowest_rank(r.breakdown)), describe_split(median_rank(r.breakdown)));
+  std::string sent;
+  for (const auto& t : r.sent)
+    sent += fmt::format("; {} {} B on node, {} B off node", t.transport, t.bytes_to_same_node,
+                        t.bytes_to_other_nodes);
+  fmt::print("  all ranks per exchange: plan {} B within hosts, {} B across hosts{}\n",
+             r.plan_to_same_host, r.plan_to_other_hosts, sent);
+  fmt::print("  verification: {}\n", r.verified ? "passed (first and last exchange)" : "skipped");
+}
+
+void print_summary(const std::vector<result>& results, const std::vector<summary>& stats,
+                   const std::string& baseline) {
+  std::vector<std::string> variants, shapes;
+  std::map<std::pair<std::string, std::string>, double> median, floor;
+  for (size_t i = 0; i < results.size(); ++i) {
+    auto v = results[i].cfg.variant(), sh = results[i].cfg.shape();
+    if (std::find(variants.begin(), variants.end(), v) == variants.end()) variants.push_back(v);
+    if (std::find(shapes.begin(), shapes.end(), sh) == shapes.end()) shapes.push_back(sh);
+    median[{v, sh}] = stats[i].median;
+    floor[{v, sh}] = efficiency(results[i]);
+  }
+  bool have_baseline = std::find(variants.begin(), variants.end(), baseline) != variants.end();
+  size_t width = 22;
+  for (const auto& sh : shapes) width = std::max(width, sh.size() + 2);
+  fmt::print("\nSummary: median time per exchange [us] of the slowest rank{}; N% = efficiency "
+             "(the single-copy floor over the time)\n",
+             have_baseline ? fmt::format("; (xN) = speed-up over {}", baseline_text(baseline)) : "");
+  size_t name_width = 34;
+  for (const auto& v : variants) name_width = std::max(name_width, v.size() + 2);
+  fmt::print("{:<{}}", "transport/algorithm/fields", name_width);
+  for (const auto& sh : shapes) fmt::print("{:>{}}", sh, width);
+  fmt::print("\n");
+  for (const auto& v : variants) {
+    fmt::print("{:<{}}", v, name_width);
+    for (const auto& sh : shapes) {
+      auto it = median.find({v, sh});
+      if (it == median.end()) {
+        fmt::print("{:>{}}", "-", width);
+        continue;
+      }
+      std::string cell = us(it->second);
+      if (have_baseline && median.count({baseline, sh}) && it->second > 0)
+        cell += fmt::format(" (x{:.2f})", median[{baseline, sh}] / it->second);
+      if (it->second > 0) cell += fmt::format(" {:3.0f}%", 100.0 * floor[{v, sh}]);
+      fmt::print("{:>{}}", cell, width);
+    }
+    fmt::print("\n");
+  }
+  // Automatic choices against the fastest variant named in the same run on the
+  // same field memory (a choice can only take the transports that memory
+  // allows at their speed there), and, when faster, the fastest on any memory.
+  for (size_t i = 0; i < results.size(); ++i) {
+    const config& c = results[i].cfg;
+    if (!c.automatic()) continue;
+    const std::string shape = c.shape();
+    size_t best = results.size(), best_any = results.size();
+    for (size_t j = 0; j < results.size(); ++j) {
+      const config& o = results[j].cfg;
+      if (o.shape() != shape || o.automatic()) continue;
+      if (best_any == results.size() || stats[j].median < stats[best_any].median) best_any = j;
+      if (results[j].memory != results[i].memory) continue;
+      if (best == results.size() || stats[j].median < stats[best].median) best = j;
+    }
+    if (best_any == results.size()) continue;
+    // Time ratio, and the efficiency ratio, which divides out a machine whose
+    // speed drifts between the variants' turns.
+    auto versus = [&](size_t j) {
+      const double e = efficiency(results[i]), ej = efficiency(results[j]);
+      return fmt::format("{:.2f} us ({:.0f}%) of {} on {} memory: x{:.2f} in time, x{:.2f} in "
+                         "efficiency",
+                         stats[j].median * 1e6, 100 * ej, results[j].cfg.variant(),
+                         results[j].memory, stats[i].median / stats[j].median,
+                         e > 0 ? ej / e : 0.0);
+    };
+    std::string line = fmt::format("{} [{}]: {}; {:.2f} us ({:.0f}%)", c.variant(), shape,
+                                   results[i].chosen, stats[i].median * 1e6,
+                                   100 * efficiency(results[i]));
+    if (best != results.size()) line += " against the fastest named variant, " + versus(best);
+    if (best_any != best)
+      line += (best != results.size() ? "; on any memory " : " against ") + versus(best_any);
+    fmt::print("{}\n", line);
+  }
+}
+
+// --breakdown: each configuration's stage splits, slowest and median rank,
+// and its self-copy share (what the splits explain).
+void print_breakdown(const std::vector<result>& results) {
+  fmt::print("\nWhere the time goes [us per exchange, the mean of each rank's middle half of the "
+             "recorded exchanges (--stage-times)], per stage: p pack, c other copies, wp wait for "
+             "peers, wr wait for readers, o other; self = self-copy reference over the median "
+             "time\n");
+  for (const auto& r : results) {
+    if (r.breakdown.empty()) continue;
+    fmt::print("{} [{}] self {:.2f}\n  slowest {}\n  median  {}\n", r.cfg.variant(),
+               r.cfg.shape(), reference_share(r), describe_split(slowest_rank(r.breakdown)),
+               describe_split(median_rank(r.breakdown)));
+  }
+}
+
+}  // namespace halox::bench

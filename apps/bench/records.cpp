@@ -1,0 +1,80 @@
+// One JSON record per configuration (--json).
+#include "bench.hpp"
+
+#include "halox/common/memory.hpp"
+#include "halox/device.hpp"
+#include "halox/options_json.hpp"
+
+namespace halox::bench {
+
+nlohmann::json to_json_record(const result& r, const summary& s, const bench_options& o,
+                              const decomposition& decomp, const nlohmann::json& provenance,
+                              const std::string& run_id) {
+  nlohmann::json j = provenance;
+  j["tool"] = program;
+  j["run_id"] = run_id;
+  j["config"] = {{"transport", r.cfg.transport_label()},
+                 {"transport_path", r.path},
+                 {"chosen", r.chosen},
+                 // What the automatic choice decided, as the wisdom file stores it.
+                 {"choice", r.decided ? choice_to_json(*r.decided) : nlohmann::json(nullptr)},
+                 {"algorithm", r.cfg.algorithm_label()},
+                 {"fields", r.cfg.fields.label},
+                 {"fields_per_message", r.fields_per_message},
+                 {"fields_per_block", r.fields_per_block},
+                 {"type", to_string(r.cfg.type)},
+                 {"halo", r.cfg.halo_label},
+                 {"halo_lo", r.cfg.halo.lo},
+                 {"halo_hi", r.cfg.halo.hi},
+                 {"nfields", r.cfg.nfields},
+                 {"domain", o.global_domain.empty() ? o.domain : std::vector<int>{}},
+                 {"global_domain", o.global_domain},
+                 {"timing", o.timing},
+                 {"warmup", o.warmup},
+                 {"rounds", o.rounds},
+                 {"check", !o.no_check},
+                 {"memory", r.memory},
+                 {"memory_fallback", o.shared_memory_fallback},
+                 {"huge_pages", transparent_huge_pages()},
+                 {"transport_settings", r.settings},
+                 {"ranks_per_node", o.decomp.ranks_per_node}};
+  j["decomposition"] = {{"kind", decomp.kind()},
+                        {"dims", decomp.dims()},
+                        {"periodic", decomp.periodic()},
+                        {"order", decomp.order().name()}};
+  j["plan"] = {{"messages", r.messages},
+               {"bytes_sent", r.bytes_sent},
+               {"bytes_copied", r.bytes_copied},
+               {"max_bytes_sent", r.max_bytes_sent}};
+  nlohmann::json sent = nlohmann::json::array();
+  for (const auto& t : r.sent)
+    sent.push_back({{"transport", t.transport},
+                    {"bytes_to_same_node", t.bytes_to_same_node},
+                    {"bytes_to_other_nodes", t.bytes_to_other_nodes}});
+  // Per exchange, summed over ranks: the plan by host name, and what the
+  // routing handed each transport by node.
+  j["traffic"] = {{"plan_bytes_to_same_host", r.plan_to_same_host},
+                  {"plan_bytes_to_other_hosts", r.plan_to_other_hosts},
+                  {"sent", sent}};
+  double mean_per = r.loop_seconds / static_cast<double>(r.exchanges);
+  j["exchanges"] = r.exchanges;
+  j["time_per_exchange_s"] = s;
+  j["loop_mean_s"] = mean_per;
+  j["seconds_per_10000"] = mean_per * 1e4;
+  j["memcpy_s"] = r.memcpy_seconds;
+  if (r.computed) j["compute_step_s"] = r.compute_seconds / static_cast<double>(r.exchanges);
+  j["efficiency"] = efficiency(r);
+  j["self_copy_reference_s"] = r.reference_seconds;
+  j["self_copy_share"] = reference_share(r);
+  j["throughput_GBps"] = s.median > 0 ? (r.bytes_sent + r.bytes_copied) / s.median / 1e9 : 0.0;
+  j["verification"] = r.verified ? "passed" : "skipped";
+  if (r.memory == "device") {
+    j["gpu"] = cuda::device_name();
+    j["cuda_version"] = cuda::version();
+  }
+  j["stage_breakdown"] = to_json(r.breakdown);
+  j["setup"] = to_json(r.setup);
+  return j;
+}
+
+}  // namespace halox::bench
