@@ -228,17 +228,23 @@ def full(records: Sequence[Record], metric: str = "median") -> Report:
     labels = rec.toolchain_labels(records)
     toolchains = list(labels)
     split_tc = len(toolchains) > 1
-    split_alg = len({r.algorithm for r in records}) > 1
+    own = sorted({r.algorithm for r in records if not r.peer},
+                 key=lambda a: rec.order_rank(a, rec.ALGORITHM_ORDER))
+    split_alg = len(own) > 1
+
+    def algorithm(r: Record) -> str:
+        """A peer program's columns are those of the first algorithm (it has none of halox's)."""
+        return (own[0] if own else r.algorithm) if r.peer else r.algorithm
 
     def section_key(r: Record):
         return context_key(r) + (() if split_tc else (toolchains.index(rec.toolchain_id(r)),))
 
     def group_of(r: Record) -> tuple:
-        return ((rec.order_rank(r.algorithm, rec.ALGORITHM_ORDER),) if split_alg else ()) + \
+        return ((rec.order_rank(algorithm(r), rec.ALGORITHM_ORDER),) if split_alg else ()) + \
                ((toolchains.index(rec.toolchain_id(r)),) if split_tc else ())
 
     def suffix(r: Record) -> str:
-        parts = [r.algorithm] if split_alg else []
+        parts = [algorithm(r)] if split_alg else []
         if split_tc:
             parts.append(labels[rec.toolchain_id(r)])
         return ", ".join(parts)
@@ -262,7 +268,7 @@ def full(records: Sequence[Record], metric: str = "median") -> Report:
         tables = []
         for _, trecs in rec.group(srecs, table_key).items():
             t = trecs[0]
-            title = f"{t.transport}/{t.fields}" if split_alg else t.variant
+            title = f"{t.transport}/{t.fields}" if split_alg and not t.peer else t.variant
             if several_types:
                 title += f" ({t.type})"
             cells: dict[tuple, list[Record]] = {}

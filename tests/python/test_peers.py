@@ -275,6 +275,14 @@ def test_sweep_records_peers_and_resumes_across_a_failed_peer(tmp_path):
     assert rows["mpi-types/staged/sequence"] == pytest.approx(
         [halox_rows[1], halox_rows[5], peer_median / halox_rows[1], peer_median / halox_rows[5]])
     assert any("with the peer programs run beside it" in n for n in table.notes)
+    # the full layout: a table per variant and per peer, rows = halo, columns = fields
+    full = rep.build(loaded.records, "full", "median")
+    tables = {t.title: t for t in full.sections[0].tables}
+    assert set(tables) == {"cartex-dt", "mpi-types/staged/sequence"}
+    assert tables["cartex-dt"].columns == ["1"]
+    assert [label for label, _ in tables["cartex-dt"].rows] == ["1", "5"]
+    for _, values in tables["cartex-dt"].rows:
+        assert values == pytest.approx([peer_median])
     text = halox("report", out, "--baseline", "cartex-dt", "--markdown",
                  "--plot", tmp_path / "plot.png")
     assert text.returncode == 0, text.stderr
