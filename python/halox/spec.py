@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import hashlib
 import itertools
 import json
 import os
@@ -471,14 +472,36 @@ class Option:
 _TYPE_KINDS = {"INT": "int", "UINT": "nonneg_int", "FLOAT": "number", "SIZE": "size"}
 
 
+def _options_cache(exe: pathlib.Path) -> pathlib.Path:
+    """Where the option list of this build of exe is kept: starting an MPI program to ask
+    costs about half a second, and every `halox sweep` asks."""
+    stat = exe.stat()
+    key = hashlib.sha1(f"{exe.resolve()}:{stat.st_mtime_ns}:{stat.st_size}".encode())
+    cache = pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache")
+    return cache / "halox" / "options" / f"{exe.name}-{key.hexdigest()[:16]}.json"
+
+
 @functools.lru_cache(maxsize=None)
-def _help_json(exe: str, version: int) -> tuple[dict, ...]:
-    """The options `exe --help-json` lists (version: the file's mtime, so a rebuild counts)."""
+def _help_json(exe: pathlib.Path) -> tuple[dict, ...]:
+    """The options `exe --help-json` lists (kept per build of exe)."""
+    cached = _options_cache(exe)
     try:
-        done = subprocess.run([exe, "--help-json"], capture_output=True, text=True, timeout=60)
-        schema = json.loads(done.stdout) if done.returncode == 0 else None
-    except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError):
+        schema = json.loads(cached.read_text())
+    except (OSError, json.JSONDecodeError):
         schema = None
+    if not isinstance(schema, dict):
+        try:
+            done = subprocess.run([str(exe), "--help-json"], capture_output=True, text=True,
+                                  timeout=60)
+            schema = json.loads(done.stdout) if done.returncode == 0 else None
+        except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError):
+            schema = None
+        if isinstance(schema, dict):
+            try:
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                cached.write_text(json.dumps(schema))
+            except OSError:
+                pass  # asked again next time
     if not isinstance(schema, dict) or not isinstance(schema.get("options"), list):
         raise SpecError(f"{exe} --help-json did not list its options; rebuild it")
     return tuple(schema["options"])
@@ -502,7 +525,7 @@ def program_options(program: Program, exe: pathlib.Path) -> dict[str, Option]:
     """The [bench] keys of the built program: each option it lists under its long name (dashes
     as underscores), negations ("--no-x") as flags of their own."""
     options = {}
-    for entry in _help_json(str(exe), exe.stat().st_mtime_ns):
+    for entry in _help_json(exe):
         key = entry["name"].lstrip("-").replace("-", "_")
         kind = program.values.get(key) or _kind_of(entry)
         options[key] = Option(entry["name"], kind, tuple(str(c) for c in entry.get("choices", ())))

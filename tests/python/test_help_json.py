@@ -119,3 +119,17 @@ def test_bad_bench_keys_are_one_line_from_the_programs_options(tmp_path, program
         plan_of(tmp_path, f"[sweep]\nranks = 2\nexecutable = '{program}'\n[bench]\n{bench}\n")
     assert message in str(error.value)
     assert "\n" not in str(error.value)
+
+
+def test_the_option_list_is_kept_per_build_and_asked_again_when_unreadable(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    exe = build_dir() / "halox-ipc"
+    spec._help_json.cache_clear()
+    first = spec.program_options(spec.IPC, exe)
+    [kept] = (tmp_path / "halox" / "options").glob("halox-ipc-*.json")
+    assert json.loads(kept.read_text())["options"]
+    kept.write_text("{not json")
+    spec._help_json.cache_clear()
+    assert spec.program_options(spec.IPC, exe) == first
+    assert json.loads(kept.read_text())["options"]  # asked the program again, kept again
+    spec._help_json.cache_clear()
