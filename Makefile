@@ -1,4 +1,4 @@
-# halox: the two commands a newcomer needs are `make bench` and `make test`.
+# halox: the commands a newcomer needs are `make bench`, `make check` and `make test`.
 # MPI=openmpi (default) or MPI=mpich selects the toolchain; each has its own build folder.
 
 MPI ?= openmpi
@@ -30,7 +30,7 @@ PY_SOURCES := $(shell find python/halox python/src include src cmake -type f \
   \( -name '*.py' -o -name '*.cpp' -o -name '*.hpp' -o -name '*.cmake' -o -name '*.in' \)) \
   python/CMakeLists.txt python/pyproject.toml CMakeLists.txt src/CMakeLists.txt
 
-.PHONY: all deps test-deps venv configure build test bench sweep clean format
+.PHONY: all deps test-deps venv configure configure-only build check test bench sweep clean format
 
 all: build
 
@@ -66,6 +66,10 @@ $(VENV)/.installed: $(VENV)/.base $(PY_SOURCES)
 	@touch $@
 
 configure: deps
+	@$(MAKE) --no-print-directory configure-only
+
+# Configures without installing anything (what `make check` needs).
+configure-only:
 	@mkdir -p $(BUILD_DIR)
 	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
 	  -DMPI_C_COMPILER=$(MPICC) -DMPI_CXX_COMPILER=$(MPICXX) \
@@ -77,6 +81,17 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# The quick tier (docs/testing.md): unit tests, exchanges on 1 and 2 ranks, the programs'
+# quick runs, report and spec tests. Installs nothing and needs no root or Slurm.
+CHECK_CTEST_LABELS := -L 'unit|mpi' -LE 'slow|oversubscribed'
+CHECK_PYTEST_MARKERS := not slow and not root and not slurm
+check: configure-only venv
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CHECK_CTEST_LABELS)
+	@HALOX_BUILD_DIR=$(abspath $(BUILD_DIR)) HALOX_MPI=$(MPI) $(PYTHON) -m pytest -q -rs \
+	  -m "$(CHECK_PYTEST_MARKERS)" tests/python
+
+# The full suite: every ctest entry and pytest case (Slurm and the test hosts need root).
 test: build venv test-deps
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 	@HALOX_BUILD_DIR=$(abspath $(BUILD_DIR)) HALOX_MPI=$(MPI) $(PYTHON) -m pytest -q -rs tests/python

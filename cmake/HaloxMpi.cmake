@@ -14,12 +14,21 @@ endif()
 message(STATUS "halox: MPI flavour ${HALOX_MPI_FLAVOR}, launcher ${MPIEXEC_EXECUTABLE}")
 
 # halox_add_mpi_test(NAME name RANKS n COMMAND exe args... [TIMEOUT s]
-#                    [ENVIRONMENT var=value...] [MANY_SETUPS])
+#                    [ENVIRONMENT var=value...] [MANY_SETUPS] [UNIT] [SLOW])
 # MANY_SETUPS: the test builds hundreds of exchanges (collectives in each set-up).
+# Labels (ctest -L / -LE; `make check` runs 'unit|mpi' without 'slow|oversubscribed'):
+#   unit            UNIT: no peers, one rank under the launcher; else
+#   mpi             ranks that exchange with each other
+#   oversubscribed  more ranks than this machine has cores
+#   slow            SLOW: minutes rather than seconds
+#   ranks<n>        the number of ranks
+# TIMEOUT: 3 to 4 times the test's time with Open MPI on 2 cores, at least 30 s
+# (docs/testing.md); 60 s unless given.
 function(halox_add_mpi_test)
-  cmake_parse_arguments(T "MANY_SETUPS" "NAME;RANKS;TIMEOUT" "COMMAND;ENVIRONMENT" ${ARGN})
+  cmake_parse_arguments(T "MANY_SETUPS;UNIT;SLOW" "NAME;RANKS;TIMEOUT" "COMMAND;ENVIRONMENT"
+                        ${ARGN})
   if(NOT T_TIMEOUT)
-    set(T_TIMEOUT 300)
+    set(T_TIMEOUT 60)
   endif()
   cmake_host_system_information(RESULT _cores QUERY NUMBER_OF_LOGICAL_CORES)
   # MPICH 4.0 (ch4:ucx) busy-polls in every collective and does not yield: with
@@ -34,9 +43,26 @@ function(halox_add_mpi_test)
   add_test(NAME ${T_NAME}
     COMMAND ${MPIEXEC_EXECUTABLE} ${HALOX_MPIEXEC_TEST_FLAGS} ${MPIEXEC_NUMPROC_FLAG} ${T_RANKS}
             ${T_COMMAND})
+  if(T_UNIT)
+    set(labels unit)
+  else()
+    set(labels mpi)
+  endif()
+  if(T_RANKS GREATER _cores)
+    list(APPEND labels oversubscribed)
+  endif()
+  if(T_SLOW)
+    list(APPEND labels slow)
+  endif()
+  list(APPEND labels ranks${T_RANKS})
+  # The timeouts are measured with Open MPI. MPICH busy-polls, so that its
+  # oversubscribed ranks wait for each other's time slices: give them 3 times.
+  if(HALOX_MPI_FLAVOR STREQUAL "mpich" AND T_RANKS GREATER _cores)
+    math(EXPR T_TIMEOUT "3 * ${T_TIMEOUT}")
+  endif()
   # ctest -j counts a test's ranks, so oversubscribed runs do not pile up.
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} PROCESSORS ${T_RANKS}
-    LABELS "mpi;ranks${T_RANKS}")
+    LABELS "${labels}")
   set(env ${T_ENVIRONMENT})
   # Oversubscribed runs take smaller matrices: every collective of an
   # exchange's set-up costs a time slice per rank there. MPICH busy-polls in

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
+import hashlib
 import itertools
+import json
 import os
 import pathlib
 import re
@@ -34,11 +37,12 @@ class SpecError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Program:
-    """What a sweep needs to know about one halox program."""
+    """What a sweep needs to know about one halox program beyond its options, which the built
+    program lists itself (`--help-json`: names, values expected, type, choices)."""
     name: str
     list_keys: dict[str, str]    # [matrix] keys it takes as comma lists: one invocation
     expand_keys: dict[str, str]  # [matrix] keys it takes one value of: one invocation per value
-    options: dict[str, str]      # [bench] keys: every other option, by kind
+    values: dict[str, str]       # [bench] keys whose values the program checks in its own code
     allowed: dict[str, tuple[str, ...]]  # the values a [matrix] key may take ("all" included)
     every: dict[str, tuple[str, ...]]    # what "all" stands for, where the sweep knows it
     per_configuration: bool      # one record per matrix configuration (else one per run)
@@ -46,40 +50,39 @@ class Program:
 
 
 _RESERVED = {"json": "the output file is set by halox sweep (use --output or sweep.output)",
-             "help": "not a benchmark option"}
+             "help": "not a benchmark option", "help_json": "not a benchmark option"}
 
+# The value rules below are those no CLI11 check states (signs, formats): the programs check
+# them after parsing; the sweep checks them before anything is launched.
 BENCH = Program(
     name="halox-bench",
     list_keys={"halo": "nonneg_int", "nfields": "pos_int", "type": "str", "transport": "str",
                "algorithm": "str", "fields": "str"},
     expand_keys={},
-    options={
+    values={
         "domain": "xyz_pos", "global_domain": "xyz_pos", "halo_lo": "xyz_nonneg",
         "halo_hi": "xyz_nonneg", "nrep": "pos_int", "time": "pos_number", "warmup": "nonneg_int",
-        "rounds": "pos_int", "timing": "timing", "baseline": "variant", "no_check": "bool",
-        "quiet": "bool", "memory": "memory", "fields_per_block": "nonneg_int",
-        # decomposition (usually per run, in [[sweep.run]] args, but allowed for all runs here)
-        "decomposition": "decomposition", "mpicart": "xyz_nonneg", "periodic": "xyz_01",
-        "reorder": "bool", "node": "xyz_pos", "socket": "xyz_pos", "numa": "xyz_pos",
-        "l3": "xyz_pos", "l2": "xyz_pos", "l1": "xyz_pos", "core": "xyz_pos",
-        "hwthread": "xyz_pos", "slot": "xyz_pos", "order": "order",
-        "ranks_per_node": "nonneg_int", "topology": "str", "assume_binding": "binding",
+        "rounds": "pos_int", "timing": "timing", "baseline": "variant",
+        "fields_per_block": "nonneg_int", "mpicart": "xyz_nonneg", "node": "xyz_pos",
+        "socket": "xyz_pos", "numa": "xyz_pos", "l3": "xyz_pos", "l2": "xyz_pos",
+        "l1": "xyz_pos", "core": "xyz_pos", "hwthread": "xyz_pos", "slot": "xyz_pos",
+        "order": "order", "ranks_per_node": "nonneg_int",
     },
     allowed={"type": ("float", "double"),
              "algorithm": ("standard", "staged", "faces", "auto", "all"),
              "fields": ("cache", "compact", "whole", "sequence", "auto", "all")},
     every={"algorithm": ("standard", "staged", "faces"), "fields": ("compact", "sequence")},
     per_configuration=True,
-    reserved={**_RESERVED, "print": "it runs no benchmark"},
+    reserved={**_RESERVED, "print": "it runs no benchmark",
+              "list_transports": "it runs no benchmark"},
 )
 
 HALO2D = Program(
     name="halox-halo2d",
     list_keys={"tests": "str", "neighbors": "pos_int", "sizes": "size"},
     expand_keys={},
-    options={"mesh": "xy_nonneg", "periodic": "negatable", "reorder": "bool",
-             "min_size": "size", "max_size": "size", "nrep": "pos_int", "warmup": "nonneg_int",
-             "trials": "pos_int", "check": "negatable", "no_check": "bool", "digits": "pos_int"},
+    values={"mesh": "xy_nonneg", "nrep": "pos_int", "warmup": "nonneg_int", "trials": "pos_int",
+            "digits": "pos_int"},
     allowed={"tests": ("single", "all", "phased", "persistent", "irecv-first", "sendrecv"),
              "neighbors": ("2", "4", "8")},
     every={},
@@ -92,9 +95,7 @@ IPC = Program(
     list_keys={"mechanisms": "str"},
     expand_keys={"bufsize": "size", "layout": "layout", "stride_factor": "pos_int",
                  "chunk": "size"},
-    options={"min_block": "size", "max_block": "size", "pairs": "bool", "nrep": "pos_int",
-             "warmup": "nonneg_int", "cell_time": "nonneg_number", "no_check": "bool",
-             "no_populate": "bool"},
+    values={"nrep": "pos_int", "warmup": "nonneg_int", "cell_time": "nonneg_number"},
     allowed={"mechanisms": ("SHMEM_NP", "SHMEM_P", "CMA", "MAP_NC", "MAP_C", "MPI_DT",
                             "XPMEM_NC", "XPMEM_C", "all")},
     every={},
@@ -184,29 +185,26 @@ def _is_int(v: Any) -> bool:
 
 
 _CHOICES = {"timing": ("throughput", "latency", "compute"),
-            "decomposition": ("cart", "hw", "auto"),
             "order": ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"),
-            "binding": ("real", "spread", "core", "hwthread"),
-            "memory": ("auto", "private", "shared", "device"),
             "layout": ("contiguous", "strided"),
             "launcher": launch.LAUNCHERS,
             "bind": launch.BINDINGS}
 
 
-def check_scalar(where: str, kind: str, v: Any) -> None:
-    if kind in ("pos_int", "nonneg_int"):
+def check_scalar(where: str, kind: str, v: Any, choices: tuple[str, ...] = ()) -> None:
+    if kind in ("int", "pos_int", "nonneg_int"):
         if not _is_int(v):
             raise SpecError(f"{where} must be an integer, not {_type_name(v)} ({v!r})")
         if kind == "pos_int" and v <= 0:
             raise SpecError(f"{where} must be positive, got {v}")
-        if v < 0:
+        if kind == "nonneg_int" and v < 0:
             raise SpecError(f"{where} must not be negative, got {v}")
-    elif kind in ("pos_number", "nonneg_number"):
+    elif kind in ("number", "pos_number", "nonneg_number"):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise SpecError(f"{where} must be a number, not {_type_name(v)} ({v!r})")
         if kind == "pos_number" and v <= 0:
             raise SpecError(f"{where} must be positive, got {v}")
-        if v < 0:
+        if kind == "nonneg_number" and v < 0:
             raise SpecError(f"{where} must not be negative, got {v}")
     elif kind in ("bool", "negatable"):
         if not isinstance(v, bool):
@@ -223,14 +221,14 @@ def check_scalar(where: str, kind: str, v: Any) -> None:
             raise SpecError(f"{where} must be a string, not {_type_name(v)} ({v!r})")
         if not v:
             raise SpecError(f"{where} must not be empty")
-        allowed = _CHOICES.get(kind)
+        allowed = choices or _CHOICES.get(kind)
         if allowed and v not in allowed:
             raise SpecError(f"{where} must be one of {', '.join(allowed)}, got {v!r}")
         if kind == "variant" and v.count("/") != 2:
             raise SpecError(f"{where} must be transport/algorithm/fields, got {v!r}")
 
 
-def _option_words(where: str, kind: str, v: Any) -> list[str]:
+def _option_words(where: str, kind: str, v: Any, choices: tuple[str, ...] = ()) -> list[str]:
     """Checks an option value and returns its command-line words (after the option)."""
     if kind.startswith(("xyz_", "xy_")):
         n = 3 if kind.startswith("xyz_") else 2
@@ -244,8 +242,10 @@ def _option_words(where: str, kind: str, v: Any) -> list[str]:
                 raise SpecError(f"{where} entries must not be negative, got {v!r}")
             if kind.endswith("_01") and x > 1:
                 raise SpecError(f"{where} entries must be 0 or 1, got {v!r}")
+            if choices and str(x) not in choices:
+                raise SpecError(f"{where} entries must be one of {', '.join(choices)}, got {v!r}")
         return [str(x) for x in v]
-    check_scalar(where, kind, v)
+    check_scalar(where, kind, v, choices)
     if kind in ("bool", "negatable"):
         return []
     return [repr(v) if isinstance(v, float) else str(v)]
@@ -459,7 +459,99 @@ def _slurm_table(spec: dict) -> dict[str, Any]:
     return slurm
 
 
-def _option_table(program: Program, table: dict) -> list[str]:
+# ---------------------------------------------------------------------------------------------
+# The programs' own option lists
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    """One [bench] key: the option it sets and how its value is checked."""
+    word: str                         # "--halo", or "--no-periodic" for a negation
+    kind: str                         # a kind of check_scalar/_option_words
+    choices: tuple[str, ...] = ()     # the values the program accepts, where it lists them
+
+
+_TYPE_KINDS = {"INT": "int", "UINT": "nonneg_int", "FLOAT": "number", "SIZE": "size"}
+
+
+def _options_cache(exe: pathlib.Path) -> pathlib.Path:
+    """Where the option list of this build of exe is kept: starting an MPI program to ask
+    costs about half a second, and every `halox sweep` asks."""
+    stat = exe.stat()
+    key = hashlib.sha1(f"{exe.resolve()}:{stat.st_mtime_ns}:{stat.st_size}".encode())
+    cache = pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache")
+    return cache / "halox" / "options" / f"{exe.name}-{key.hexdigest()[:16]}.json"
+
+
+@functools.lru_cache(maxsize=None)
+def _help_json(exe: pathlib.Path) -> tuple[dict, ...]:
+    """The options `exe --help-json` lists (kept per build of exe)."""
+    cached = _options_cache(exe)
+    try:
+        schema = json.loads(cached.read_text())
+    except (OSError, json.JSONDecodeError):
+        schema = None
+    if not isinstance(schema, dict):
+        try:
+            done = subprocess.run([str(exe), "--help-json"], capture_output=True, text=True,
+                                  timeout=60)
+            schema = json.loads(done.stdout) if done.returncode == 0 else None
+        except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError):
+            schema = None
+        if isinstance(schema, dict):
+            try:
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                cached.write_text(json.dumps(schema))
+            except OSError:
+                pass  # asked again next time
+    if not isinstance(schema, dict) or not isinstance(schema.get("options"), list):
+        raise SpecError(f"{exe} --help-json did not list its options; rebuild it")
+    return tuple(schema["options"])
+
+
+def _kind_of(entry: dict) -> str:
+    """A value's check from the option's type, values expected and range."""
+    if entry["flag"]:
+        return "negatable" if entry.get("negations") else "bool"
+    kind = _TYPE_KINDS.get(entry.get("type", ""), "str")
+    low = entry.get("range", [None])[0]
+    if kind in ("int", "number") and low is not None and low >= 0:
+        kind = ("pos_" if low > 0 else "nonneg_") + kind
+    if entry["expected"] in (2, 3) and kind.endswith("int"):
+        sign = kind.split("_")[0] if "_" in kind else "int"
+        return ("xyz_" if entry["expected"] == 3 else "xy_") + sign
+    return kind
+
+
+def program_options(program: Program, exe: pathlib.Path) -> dict[str, Option]:
+    """The [bench] keys of the built program: each option it lists under its long name (dashes
+    as underscores), negations ("--no-x") as flags of their own."""
+    options = {}
+    for entry in _help_json(exe):
+        key = entry["name"].lstrip("-").replace("-", "_")
+        kind = program.values.get(key) or _kind_of(entry)
+        options[key] = Option(entry["name"], kind, tuple(str(c) for c in entry.get("choices", ())))
+        for negation in entry.get("negations", ()):
+            options[negation.lstrip("-").replace("-", "_")] = Option(negation, "bool")
+    return options
+
+
+def _unlisted_options(program: Program, table: dict) -> dict[str, Option]:
+    """Without a built program (a dry run): its value rules, and any other key as its value's
+    TOML type says (the program checks it when it runs)."""
+    options = {}
+    for key, value in table.items():
+        kind = program.values.get(key)
+        if kind is None:
+            kind = "bool" if isinstance(value, bool) else "int" if _is_int(value) else \
+                "number" if isinstance(value, float) else \
+                "xyz_int" if isinstance(value, list) and len(value) == 3 else \
+                "xy_int" if isinstance(value, list) and len(value) == 2 else "str"
+        options[key] = Option("--" + key.replace("_", "-"), kind)
+    return options
+
+
+def _option_table(program: Program, options: dict[str, Option], table: dict) -> list[str]:
     """[bench]: the program's other options, passed through as --key value."""
     words: list[str] = []
     for key, value in table.items():
@@ -467,23 +559,25 @@ def _option_table(program: Program, table: dict) -> list[str]:
             raise SpecError(f"bench.{key} cannot be set: {program.reserved[key]}")
         if key in program.list_keys or key in program.expand_keys:
             raise SpecError(f"bench.{key} is a list option; put it in [matrix]")
-        if key not in program.options:
-            raise _unknown("bench", key, program.options)
-        kind = program.options[key]
-        option_words = _option_words(f"bench.{key}", kind, value)
-        option = "--" + key.replace("_", "-")
-        if kind == "bool":
+        if key not in options:
+            raise _unknown("bench", key, [k for k in options if k not in program.reserved])
+        option = options[key]
+        option_words = _option_words(f"bench.{key}", option.kind, value, option.choices)
+        if option.kind == "bool":
             if value:
-                words.append(option)
-        elif kind == "negatable":
-            words.append(option if value else "--no-" + key.replace("_", "-"))
+                words.append(option.word)
+        elif option.kind == "negatable":
+            words.append(option.word if value else "--no-" + option.word.removeprefix("--"))
         else:
-            words += [option, *option_words]
+            words += [option.word, *option_words]
     return words
 
 
-def _make_plan(spec_path, spec, output, build_dir, mpi, launcher_name, timeout,
-               require_build) -> Plan:
+# ---------------------------------------------------------------------------------------------
+# Spec -> plan, part by part
+
+
+def _top_tables(spec: dict) -> tuple[dict, dict, dict]:
     for key in spec:
         if key not in TOP_KEYS:
             raise _unknown("", key, TOP_KEYS)
@@ -492,16 +586,19 @@ def _make_plan(spec_path, spec, output, build_dir, mpi, launcher_name, timeout,
     sweep = _normalise_keys(_need_table("[sweep]", spec["sweep"]), "[sweep]")
     matrix = _normalise_keys(_need_table("[matrix]", spec.get("matrix", {})), "[matrix]")
     bench_opts = _normalise_keys(_need_table("[bench]", spec.get("bench", {})), "[bench]")
-
     for key in sweep:
         if key not in SWEEP_KEYS:
             raise _unknown("sweep", key, SWEEP_KEYS)
+    return sweep, matrix, bench_opts
+
+
+def _sweep_basics(spec_path: pathlib.Path, sweep: dict, mpi: str | None):
+    """The program, the MPI flavour, the name, repeat and the environment of every run."""
     executable = sweep.get("executable", DEFAULT_EXECUTABLE)
     check_scalar("sweep.executable", "str", executable)
     if executable not in PROGRAMS:
         raise SpecError(f"sweep.executable must be one of {', '.join(PROGRAMS)}, "
                         f"got {executable!r}")
-    program = PROGRAMS[executable]
     if "ranks" not in sweep:
         raise SpecError("sweep.ranks is missing (the number of MPI ranks)")
     check_scalar("sweep.ranks", "pos_int", sweep["ranks"])
@@ -520,16 +617,26 @@ def _make_plan(spec_path, spec, output, build_dir, mpi, launcher_name, timeout,
     sweep_env = _env_table("sweep.env", sweep["env"]) if "env" in sweep else {}
     if "timeout" in sweep:
         check_scalar("sweep.timeout", "pos_number", sweep["timeout"])
-    settings = _launch_settings(sweep, launcher_name, flavor)
-    slurm = _slurm_table(spec)
+    return PROGRAMS[executable], flavor, name, repeat, sweep_env
 
-    # Matrix: comma lists within one invocation, expanded keys across invocations.
+
+def _build_of(sweep: dict, build_dir: str | None, flavor: str, root: pathlib.Path):
+    if build_dir is not None:  # from the command line: relative to the current folder
+        return pathlib.Path(build_dir).resolve()
+    if "build_dir" in sweep:  # from the spec: relative to the checkout
+        check_scalar("sweep.build_dir", "str", sweep["build_dir"])
+        return (root / sweep["build_dir"]).resolve()
+    return root / "build" / flavor
+
+
+def _matrix_words(program: Program, options: dict[str, Option], matrix: dict):
+    """Matrix: comma lists within one invocation, expanded keys across invocations."""
     lists: dict[str, list[str]] = {}
     expanded: dict[str, list[str]] = {}
     for key, value in matrix.items():
         kind = program.list_keys.get(key) or program.expand_keys.get(key)
         if kind is None:
-            if key in program.options:
+            if key in options:
                 raise SpecError(f"matrix.{key} is not a list option of {program.name}; "
                                 "put it in [bench]")
             raise _unknown("matrix", key, {**program.list_keys, **program.expand_keys})
@@ -540,60 +647,55 @@ def _make_plan(spec_path, spec, output, build_dir, mpi, launcher_name, timeout,
                 raise SpecError(f"matrix.{key}: unknown value '{w}' "
                                 f"(expected {', '.join(allowed)})")
         (lists if key in program.list_keys else expanded)[key] = words
+    return lists, expanded
 
-    bench_words = _option_table(program, bench_opts)
 
-    # Runs.
+def _run_entry(where: str, run: Any, sweep: dict, timeout: float | None, sweep_env: dict):
+    run = _normalise_keys(_need_table(where, run), where)
+    for key in run:
+        if key not in RUN_KEYS:
+            raise _unknown(where, key, RUN_KEYS)
+    if "name" not in run:
+        raise SpecError(f"{where}.name is missing")
+    check_scalar(f"{where}.name", "str", run["name"])
+    if not re.fullmatch(r"[A-Za-z0-9._+-]+", run["name"]):
+        raise SpecError(f"{where}.name may hold only letters, digits, '.', '_', '+' and "
+                        f"'-', got {run['name']!r}")
+    args = _string_list(f"{where}.args", run.get("args", []))
+    for a in args:
+        if a in ("--json", "--help", "-h", "--print") or a.startswith("--json="):
+            raise SpecError(f"{where}.args cannot contain {a}")
+    ranks = run.get("ranks", sweep["ranks"])
+    check_scalar(f"{where}.ranks", "pos_int", ranks)
+    run_timeout = timeout
+    if run_timeout is None and "timeout" in run:
+        check_scalar(f"{where}.timeout", "pos_number", run["timeout"])
+        run_timeout = run["timeout"]
+    if run_timeout is None:
+        run_timeout = sweep.get("timeout")
+    env = dict(sweep_env)
+    if "env" in run:
+        env.update(_env_table(f"{where}.env", run["env"]))
+    return run["name"], ranks, args, env, run_timeout
+
+
+def _runs(sweep: dict, timeout: float | None, sweep_env: dict) -> list[tuple]:
     runs_raw = sweep.get("run", [{"name": "default"}])
     if not isinstance(runs_raw, list) or not runs_raw:
         raise SpecError("sweep.run must be a non-empty array of tables ([[sweep.run]])")
     runs = []
     names = set()
     for i, run in enumerate(runs_raw, start=1):
-        where = f"sweep.run[{i}]"
-        run = _normalise_keys(_need_table(where, run), where)
-        for key in run:
-            if key not in RUN_KEYS:
-                raise _unknown(where, key, RUN_KEYS)
-        if "name" not in run:
-            raise SpecError(f"{where}.name is missing")
-        check_scalar(f"{where}.name", "str", run["name"])
-        if not re.fullmatch(r"[A-Za-z0-9._+-]+", run["name"]):
-            raise SpecError(f"{where}.name may hold only letters, digits, '.', '_', '+' and "
-                            f"'-', got {run['name']!r}")
-        if run["name"] in names:
-            raise SpecError(f"{where}.name '{run['name']}' is used twice")
-        names.add(run["name"])
-        args = _string_list(f"{where}.args", run.get("args", []))
-        for a in args:
-            if a in ("--json", "--help", "-h", "--print") or a.startswith("--json="):
-                raise SpecError(f"{where}.args cannot contain {a}")
-        ranks = run.get("ranks", sweep["ranks"])
-        check_scalar(f"{where}.ranks", "pos_int", ranks)
-        run_timeout = timeout
-        if run_timeout is None and "timeout" in run:
-            check_scalar(f"{where}.timeout", "pos_number", run["timeout"])
-            run_timeout = run["timeout"]
-        if run_timeout is None:
-            run_timeout = sweep.get("timeout")
-        env = dict(sweep_env)
-        if "env" in run:
-            env.update(_env_table(f"{where}.env", run["env"]))
-        runs.append((run["name"], ranks, args, env, run_timeout))
+        entry = _run_entry(f"sweep.run[{i}]", run, sweep, timeout, sweep_env)
+        if entry[0] in names:
+            raise SpecError(f"sweep.run[{i}].name '{entry[0]}' is used twice")
+        names.add(entry[0])
+        runs.append(entry)
+    return runs
 
-    # Build, output.
-    root = repo_root()
-    if build_dir is not None:  # from the command line: relative to the current folder
-        build = pathlib.Path(build_dir).resolve()
-    elif "build_dir" in sweep:  # from the spec: relative to the checkout
-        check_scalar("sweep.build_dir", "str", sweep["build_dir"])
-        build = (root / sweep["build_dir"]).resolve()
-    else:
-        build = root / "build" / flavor
-    exe = build / program.name
-    built = exe.is_file() and os.access(exe, os.X_OK)
-    if require_build and not built:
-        raise SpecError(f"{exe} is not built (run `make build MPI={flavor}`)")
+
+def _known_values(program: Program, exe: pathlib.Path, built: bool, lists: dict):
+    """What "all" stands for; halox-bench's transports from the build."""
     known = dict(program.every)
     if program is BENCH and built:
         transports = bench_transports(exe)
@@ -603,15 +705,19 @@ def _make_plan(spec_path, spec, output, build_dir, mpi, launcher_name, timeout,
                 if t not in ("all", "auto") and t not in transports:
                     raise SpecError(f"matrix.transport: unknown transport '{t}' "
                                     f"({program.name} knows {', '.join(transports)}, auto, all)")
+    return known
 
+
+def _output_of(sweep: dict, output: str | None, root: pathlib.Path, name: str, flavor: str):
     if output is None and "output" in sweep:
         check_scalar("sweep.output", "str", sweep["output"])
         output = str(root / sweep["output"]) if not pathlib.Path(sweep["output"]).is_absolute() \
             else sweep["output"]
-    out = pathlib.Path(output).resolve() if output else default_output(root, name, flavor)
-    work = work_dir_of(out)
+    return pathlib.Path(output).resolve() if output else default_output(root, name, flavor)
 
-    # Configurations per invocation and a duration estimate, for the progress display.
+
+def _estimate(program: Program, lists: dict, known: dict, bench_opts: dict):
+    """Configurations per invocation and a duration estimate, for the progress display."""
     configurations = 0
     if program.per_configuration:
         configurations = 1
@@ -623,6 +729,31 @@ def _make_plan(spec_path, spec, output, build_dir, mpi, launcher_name, timeout,
     estimate = None
     if "time" in bench_opts and configurations:
         estimate = configurations * float(bench_opts["time"]) * int(bench_opts.get("rounds", 1))
+    return configurations, estimate
+
+
+def _make_plan(spec_path, spec, output, build_dir, mpi, launcher_name, timeout,
+               require_build) -> Plan:
+    sweep, matrix, bench_opts = _top_tables(spec)
+    program, flavor, name, repeat, sweep_env = _sweep_basics(spec_path, sweep, mpi)
+    settings = _launch_settings(sweep, launcher_name, flavor)
+    slurm = _slurm_table(spec)
+
+    root = repo_root()
+    build = _build_of(sweep, build_dir, flavor, root)
+    exe = build / program.name
+    built = exe.is_file() and os.access(exe, os.X_OK)
+    options = program_options(program, exe) if built else \
+        _unlisted_options(program, bench_opts)
+    lists, expanded = _matrix_words(program, options, matrix)
+    bench_words = _option_table(program, options, bench_opts)
+    runs = _runs(sweep, timeout, sweep_env)
+    if require_build and not built:
+        raise SpecError(f"{exe} is not built (run `make build MPI={flavor}`)")
+    known = _known_values(program, exe, built, lists)
+    out = _output_of(sweep, output, root, name, flavor)
+    work = work_dir_of(out)
+    configurations, estimate = _estimate(program, lists, known, bench_opts)
 
     points = [dict(zip(expanded, values)) for values in itertools.product(*expanded.values())]
     invocations = []

@@ -2,15 +2,19 @@
 // that never arrives ends in timeout_error naming it (and the late peer still
 // completes afterwards); exchanges alive at the same time never take each
 // other's messages; building exchanges again and again reuses the process's
-// UCX worker and endpoints; and more ranks than cores do not collapse (the
-// times are printed, not asserted; the test's time limit catches a collapse).
+// UCX worker and endpoints; and more ranks than cores do not collapse: busy-polling
+// progress makes an oversubscribed exchange 10 to 100 times slower than the MPI
+// library's yielding one, so ucx must stay within a generous factor of mpi-p2p,
+// both measured in turn in the same run.
 #include <dirent.h>
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -210,17 +214,39 @@ double exchange_time_us(const decomposition& d, const std::string& transport, al
   return times[static_cast<size_t>(repetitions / 2)] * 1e6;
 }
 
+// More ranks on this node than it has cores (the launcher oversubscribes).
+bool more_ranks_than_cores(MPI_Comm comm) {
+  MPI_Comm node;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int ranks_on_node = 0;
+  MPI_Comm_size(node, &ranks_on_node);
+  MPI_Comm_free(&node);
+  return ranks_on_node > sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+// A collapse is 10 to 100 times; a loaded machine moves either time by far less
+// than this, and each side keeps its least disturbed block.
+constexpr double collapse_factor = 8;
+
 TEST(Ucx, MoreRanksThanCoresDoNotCollapse) {
   SKIP_WITHOUT_UCX();
+  if (!more_ranks_than_cores(MPI_COMM_WORLD))
+    GTEST_SKIP() << "needs more ranks on the node than it has cores";
   auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
   for (auto alg : {algorithm::standard, algorithm::staged}) {
-    const double ucx = exchange_time_us(d, "ucx", alg, test_rounds(200));
-    const double mpi = exchange_time_us(d, "mpi-p2p", alg, test_rounds(200));
+    // Blocks in turn, so that a busy moment of the machine hits both transports.
+    double ucx = std::numeric_limits<double>::max(), mpi = ucx;
+    for (int block = 0; block < 3; ++block) {
+      ucx = std::min(ucx, exchange_time_us(d, "ucx", alg, test_rounds(70)));
+      mpi = std::min(mpi, exchange_time_us(d, "mpi-p2p", alg, test_rounds(70)));
+    }
     if (d.rank() == 0)
       fmt::print(
           "{} ranks, 32^3 cells, halo 2, 2 fields, {}: ucx {:.1f} us, mpi-p2p {:.1f} us "
-          "per exchange (median of the slowest rank)\n",
+          "per exchange (median of the slowest rank, best of 3 blocks)\n",
           d.size(), to_string(alg), ucx, mpi);
+    EXPECT_LT(ucx, collapse_factor * mpi)
+        << to_string(alg) << ": ucx " << ucx << " us against mpi-p2p " << mpi << " us";
   }
 }
 

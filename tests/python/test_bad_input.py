@@ -179,6 +179,8 @@ def check_one_error_everywhere(run, program, ranks, fragment):
     assert "MPI_ABORT" not in run.output and "fatal error" not in run.output
 
 
+# 141 runs of the four programs: 105 s in all on 2 cores; `make test` runs them.
+@pytest.mark.slow
 @pytest.mark.parametrize("args, fragment", BENCH, ids=[" ".join(a) for a, _ in BENCH])
 def test_bench(tmp_path, args, fragment):
     base = BENCH_SMALL if "--domain" in args or "--global-domain" in args else \
@@ -202,6 +204,7 @@ def test_bench_three_ranks(tmp_path):
     check_one_error_everywhere(run, "halox-bench", 3, "rank grid 2x2x1 does not fit 3 ranks")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ranks, args, fragment", HALO2D, ids=[" ".join(a) for _, a, _ in HALO2D])
 def test_halo2d(tmp_path, ranks, args, fragment):
     run = run_recording_exit_codes(ranks, "halox-halo2d", [*args, *HALO2D_QUICK], tmp_path)
@@ -210,12 +213,14 @@ def test_halo2d(tmp_path, ranks, args, fragment):
     assert "# halox-halo2d:" not in run.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ranks, args, fragment", IPC, ids=[" ".join(a) or "none" for _, a, _ in IPC])
 def test_ipc(tmp_path, ranks, args, fragment):
     run = run_recording_exit_codes(ranks, "halox-ipc", [*IPC_SMALL, *args], tmp_path)
     check_one_error_everywhere(run, "halox-ipc", ranks, fragment)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, fragment", TOPO, ids=[" ".join(a) for a, _ in TOPO])
 def test_topo(tmp_path, args, fragment):
     run = run_recording_exit_codes(2, "halox-topo", args, tmp_path)

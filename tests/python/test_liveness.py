@@ -12,6 +12,9 @@ from conftest import build_dir, launcher, list_routings, list_transports
 
 PROBE = "halox-test-peer-timeout"
 
+# Each case waits for a timeout or a kill on purpose (4 to 6 s each, 45 s in all).
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize("transport", list_transports() + list_routings()[:1])
 def test_a_peer_that_never_arrives_is_a_timeout_naming_it(transport):

@@ -99,7 +99,10 @@ def pytest_generate_tests(metafunc):
     choices = list_transports() + list_routings()
     draws = [draw(rng, max_ranks, choices) for _ in range(count)]
     ids = [f"seed{seed}-{i}-n{ranks}" for i, (ranks, _, _) in enumerate(draws)]
-    metafunc.parametrize("random_config", draws, ids=ids)
+    # The quick tier takes the draws on 1 and 2 ranks; the others are left to `make test`.
+    params = [pytest.param(d, id=i, marks=[pytest.mark.slow] if d[0] > 2 else [])
+              for d, i in zip(draws, ids)]
+    metafunc.parametrize("random_config", params)
 
 
 def reproduce_line(command: list[str], env: dict) -> str:

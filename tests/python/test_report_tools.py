@@ -266,6 +266,7 @@ def test_save_writes_a_markdown_report_with_plots(capsys, tmp_path):
     assert all(str(p) in out for p in plots)
 
 
+@pytest.mark.slow  # six plots drawn three times: 18 s
 def test_plots_follow_their_input(tmp_path, capsys):
     """The same plot of other numbers is another picture; of the same numbers, the same."""
     def save(lines, where):

@@ -15,6 +15,9 @@ from conftest import ROOT, build_dir, mpi_flavor
 
 EXAMPLES = ROOT / "examples" / "sweeps"
 
+# slurm-local.sh starts munged, slurmctld and slurmd as root.
+pytestmark = [pytest.mark.slurm, pytest.mark.root]
+
 
 @pytest.fixture(scope="module")
 def slurm_env():

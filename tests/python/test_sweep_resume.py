@@ -90,6 +90,7 @@ def wait_for(condition, timeout, what):
     pytest.fail(f"timed out waiting for {what}")
 
 
+@pytest.mark.slow
 def test_kill_9_of_the_process_group_then_resume(tmp_path):
     spec = write_spec(tmp_path, f"""
         [sweep]
@@ -202,6 +203,7 @@ def test_records_of_a_killed_run_are_kept_and_only_the_rest_runs(tmp_path):
     assert not inv.staging.exists()
 
 
+@pytest.mark.slow
 def test_failing_and_hanging_runs_are_recorded_and_the_sweep_goes_on(tmp_path):
     spec = write_spec(tmp_path, f"""
         [sweep]

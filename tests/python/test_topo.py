@@ -1,5 +1,6 @@
 """halox-topo: layouts planned for machines we do not have, and its errors."""
 import json
+import re
 import shutil
 import subprocess
 
@@ -53,12 +54,20 @@ def test_betzy_hw_and_auto_cross_fewer_node_boundaries(run_mpi, per_node, core, 
 
 
 def test_order_changes_numbering_not_bytes(run_mpi):
-    totals = []
+    totals, pictures = [], []
     for order in ("XYZ", "ZYX", "YZX"):
-        run = topo(run_mpi, "--topology", BETZY, "--nodes", "2", "--ranks-per-node", "128",
-                   "--node", "2", "1", "1", *ALLCORES[4:], "--order", order, "--json")
-        totals.append(layouts(run)["hw"]["total"])
+        args = ["--topology", BETZY, "--nodes", "2", "--ranks-per-node", "128",
+                "--node", "2", "1", "1", *ALLCORES[4:], "--order", order]
+        totals.append(layouts(topo(run_mpi, *args, "--json"))["hw"]["total"])
+        shown = topo(run_mpi, *args, "--print")
+        assert shown.returncode == 0, shown.stderr
+        # The hw layout's picture of the core each grid position holds.
+        picture = re.search(r"\nhw [^\n]*: core of each rank \(on its node\)\n(.*?)(?:\n\n|\Z)",
+                            shown.stdout, re.S)
+        assert picture, shown.stdout
+        pictures.append(picture.group(1))
     assert totals[0] == totals[1] == totals[2]
+    assert len(set(pictures)) == 3  # each order numbers the grid's cores differently
 
 
 def test_this_machine_defaults(run_mpi):

@@ -22,6 +22,8 @@ import pytest
 from conftest import ROOT, build_dir, list_routings, list_transports, mpi_flavor
 
 SCRIPTS = ROOT / "scripts"
+
+pytestmark = pytest.mark.root
 HOSTS = ["hosta", "hostb"]
 RANKS_PER_HOST = 2
 SUBNET = "10.77.0.0/24"
@@ -303,6 +305,7 @@ def batch_script(tmp_path, out: pathlib.Path) -> pathlib.Path:
     return script
 
 
+@pytest.mark.slurm
 def test_two_node_slurm_runs_a_job_on_both_hosts(two_node_slurm, tmp_path):
     out = tmp_path / "slurm.jsonl"
     script = batch_script(tmp_path, out)

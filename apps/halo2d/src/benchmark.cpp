@@ -60,6 +60,83 @@ std::string describe_difference(std::span<const std::byte> got, const message_id
   return text;
 }
 
+// One measurement's messages and buffers: fresh content before an exchange,
+// and a check of every received byte, source, tag and count after it.
+class message_buffers {
+ public:
+  struct where {  // named in a verification failure
+    test_kind test;
+    int neighbor_count = 0;
+    int rank = 0;
+    coord2 coords{0, 0};
+  };
+
+  message_buffers(const exchange_messages& messages, std::vector<std::byte*> sends,
+                  std::vector<std::byte*> receives, std::size_t bytes, const where& at)
+      : messages_(messages),
+        sends_(std::move(sends)),
+        receives_(std::move(receives)),
+        bytes_(bytes),
+        at_(at) {}
+
+  // Fresh content in every send buffer, and receive buffers that differ from
+  // the expected message in every byte.
+  void prepare(std::uint64_t iteration, fault_kind fault) const {
+    for (size_t i = 0; i < sends_.size(); ++i) {
+      std::span<std::byte> out(sends_[i], bytes_);
+      bool stale = fault == fault_kind::stale;
+      fill_content(out, send_id(i, stale ? iteration - 1 : iteration));
+      if (fault == fault_kind::corrupt && bytes_ > 0) out[bytes_ - 1] ^= std::byte{0x5a};
+    }
+    for (size_t i = 0; i < receives_.size(); ++i)
+      fill_complement({receives_[i], bytes_}, receive_id(i, iteration));
+  }
+
+  // Empty when every message arrived as sent; else the first difference.
+  std::string verify(std::uint64_t iteration, const std::vector<MPI_Status>* statuses) const {
+    for (size_t i = 0; i < receives_.size(); ++i) {
+      const auto& from = messages_.receives[i];
+      std::string problem = statuses ? envelope_problem((*statuses)[i], from) : std::string();
+      auto id = receive_id(i, iteration);
+      std::span<const std::byte> got(receives_[i], bytes_);
+      if (problem.empty())
+        if (auto index = first_mismatch(got, id)) problem = describe_difference(got, id, *index);
+      if (!problem.empty())
+        return fmt::format(
+            "verification failed: test {}, {} neighbours, {} B, iteration {}: rank {} at {} "
+            "received from rank {} (direction {}, tag {}): {}",
+            name_of(at_.test), at_.neighbor_count, bytes_, iteration, at_.rank,
+            to_string(at_.coords), from.peer,
+            all_directions[static_cast<size_t>(from.direction)].name, from.direction, problem);
+    }
+    return std::string();
+  }
+
+ private:
+  message_id send_id(size_t i, std::uint64_t iteration) const {
+    return message_id{at_.rank, messages_.sends[i].direction, bytes_, iteration};
+  }
+  message_id receive_id(size_t i, std::uint64_t iteration) const {
+    return message_id{messages_.receives[i].peer, messages_.receives[i].direction, bytes_,
+                      iteration};
+  }
+  template <typename Transfer>
+  std::string envelope_problem(const MPI_Status& status, const Transfer& from) const {
+    int count = -1;
+    MPI_Get_count(&status, MPI_BYTE, &count);
+    if (status.MPI_SOURCE != from.peer || status.MPI_TAG != from.direction)
+      return fmt::format("it came from rank {} with tag {}", status.MPI_SOURCE, status.MPI_TAG);
+    if (count != static_cast<int>(bytes_))
+      return fmt::format("it has {} bytes instead of {}", count, bytes_);
+    return std::string();
+  }
+
+  const exchange_messages& messages_;
+  std::vector<std::byte*> sends_, receives_;
+  std::size_t bytes_;
+  where at_;
+};
+
 }  // namespace
 
 measurement benchmark::measure(test_kind test, int neighbor_count, std::size_t bytes,
@@ -78,60 +155,16 @@ measurement benchmark::measure(test_kind test, int neighbor_count, std::size_t b
     receives.push_back(receive_buffers_[receives.size()].get());
   }
   exchange_kernel kernel(comm_, test, messages, sends, receives, bytes);
-
-  auto send_id = [&](size_t i, std::uint64_t iteration) {
-    return message_id{rank_, messages.sends[i].direction, bytes, iteration};
-  };
-  auto receive_id = [&](size_t i, std::uint64_t iteration) {
-    return message_id{messages.receives[i].peer, messages.receives[i].direction, bytes, iteration};
-  };
-  // Fresh content in every send buffer, and receive buffers that differ from
-  // the expected message in every byte.
-  auto prepare = [&](std::uint64_t iteration) {
-    for (size_t i = 0; i < sends.size(); ++i) {
-      std::span<std::byte> out(sends[i], bytes);
-      bool stale = settings.fault == fault_kind::stale;
-      fill_content(out, send_id(i, stale ? iteration - 1 : iteration));
-      if (settings.fault == fault_kind::corrupt && bytes > 0) out[bytes - 1] ^= std::byte{0x5a};
-    }
-    for (size_t i = 0; i < receives.size(); ++i)
-      fill_complement({receives[i], bytes}, receive_id(i, iteration));
-  };
-  auto verify = [&](std::uint64_t iteration, const std::vector<MPI_Status>* statuses) {
-    for (size_t i = 0; i < receives.size(); ++i) {
-      const auto& from = messages.receives[i];
-      std::string problem;
-      if (statuses) {
-        const MPI_Status& status = (*statuses)[i];
-        int count = -1;
-        MPI_Get_count(&status, MPI_BYTE, &count);
-        if (status.MPI_SOURCE != from.peer || status.MPI_TAG != from.direction)
-          problem =
-              fmt::format("it came from rank {} with tag {}", status.MPI_SOURCE, status.MPI_TAG);
-        else if (count != static_cast<int>(bytes))
-          problem = fmt::format("it has {} bytes instead of {}", count, bytes);
-      }
-      auto id = receive_id(i, iteration);
-      std::span<const std::byte> got(receives[i], bytes);
-      if (problem.empty())
-        if (auto index = first_mismatch(got, id)) problem = describe_difference(got, id, *index);
-      if (!problem.empty())
-        return fmt::format(
-            "verification failed: test {}, {} neighbours, {} B, iteration {}: rank {} at {} "
-            "received from rank {} (direction {}, tag {}): {}",
-            name_of(test), neighbor_count, bytes, iteration, rank_, to_string(coords_), from.peer,
-            all_directions[static_cast<size_t>(from.direction)].name, from.direction, problem);
-    }
-    return std::string();
-  };
+  const message_buffers buffers(messages, sends, receives, bytes,
+                                {test, neighbor_count, rank_, coords_});
 
   std::string problem;
   if (settings.check)
     for (int c = 0; c < settings.check_iterations; ++c) {
       std::uint64_t iteration = next_iteration_++;
-      prepare(iteration);
+      buffers.prepare(iteration, settings.fault);
       auto statuses = kernel.run_once_with_statuses();
-      if (problem.empty()) problem = verify(iteration, &statuses);
+      if (problem.empty()) problem = buffers.verify(iteration, &statuses);
     }
   kernel.run(settings.warmup);
 
@@ -143,12 +176,12 @@ measurement benchmark::measure(test_kind test, int neighbor_count, std::size_t b
   const bool timed_here = test != test_kind::single || coords_ == single_sender(mesh_);
   for (int trial = 0; trial < settings.trials; ++trial) {
     std::uint64_t iteration = next_iteration_++;
-    if (settings.check) prepare(iteration);
+    if (settings.check) buffers.prepare(iteration, settings.fault);
     MPI_Barrier(comm_);
     double start = MPI_Wtime();
     kernel.run(settings.repetitions);
     double seconds = (MPI_Wtime() - start) / settings.repetitions;
-    if (settings.check && problem.empty()) problem = verify(iteration, nullptr);
+    if (settings.check && problem.empty()) problem = buffers.verify(iteration, nullptr);
     double mine = timed_here ? seconds : 0.0, worst = 0.0;
     MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, comm_);
     result.trial_seconds.push_back(worst);

@@ -27,11 +27,14 @@ void add_options(CLI::App& app, options& opts) {
       ->capture_default_str();
   auto* min_size = app.add_option("--min-size", opts.min_size,
                                   "smallest message of the power-of-two range (B, or 4KiB, 1MiB)")
+                       ->type_name("SIZE")
                        ->capture_default_str();
   auto* max_size = app.add_option("--max-size", opts.max_size,
                                   "largest message of the power-of-two range (at most 16MiB)")
+                       ->type_name("SIZE")
                        ->capture_default_str();
   app.add_option("--sizes", opts.sizes, "comma list of message sizes instead of the range")
+      ->type_name("SIZE")
       ->excludes(min_size)
       ->excludes(max_size);
   app.add_option("--nrep", opts.repetitions,

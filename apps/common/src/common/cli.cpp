@@ -3,12 +3,23 @@
 #include <fmt/core.h>
 
 #include "halox/common/error.hpp"
+#include "halox/common/help_json.hpp"
 
 namespace halox {
 
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, MPI_Comm comm) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
+  // Like --help, --help-json wins over every other argument.
+  bool help_json = false;
+  app.add_flag(help_json_flag, help_json,
+               "Print the options (names, type, values expected, default, help, choices) as "
+               "JSON and exit");
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == help_json_flag) {
+      if (rank == 0) fmt::print("{}\n", option_schema(app).dump(2));
+      return exit_ok;
+    }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

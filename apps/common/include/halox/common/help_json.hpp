@@ -1,0 +1,23 @@
+// --help-json: a program's options as JSON, read by `halox sweep` to check a
+// sweep specification against the program itself.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+namespace halox {
+
+inline constexpr const char* help_json_flag = "--help-json";
+
+// {"program": ..., "options": [...]}, one entry per option (help flags left out):
+//   name      the long name ("--halo"); names: every name, negations: "--no-x" forms
+//   flag      true when it takes no value; expected: values it takes (-1: any number)
+//   type      CLI11's type name (INT, UINT, FLOAT, TEXT, SIZE, ...), absent for flags
+//   delimiter the separator of a list given as one word (","), where it has one
+//   default   the default as text, where the program states it
+//   help      the description; hidden: true when --help does not list it
+//   choices   the accepted values, where CLI11 checks them (IsMember)
+//   range     [min, max], where CLI11 checks it (Range)
+nlohmann::json option_schema(CLI::App& app);
+
+}  // namespace halox

@@ -1,0 +1,81 @@
+// halox-topo's layouts: every rank placed by the assumed binding, then laid
+// out by --mpicart, by the given per-level grids (hw) and by auto.
+#include <fmt/core.h>
+
+#include <algorithm>
+
+#include "halox/decomposition/hw.hpp"
+#include "topo_program.hpp"
+
+namespace halox::topo_program {
+
+namespace {
+
+// MPI_Cart_create without reorder: rank r at its row-major coordinates.
+layout_result mpicart_layout(const topo_options& o, int ranks) {
+  layout_result l;
+  l.dims = global_rank_grid(o.layout.mpicart, ranks);
+  l.name = fmt::format("mpicart {}x{}x{}", l.dims[0], l.dims[1], l.dims[2]);
+  l.options = fmt::format("--mpicart {} {} {}", l.dims[0], l.dims[1], l.dims[2]);
+  for (int r = 0; r < ranks; ++r) l.coords.push_back(coords_of(r, l.dims, rank_order::mpi_cart()));
+  return l;
+}
+
+layout_result hw_layout(const topo_options& o, const std::vector<rank_placement>& placements,
+                        const rank_order& order) {
+  hw_grids given = level_grids_of(o.layout);
+  layout_result l;
+  l.dims = given.dims();
+  l.options = given.options(true) + " --order " + order.name();
+  l.name = fmt::format("hw {}x{}x{}", l.dims[0], l.dims[1], l.dims[2]);
+  l.coords = map_ranks(placements, given, order);
+  return l;
+}
+
+layout_result auto_layout(const auto_choice& choice, const std::vector<rank_placement>& placements,
+                          const rank_order& order) {
+  layout_result l;
+  l.dims = choice.grids.dims();
+  l.options = choice.grids.options() + " --order " + order.name();
+  l.name = fmt::format("auto {}x{}x{}", l.dims[0], l.dims[1], l.dims[2]);
+  l.coords = map_ranks(placements, choice.grids, order);
+  return l;
+}
+
+}  // namespace
+
+topo_plan plan_layouts(const topo_options& o) {
+  // A bad exchange or layout option is reported before a bad topology.
+  const exchange_shape shape = exchange_of(o);
+  const auto periodic = periodic_of(o.layout);
+  const rank_order order = order_of(o.layout);
+  topo_plan p(topology::load(o.layout.topology));
+  p.shape = shape;
+  p.periodic = periodic;
+  placement_options where;
+  where.topology = o.layout.topology;
+  if (!o.layout.binding.empty()) where.binding = parse_binding_policy(o.layout.binding);
+  p.binding = effective_binding(where);
+  if (p.binding == binding_policy::real)  // planning: the ranks are not running here
+    p.binding = binding_policy::spread;
+  const int cores = p.topo.count(level::core);
+  p.per_node = o.ranks_per_node > 0 ? o.ranks_per_node
+               : cores > 0          ? cores
+                                    : p.topo.count(level::hwthread);
+  p.placements = assumed_placements(p.topo, p.binding, o.nodes, p.per_node);
+  const int ranks = static_cast<int>(p.placements.size());
+
+  p.layouts.push_back(mpicart_layout(o, ranks));
+  const bool has_hw = std::any_of(o.layout.level_grids.begin(), o.layout.level_grids.end(),
+                                  [](const std::vector<int>& g) { return !g.empty(); });
+  if (has_hw) p.layouts.push_back(hw_layout(o, p.placements, order));
+  std::vector<rank_placement> node0(p.placements.begin(), p.placements.begin() + p.per_node);
+  p.choice = choose_auto(shape_of_node(node0), o.nodes, p.layouts.front().dims, p.shape, p.periodic,
+                         order);
+  p.layouts.push_back(auto_layout(p.choice, p.placements, order));
+  for (auto& l : p.layouts)
+    l.bytes = count_traffic(l.coords, l.dims, p.periodic, p.placements, p.shape);
+  return p;
+}
+
+}  // namespace halox::topo_program
