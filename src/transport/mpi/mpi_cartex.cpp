@@ -1,4 +1,5 @@
 #include "transport/mpi/mpi_cartex.hpp"
+#include "common/stage_timer.hpp"
 
 #include <fmt/core.h>
 
@@ -105,6 +106,7 @@ mpi_cartex_transport::mpi_cartex_transport(const transport_context& ctx)
 }
 
 void mpi_cartex_transport::pack(const transfer& t) const {
+  const stage_timer::part_span packing(stage_timer::pack);
   auto* buffer = const_cast<std::byte*>(t.buffer.data());
   if (element_bytes_ == 4)
     copy_boxes<float>(t.boxes, grid_, fields_, buffer, true);
@@ -113,6 +115,7 @@ void mpi_cartex_transport::pack(const transfer& t) const {
 }
 
 void mpi_cartex_transport::unpack(const transfer& t) const {
+  const stage_timer::part_span copying(stage_timer::copy);
   auto* buffer = const_cast<std::byte*>(t.buffer.data());
   if (element_bytes_ == 4)
     copy_boxes<float>(t.boxes, grid_, fields_, buffer, false);
