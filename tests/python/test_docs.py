@@ -61,6 +61,7 @@ def as_python_program(code: str) -> str:
     return "from mpi4py import MPI\nimport numpy as np\nimport halox\n" + code
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code", code_blocks("cpp"))
 def test_cpp_blocks_build_against_the_installed_package_and_run(code, installed, tmp_path):
     source = tmp_path / "program.cpp"
@@ -79,6 +80,7 @@ def test_cpp_blocks_build_against_the_installed_package_and_run(code, installed,
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code", code_blocks("python"))
 def test_python_blocks_run_on_two_ranks(code, tmp_path):
     pytest.importorskip("halox._core", reason="the halox bindings are not installed here")

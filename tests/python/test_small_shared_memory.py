@@ -10,6 +10,8 @@ import pytest
 from conftest import build_dir, launcher
 
 pytestmark = [
+    pytest.mark.root,
+    pytest.mark.slow,
     pytest.mark.skipif(os.geteuid() != 0, reason="mounting a private /dev/shm needs root"),
     pytest.mark.skipif(shutil.which("unshare") is None, reason="unshare (util-linux) is missing"),
 ]
