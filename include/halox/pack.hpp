@@ -70,10 +70,8 @@ class copy_list {
   static constexpr int max_together = 4;
 
   // Runs this long in several planes have the next plane's source fetched
-  // while a plane copies, always: y faces at halo 5 x 8 doubles (2960-byte
-  // runs), 64^3, 2 ranks: exchanges 10-11 % faster for shm, 6-8 % for cma and
-  // mpi-p2p; fields in the cache (floats, one field) within 1 %. At halo 1
-  // (264- and 528-byte runs, fields in the cache) it measured 2-3 % slower.
+  // while a plane copies, always: the hardware prefetcher follows a run but
+  // not the jump to the next plane; shorter runs measured slower with it.
   static constexpr size_t next_plane_min_run = 1024;
 
  private:

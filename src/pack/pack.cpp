@@ -64,10 +64,8 @@ box_copy make_copy(const copy_end& from, const copy_end& to, const box& b, size_
 }
 
 // Rows ahead (in the walk's order) that fetch_ahead asks for: far enough to
-// hide a miss at the speed the walk runs. Measured on the x faces of 64^3
-// fields, halo 5 x 8, shm staged, fetching forced on, two exchanges timed in
-// alternation: 96 rows beat 64 by 1-4 % and matched 128; 32 lost 3-12 % to
-// 64 and 256 lost 5-10 % to 128.
+// hide a miss at the speed the walk runs, chosen by measurement
+// (docs/results/2026-11-25-amd-epyc-2core.md).
 constexpr size_t rows_ahead = 96;
 
 // Whether one end of a copy (runs of `run` bytes, `row` bytes apart) is
@@ -221,10 +219,7 @@ void copy_list::add(const box_copy& c) {
   bytes_ += c.bytes();
   // Short runs of the same shape walk together; long runs go one by one.
   // Packs do not: their stores into one buffer from several rows at a time
-  // measured slower than one box after the other (the -x and +x faces of a
-  // 2x1x1 grid, 8-byte runs: 30 against 20 us per exchange; re-measured with
-  // the cursors in registers: 5-7 % slower at halo 1 x 8 doubles, 3-6 % slower
-  // for mpi-p2p and cma at halo 5 x 8, shm either way within 7 %).
+  // measured slower than one box after the other.
   const bool packing = c.to_row == c.run && c.from_row != c.run;
   const bool together = !packing && !groups_.empty() && c.run <= 64 &&
                         groups_.back().count < max_together && groups_.back().run == c.run &&

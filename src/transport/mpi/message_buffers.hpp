@@ -1,9 +1,8 @@
 // The packed side of the message transports (mpi-p2p, ucx): the messages of
 // a stage packed into one buffer reused by every stage (sized for the
 // largest, so it stays in cache), with copy lists built once. Short strided
-// runs (x faces) are fetched ahead where that measures faster (halo 5 x 8
-// doubles, 64^3, 2 ranks, mpi-p2p: 24 % faster on 2x1x1, 15 % on 1x1x2;
-// one field, in the cache: 2.5 % slower).
+// runs (x faces) are fetched ahead where that measures faster: fields in
+// memory gain, fields in the cache lose (docs/results/).
 //
 // Reference algorithm of a stage (the transports' shape):
 //   post the receive of every message

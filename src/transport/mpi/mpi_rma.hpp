@@ -53,10 +53,9 @@ class mpi_rma_transport final : public transport {
   }
   std::string settings() const override;
 
-  // Messages whose runs on the receiver average fewer bytes go packed. A run
-  // of a datatype put over Open MPI's osc/rdma on one node cost 0.95 us (y
-  // faces of 2960-byte runs: 179 us direct, 58 us packed); packing costs two
-  // copies of the bytes, about 0.1 us per KiB each.
+  // Messages whose runs on the receiver average fewer bytes go packed: some
+  // MPI libraries move every run of a datatype put as an operation of its
+  // own, while packing costs two copies of the bytes (docs/results/).
   static constexpr size_t direct_min_run = 8192;
 
  private:

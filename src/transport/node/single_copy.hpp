@@ -16,9 +16,8 @@
 // rotating owner (shm) keeps counting across exchanges: the k-th of its S
 // outbox steps in exchange e takes slot (e*S + k) mod outbox_ring, so that
 // an owner with one outbox step per exchange (a 2x1x1 grid, one block)
-// does not pack into the slot its reader has just read (measured there: the
-// pack of halo 1 x 1 double took 8.9 us into the same slot every exchange,
-// 5.1 us in turn). The schedule of exchange e is then phase e mod
+// does not pack into the slot its reader has just read (the owner's stores
+// would take every line back from the reader's cache; docs/results/2026-11-25-amd-epyc-2core.md). The schedule of exchange e is then phase e mod
 // outbox_ring of the rule, each phase with its own slots; others (cma) use
 // slot k mod outbox_ring in every exchange.
 //
