@@ -215,6 +215,66 @@ std::string grid_picture(const ivec3& dims, const std::vector<ivec3>& coords,
   return out;
 }
 
+namespace {
+
+// The per-rank pictures: for every level shown, the object each rank sits in,
+// then the ranks, nodes and cores.
+std::string rank_pictures(const std::string& kind, const hw_grids& grids, const ivec3& dims,
+                          const std::vector<ivec3>& coords, const std::vector<int>& d_rank,
+                          const std::vector<rank_placement>& placements) {
+  std::vector<level> shown;
+  if (kind == "cart") {
+    shown = {level::node, level::core};
+  } else {
+    for (auto it = grids.levels.rbegin(); it != grids.levels.rend(); ++it)
+      shown.push_back(it->where);
+  }
+  std::string out = "\nper rank, on the rank grid (x to the right, y up, z slices from the top):\n";
+  auto picture = [&](const std::string& title, auto value_of) {
+    std::vector<int> values;
+    for (const auto& p : placements) values.push_back(value_of(p));
+    out += "\n" + title + "\n" + grid_picture(dims, coords, values);
+  };
+  for (level l : shown) {
+    if (l == level::node || l == level::core) continue;  // printed below
+    picture(fmt::format("level {}: the {} of each rank (logical index on its node)", to_string(l),
+                        object_name(l)),
+            [&](const rank_placement& p) { return p.object[static_cast<size_t>(index_of(l))]; });
+  }
+  picture(fmt::format("rank in the {} communicator", kind),
+          [&](const rank_placement& p) { return d_rank[static_cast<size_t>(p.rank)]; });
+  picture("world rank", [&](const rank_placement& p) { return p.rank; });
+  picture("node", [&](const rank_placement& p) { return p.node; });
+  picture("core (logical index on its node, first core of the binding)",
+          [&](const rank_placement& p) {
+            return p.object[static_cast<size_t>(index_of(level::core))];
+          });
+  return out;
+}
+
+// Notes on ranks whose binding makes the byte counts approximate.
+std::string binding_notes(const std::vector<rank_placement>& placements, int size) {
+  int spanning = 0, unbound = 0;
+  for (const auto& p : placements) {
+    if (p.unbound)
+      ++unbound;
+    else if (p.spans[static_cast<size_t>(index_of(level::core))])
+      ++spanning;
+  }
+  std::string out;
+  if (unbound > 0 && size > 1)
+    out += fmt::format(
+        "note: {} rank{} not bound; a binding spanning "
+        "several objects of a level counts as crossing it\n",
+        unbound, unbound == 1 ? " is" : "s are");
+  if (spanning > 0)
+    out += fmt::format("note: {} rank{} bound to more than one core; counted likewise\n", spanning,
+                       spanning == 1 ? " is" : "s are");
+  return out;
+}
+
+}  // namespace
+
 std::string describe_layout(MPI_Comm world, const decomposition_options& options,
                             const exchange_shape& shape, const decomposition& d) {
   const std::string kind = decomposition_kind(options);
@@ -270,34 +330,7 @@ std::string describe_layout(MPI_Comm world, const decomposition_options& options
                      options.topology.empty() ? "this machine" : options.topology,
                      view.topology_summary, to_string(binding));
 
-  // Per level, the object each rank sits in.
-  std::vector<level> shown;
-  if (kind == "cart") {
-    shown = {level::node, level::core};
-  } else {
-    for (auto it = grids.levels.rbegin(); it != grids.levels.rend(); ++it)
-      shown.push_back(it->where);
-  }
-  out += "\nper rank, on the rank grid (x to the right, y up, z slices from the top):\n";
-  auto picture = [&](const std::string& title, auto value_of) {
-    std::vector<int> values;
-    for (const auto& p : placements) values.push_back(value_of(p));
-    out += "\n" + title + "\n" + grid_picture(dims, coords, values);
-  };
-  for (level l : shown) {
-    if (l == level::node || l == level::core) continue;  // printed below
-    picture(fmt::format("level {}: the {} of each rank (logical index on its node)", to_string(l),
-                        object_name(l)),
-            [&](const rank_placement& p) { return p.object[static_cast<size_t>(index_of(l))]; });
-  }
-  picture(fmt::format("rank in the {} communicator", kind),
-          [&](const rank_placement& p) { return d_rank[static_cast<size_t>(p.rank)]; });
-  picture("world rank", [&](const rank_placement& p) { return p.rank; });
-  picture("node", [&](const rank_placement& p) { return p.node; });
-  picture("core (logical index on its node, first core of the binding)",
-          [&](const rank_placement& p) {
-            return p.object[static_cast<size_t>(index_of(level::core))];
-          });
+  out += rank_pictures(kind, grids, dims, coords, d_rank, placements);
 
   // Bytes per exchange, with the ranks where they really sit.
   traffic t = count_traffic(coords, dims, periodic, placements, shape);
@@ -307,21 +340,7 @@ std::string describe_layout(MPI_Comm world, const decomposition_options& options
       to_string(shape.alg), shape.nfields, shape.nfields == 1 ? "" : "s", shape.element_size,
       shape.halo.max());
   out += traffic_table({{kind, t}});
-  int spanning = 0, unbound = 0;
-  for (const auto& p : placements) {
-    if (p.unbound)
-      ++unbound;
-    else if (p.spans[static_cast<size_t>(index_of(level::core))])
-      ++spanning;
-  }
-  if (unbound > 0 && size > 1)
-    out += fmt::format(
-        "note: {} rank{} not bound; a binding spanning "
-        "several objects of a level counts as crossing it\n",
-        unbound, unbound == 1 ? " is" : "s are");
-  if (spanning > 0)
-    out += fmt::format("note: {} rank{} bound to more than one core; counted likewise\n", spanning,
-                       spanning == 1 ? " is" : "s are");
+  out += binding_notes(placements, size);
   return out;
 }
 
