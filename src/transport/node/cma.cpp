@@ -134,10 +134,7 @@ std::string cma_unavailable() {
 }
 
 cma_transport::cma_transport(const transport_context& ctx)
-    : plan_(ctx.plan), fields_(ctx.fields), node_(ctx.node) {
-  MPI_Comm_rank(ctx.comm, &me_);
-  require_on_node(ctx, transport_names::cma);
-  slot_bytes_ = outbox_slot_bytes(plan_);
+    : single_copy_transport(ctx, transport_names::cma) {
   outbox_.resize(outbox_ring * slot_bytes_);
   size_t inbox_bytes = 0;  // the most a stage receives
   for (const auto& st : plan_.stages) {
@@ -170,8 +167,7 @@ cma_transport::cma_transport(const transport_context& ctx)
     }
   require_all(ctx.comm, problem);
 
-  signals_.emplace(node_, ctx.waits, std::string(transport_names::cma));
-  steps_.emplace(*signals_, plan_.stages.size());
+  start_signals();
   // The send boxes must match their readers' receives (the same on every rule).
   work_ = build(outbox_below_, problem);
   require_all(ctx.comm, problem);
@@ -201,7 +197,7 @@ cma_transport::~cma_transport() {
 }
 
 std::string cma_transport::settings() const {
-  return describe_rule(transport_names::cma, outbox_below_, how_) + "; " + describe_fetch_ahead(fetch_ahead_);
+  return describe_choices(outbox_below_);
 }
 
 size_t cma_transport::measured_rule(const std::vector<size_t>& candidates) {

@@ -46,7 +46,7 @@
 
 namespace halox {
 
-class cma_transport final : public transport {
+class cma_transport final : public single_copy_transport {
  public:
   // Collective over ctx.comm. Every peer of ctx.plan must be on this node.
   explicit cma_transport(const transport_context& ctx);
@@ -83,21 +83,12 @@ class cma_transport final : public transport {
   static void cut_into_batches(peer_read& r, size_t max_iov);
   void read(const peer_read& r) const;
 
-  const exchange_plan& plan_;
-  const field_set& fields_;
-  const node_membership& node_;
   std::vector<node_layout> layouts_;  // by node rank: grid, pid, addresses
   std::vector<std::byte> outbox_, inbox_;
-  size_t slot_bytes_ = 0;
-  std::optional<node_signals> signals_;
-  std::optional<single_copy_steps> steps_;
   schedule work_;
   const schedule* active_ = &work_;  // work_, or a candidate while they are measured
   size_t outbox_below_ = 0;
-  std::string how_;
-  fetch_ahead_choice fetch_ahead_;
   uint64_t probe_ = 0;  // a word every peer reads once at set-up
-  int me_ = 0;
 };
 
 // Why cma cannot run here (Yama forbids it, a seccomp filter or the kernel

@@ -16,9 +16,7 @@
 namespace halox {
 
 shm_transport::shm_transport(const transport_context& ctx)
-    : plan_(ctx.plan), fields_(ctx.fields), waits_(ctx.waits), node_(ctx.node) {
-  MPI_Comm_rank(ctx.comm, &me_);
-  require_on_node(ctx, transport_names::shm);
+    : single_copy_transport(ctx, transport_names::shm) {
 
   // Direct copies need the fields of every rank of the node in one shared window.
   int all_shared = fields_.shared ? 1 : 0;
@@ -35,9 +33,7 @@ shm_transport::shm_transport(const transport_context& ctx)
     peer_words_.push_back(std::move(l.words));
   }
 
-  slot_bytes_ = outbox_slot_bytes(plan_);
-  signals_.emplace(node_, waits_, std::string(transport_names::shm), outbox_ring * slot_bytes_);
-  steps_.emplace(*signals_, plan_.stages.size());
+  start_signals(outbox_ring * slot_bytes_);  // the payload is the outbox
 
   // The send boxes must match their readers' receives (the same on every rule).
   std::string problem;
@@ -99,9 +95,8 @@ shm_transport::~shm_transport() {
 }
 
 std::string shm_transport::settings() const {
-  return describe_rule(transport_names::shm, rule_.outbox_below, how_) +
-         (rule_.push ? "; owners write direct boxes into the readers' halos (push)" : "") + "; " +
-         describe_fetch_ahead(fetch_ahead_);
+  return describe_choices(
+      rule_.outbox_below, rule_.push ? "; owners write direct boxes into the readers' halos (push)" : "");
 }
 
 shm_transport::phases shm_transport::build(const rule& choice, std::string& problem) {

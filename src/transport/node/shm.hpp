@@ -40,7 +40,7 @@
 
 namespace halox {
 
-class shm_transport final : public transport {
+class shm_transport final : public single_copy_transport {
  public:
   // Collective over ctx.node.comm. Every peer of ctx.plan must be on this node.
   explicit shm_transport(const transport_context& ctx);
@@ -80,23 +80,13 @@ class shm_transport final : public transport {
   // Collective over the node: the rule with the fastest trial exchanges.
   rule measured_rule(const std::vector<rule>& candidates);
 
-  const exchange_plan& plan_;
-  const field_set& fields_;
-  const wait_policy& waits_;
-  const node_membership& node_;
-  int me_ = 0;
   bool direct_ = false;                            // fields of the whole node in shared memory
   std::vector<local_grid> peer_grids_;             // by node rank
   std::vector<std::vector<uint64_t>> peer_words_;  // by node rank: field offsets in the window
-  size_t slot_bytes_ = 0;                          // of my outbox slots
-  std::optional<node_signals> signals_;            // ready/done counters; the payload is the outbox
-  std::optional<single_copy_steps> steps_;
   phases work_;
   const phases* active_ = &work_;      // work_, or a candidate while they are measured
   const schedule* current_ = nullptr;  // the phase of the exchange under way
   rule rule_;
-  std::string how_;  // how rule_ was chosen
-  fetch_ahead_choice fetch_ahead_;
 };
 
 }  // namespace halox

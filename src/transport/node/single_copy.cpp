@@ -220,4 +220,27 @@ void single_copy_steps::drain(const owner_side& owner) const {
   }
 }
 
+single_copy_transport::single_copy_transport(const transport_context& ctx,
+                                             std::string_view transport)
+    : plan_(ctx.plan),
+      fields_(ctx.fields),
+      waits_(ctx.waits),
+      node_(ctx.node),
+      transport_(transport) {
+  MPI_Comm_rank(ctx.comm, &me_);
+  require_on_node(ctx, transport_);
+  slot_bytes_ = outbox_slot_bytes(plan_);
+}
+
+void single_copy_transport::start_signals(size_t payload_bytes) {
+  signals_.emplace(node_, waits_, transport_, payload_bytes);
+  steps_.emplace(*signals_, plan_.stages.size());
+}
+
+std::string single_copy_transport::describe_choices(size_t outbox_below,
+                                                    std::string_view extra) const {
+  return describe_rule(transport_, outbox_below, how_) + std::string(extra) + "; " +
+         describe_fetch_ahead(fetch_ahead_);
+}
+
 }  // namespace halox

@@ -156,4 +156,30 @@ class single_copy_steps {
   uint64_t rule_runs_ = 0;  // how many exchanges in a row ran it
 };
 
+// What the single-copy transports (shm, cma) share: the plan and the node
+// they serve, their outbox slots, the ready/done signals that order their
+// stages, and what they chose when built (the outbox rule, fetching ahead).
+class single_copy_transport : public transport {
+ protected:
+  // Collective over ctx.comm: every peer of ctx.plan must be on this node.
+  single_copy_transport(const transport_context& ctx, std::string_view transport);
+  // Collective over the node: the signals, with payload_bytes of node-shared
+  // memory beside them (shm's outbox), and the order of the stages over them.
+  void start_signals(size_t payload_bytes = 0);
+  // "NAME: <the outbox rule> (how_)<extra>; <fetching ahead>", for settings().
+  std::string describe_choices(size_t outbox_below, std::string_view extra = {}) const;
+
+  const exchange_plan& plan_;
+  const field_set& fields_;
+  const wait_policy& waits_;
+  const node_membership& node_;
+  const std::string transport_;
+  int me_ = 0;                           // rank in the exchange's communicator
+  size_t slot_bytes_ = 0;                // of each outbox slot
+  std::optional<node_signals> signals_;  // ready/done counters (and shm's outbox)
+  std::optional<single_copy_steps> steps_;
+  std::string how_;                      // how the outbox rule was chosen
+  fetch_ahead_choice fetch_ahead_;
+};
+
 }  // namespace halox
