@@ -338,6 +338,24 @@ def _names_in(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+def _all_in(text: str) -> tuple[str, ...]:
+    """What `--transport all` stands for in a `--list-transports` listing: the available
+    transports that move host fields (a device-only one says "device fields only")."""
+    return tuple(line.split()[0] for line in text.splitlines()
+                 if len(line.split()) > 1 and line.split()[1] == "available"
+                 and "device fields only" not in line)
+
+
+def bench_all_transports(bench: pathlib.Path) -> tuple[str, ...] | None:
+    """The transports `--transport all` runs with the built halox-bench, or None."""
+    try:
+        listed = subprocess.run([str(bench), "--list-transports"], capture_output=True, text=True,
+                                timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return _all_in(listed.stdout) if listed.returncode == 0 else None
+
+
 def bench_transports(bench: pathlib.Path) -> tuple[str, ...] | None:
     """The transports the built halox-bench knows: from `--list-transports`, or for a build
     without that option from its --help; None when neither says."""
@@ -700,7 +718,8 @@ def _known_values(program: Program, exe: pathlib.Path, built: bool, lists: dict)
     if program is BENCH and built:
         transports = bench_transports(exe)
         if transports is not None:
-            known["transport"] = transports
+            # "all" counts what it runs; a name is checked against every transport.
+            known["transport"] = bench_all_transports(exe) or transports
             for t in lists.get("transport", []):
                 if t not in ("all", "auto") and t not in transports:
                     raise SpecError(f"matrix.transport: unknown transport '{t}' "

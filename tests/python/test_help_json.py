@@ -42,7 +42,7 @@ def test_types_counts_defaults_choices_and_ranges(run_mpi):
     bench = by_name(schema(run_mpi, "halox-bench"))
     assert bench["--domain"]["expected"] == 3 and bench["--domain"]["type"] == "INT"
     assert bench["--decomposition"]["choices"] == ["cart", "hw", "auto"]
-    assert bench["--memory"]["choices"] == ["auto", "private", "shared"]
+    assert bench["--memory"]["choices"] == ["auto", "private", "shared", "device"]
     assert bench["--no-check"]["flag"] is True
     assert bench["--halo"]["delimiter"] == "," and bench["--halo"]["expected"] == -1
     ipc = by_name(schema(run_mpi, "halox-ipc"))

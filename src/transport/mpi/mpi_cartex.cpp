@@ -98,9 +98,8 @@ mpi_cartex_transport::mpi_cartex_transport(const transport_context& ctx)
     for (const auto& t : st.recvs)
       if (std::find(peers.begin(), peers.end(), t.peer) == peers.end()) peers.push_back(t.peer);
     std::string from;
-    for (int p : peers) from += (from.empty() ? "" : ", ") + std::to_string(p);
-    st.what = fmt::format("the messages of stage {} from rank(s) {} (mpi-cartex)",
-                          stages_.size(), from);
+    for (int p : peers) from += (from.empty() ? "rank " : ", rank ") + std::to_string(p);
+    st.what = fmt::format("the messages of stage {} from {} ({})", stages_.size(), from, name());
     stages_.push_back(std::move(st));
   }
 }
