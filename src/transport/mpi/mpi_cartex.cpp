@@ -1,4 +1,5 @@
 #include "transport/mpi/mpi_cartex.hpp"
+#include "transport/mpi/mpi_datatypes.hpp"
 #include "common/stage_timer.hpp"
 
 #include <fmt/core.h>
@@ -11,12 +12,6 @@
 namespace halox {
 
 namespace {
-
-std::map<int, std::vector<field_box>> by_direction(const message& m) {
-  std::map<int, std::vector<field_box>> out;
-  for (const auto& fb : m.boxes) out[direction_index(fb.direction)].push_back(fb);
-  return out;
-}
 
 // cartex's element loops: z, then y, then the x run of a row, one element at a time.
 template <class T>

@@ -47,4 +47,10 @@ MPI_Datatype make_boxes_type(const std::vector<field_box>& boxes, const local_gr
   return type;
 }
 
+std::map<int, std::vector<field_box>> by_direction(const message& m) {
+  std::map<int, std::vector<field_box>> out;
+  for (const auto& fb : m.boxes) out[direction_index(fb.direction)].push_back(fb);
+  return out;
+}
+
 }  // namespace halox

@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <map>
 #include <vector>
 
 #include "halox/plan.hpp"
@@ -24,5 +25,9 @@ MPI_Datatype make_box_type(const box& region, const local_grid& grid, MPI_Dataty
 // All boxes of a message at absolute addresses, for MPI_BOTTOM (committed).
 MPI_Datatype make_boxes_type(const std::vector<field_box>& boxes, const local_grid& grid,
                              MPI_Datatype element, const std::vector<std::byte*>& fields);
+
+// The boxes of a message by the direction they go toward (sends) or come
+// from (receives), in the message's order: one MPI message per direction.
+std::map<int, std::vector<field_box>> by_direction(const message& m);
 
 }  // namespace halox

@@ -10,14 +10,6 @@ namespace halox {
 
 namespace {
 
-// The boxes of a message by the direction they go toward (sends) or come
-// from (receives), in the message's order.
-std::map<int, std::vector<field_box>> by_direction(const message& m) {
-  std::map<int, std::vector<field_box>> out;
-  for (const auto& fb : m.boxes) out[direction_index(fb.direction)].push_back(fb);
-  return out;
-}
-
 }  // namespace
 
 mpi_types_transport::mpi_types_transport(const transport_context& ctx) : waits_(ctx.waits) {
