@@ -13,23 +13,33 @@ namespace halox {
 
 namespace {
 
-// cartex's element loops: z, then y, then the x run of a row, one element at a time.
+// cartex's element loops: z, then y, then the x run of a row, one element at a
+// time, every element addressed through a 32-bit unsigned offset computed
+// afresh for each row, as cartex's memory::operator[](unsigned int) is. (cartex
+// writes both x faces in one pass over the rows; packing each face on its own
+// measured closer to the program at halo 1 and 5, see docs/peers.md.)
 template <class T>
 void copy_boxes(const std::vector<field_box>& boxes, const local_grid& grid,
                 const std::vector<std::byte*>& fields, std::byte* buffer, bool to_buffer) {
   T* packed = reinterpret_cast<T*>(buffer);
+  const auto row = static_cast<unsigned>(grid.index(0, 1, 0) - grid.index(0, 0, 0));
+  const auto plane = static_cast<unsigned>(grid.index(0, 0, 1) - grid.index(0, 0, 0));
   for (const auto& fb : boxes) {
-    T* field = reinterpret_cast<T*>(fields[static_cast<size_t>(fb.field)]);
     const box& b = fb.region;
-    const int nx = b.extent(0);
-    for (int z = b.lo[2]; z < b.hi[2]; ++z)
-      for (int y = b.lo[1]; y < b.hi[1]; ++y) {
-        T* row = field + grid.index(b.lo[0], y, z);
+    T* field = reinterpret_cast<T*>(fields[static_cast<size_t>(fb.field)]) + grid.index(b.lo[0], b.lo[1], b.lo[2]);
+    const int nx = b.extent(0), ny = b.extent(1), nz = b.extent(2);
+    for (int z = 0; z < nz; ++z)
+      for (int y = 0; y < ny; ++y) {
+        const unsigned offset = row * static_cast<unsigned>(y) + plane * static_cast<unsigned>(z);
+        const unsigned offset_packed = static_cast<unsigned>(nx * (y + ny * z));
         if (to_buffer)
-          for (int x = 0; x < nx; ++x) *packed++ = row[x];
+          for (int x = 0; x < nx; ++x)
+            packed[static_cast<unsigned>(x) + offset_packed] = field[static_cast<unsigned>(x) + offset];
         else
-          for (int x = 0; x < nx; ++x) row[x] = *packed++;
+          for (int x = 0; x < nx; ++x)
+            field[static_cast<unsigned>(x) + offset] = packed[static_cast<unsigned>(x) + offset_packed];
       }
+    packed += b.volume();
   }
 }
 

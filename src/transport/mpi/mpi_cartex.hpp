@@ -4,10 +4,12 @@
 // a message per direction, packed by element loops into a buffer of its own,
 // sent as bytes; a box of whole planes (the z faces of the staged algorithm)
 // goes in place, unpacked by nobody. A self-neighbour is a message to itself.
+// As in cartex, elements are addressed with 32-bit offsets: fields of up to
+// 2^32 cells.
 //
 // Reference algorithm per stage (a dimension of the staged algorithm; one
 // field of it in sequence mode, as cartex loops over the fields):
-//   for s in sends: pack s.boxes -> s.buffer (z, y, x loops), unless in place
+//   for s in sends: pack s.boxes -> s.buffer (z, y, x element loops), unless in place
 //   for r in recvs (from +d first): MPI_Irecv(r.buffer, r.bytes, MPI_BYTE, r.peer)
 //   for s in sends (to -d first):   MPI_Isend(s.buffer, s.bytes, MPI_BYTE, s.peer)
 //   MPI_Waitall(recvs and sends)   (under halox's watchdog: a timeout names the peers)
