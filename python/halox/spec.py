@@ -341,24 +341,18 @@ def _names_in(text: str) -> tuple[str, ...]:
 def _all_in(text: str) -> tuple[str, ...]:
     """What `--transport all` stands for in a `--list-transports` listing: the available
     transports that move host fields (a device-only one says "device fields only")."""
-    return tuple(line.split()[0] for line in text.splitlines()
-                 if len(line.split()) > 1 and line.split()[1] == "available"
-                 and "device fields only" not in line)
+    runs = []
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) > 1 and words[1] == "available" and "device fields only" not in line:
+            runs.append(words[0])
+    return tuple(runs)
 
 
-def bench_all_transports(bench: pathlib.Path) -> tuple[str, ...] | None:
-    """The transports `--transport all` runs with the built halox-bench, or None."""
-    try:
-        listed = subprocess.run([str(bench), "--list-transports"], capture_output=True, text=True,
-                                timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return _all_in(listed.stdout) if listed.returncode == 0 else None
-
-
-def bench_transports(bench: pathlib.Path) -> tuple[str, ...] | None:
-    """The transports the built halox-bench knows: from `--list-transports`, or for a build
-    without that option from its --help; None when neither says."""
+def bench_transports(bench: pathlib.Path) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The transports the built halox-bench knows and those `--transport all` runs: from
+    `--list-transports`, or for a build without that option from its --help (which does not
+    tell them apart); None when neither says."""
     def run(*args):
         try:
             return subprocess.run([str(bench), *args], capture_output=True, text=True,
@@ -369,14 +363,15 @@ def bench_transports(bench: pathlib.Path) -> tuple[str, ...] | None:
     if listed is not None and listed.returncode == 0:
         names = _names_in(listed.stdout)
         if names:
-            return names
+            return names, _all_in(listed.stdout) or names
     helped = run("--help")
     if helped is None:
         return None
     match = re.search(r"Transport\(s\):\s*(.*?),?\s+or all", helped.stdout, re.S)
     if not match:
         return None
-    return tuple(t.strip() for t in match.group(1).split(",") if t.strip())
+    names = tuple(t.strip() for t in match.group(1).split(",") if t.strip())
+    return names, names
 
 
 def load_spec(path: str | pathlib.Path) -> dict:
@@ -716,10 +711,10 @@ def _known_values(program: Program, exe: pathlib.Path, built: bool, lists: dict)
     """What "all" stands for; halox-bench's transports from the build."""
     known = dict(program.every)
     if program is BENCH and built:
-        transports = bench_transports(exe)
-        if transports is not None:
+        listing = bench_transports(exe)
+        if listing is not None:
             # "all" counts what it runs; a name is checked against every transport.
-            known["transport"] = bench_all_transports(exe) or transports
+            transports, known["transport"] = listing
             for t in lists.get("transport", []):
                 if t not in ("all", "auto") and t not in transports:
                     raise SpecError(f"matrix.transport: unknown transport '{t}' "

@@ -5,8 +5,6 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <cstring>
-#include <map>
 #include <string>
 
 namespace halox {

@@ -2,15 +2,9 @@
 
 #include <fmt/core.h>
 
-#include <map>
-
 #include "transport/mpi/mpi_datatypes.hpp"
 
 namespace halox {
-
-namespace {
-
-}  // namespace
 
 mpi_types_transport::mpi_types_transport(const transport_context& ctx) : waits_(ctx.waits) {
   const exchange_plan& plan = ctx.plan;
