@@ -22,7 +22,7 @@ std::vector<peer_stage> plan_peer_reads(
         }
         published.push_back(p);
       }
-  const node_publication publication(published, ctx.node.comm, me);
+  const node_publication publication(published, ctx.node, me, node_neighbours(plan, ctx.node));
 
   std::vector<peer_stage> out;
   std::byte* const* fields = ctx.fields.pointers.data();

@@ -96,7 +96,7 @@ cuda_ipc_transport::cuda_ipc_transport(const transport_context& ctx)
     words.assign(fields.size() * (handle_words + 1) + nstages * 2 * handle_words, 0);
   }
   require_all(ctx.comm, problem);
-  const auto layouts = gather_layouts(plan_.grid, words, ctx.node.comm);
+  const auto layouts = gather_layouts(plan_.grid, words, ctx.node, node_neighbours(plan_, ctx.node));
   const size_t per_field = handle_words + 1, events_at = fields.size() * per_field;
   auto node_rank = [&](int peer) { return ctx.node.node_rank_of[static_cast<size_t>(peer)]; };
 

@@ -152,7 +152,7 @@ cma_transport::cma_transport(const transport_context& ctx)
   for (auto* f : fields_.pointers) words.push_back(address(f));
   if (yama_ptrace_scope() == 1 && !has_cap_sys_ptrace())
     ::prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
-  layouts_ = gather_layouts(plan_.grid, words, node_.comm);
+  layouts_ = gather_layouts(plan_.grid, words, node_, node_neighbours(plan_, node_));
 
   // One trial read from every peer I read from: a refusal fails here, on
   // every rank, rather than in the first exchange.

@@ -2,7 +2,9 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <type_traits>
 
 #include "halox/common/error.hpp"
@@ -18,23 +20,32 @@ struct rank_layout {
   int halo_hi[3] = {0, 0, 0};
 };
 
+// Set-up messages between neighbours; node_comm carries nothing else then.
+constexpr int layout_tag = 7301, boxes_tag = 7302;
+
+// Sends to[i] to neighbours[i] and returns, by the same index, what each
+// neighbour sent me (a rank may be its own neighbour). Collective over the
+// neighbours.
 template <class T>
-std::vector<T> allgatherv(const std::vector<T>& mine, MPI_Comm comm) {
+std::vector<std::vector<T>> exchange_with(const std::vector<int>& neighbours,
+                                          const std::vector<std::vector<T>>& to, int tag,
+                                          MPI_Comm comm) {
   static_assert(std::is_trivially_copyable_v<T>, "records travel as bytes");
-  int size = 1;
-  MPI_Comm_size(comm, &size);
-  int bytes = static_cast<int>(mine.size() * sizeof(T));
-  std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size));
-  MPI_Allgather(&bytes, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
-  int total = 0;
-  for (int r = 0; r < size; ++r) {
-    displs[static_cast<size_t>(r)] = total;
-    total += counts[static_cast<size_t>(r)];
+  std::vector<MPI_Request> sends(neighbours.size(), MPI_REQUEST_NULL);
+  for (size_t i = 0; i < neighbours.size(); ++i)
+    MPI_Isend(to[i].data(), static_cast<int>(to[i].size() * sizeof(T)), MPI_BYTE, neighbours[i],
+              tag, comm, &sends[i]);
+  std::vector<std::vector<T>> from(neighbours.size());
+  for (size_t i = 0; i < neighbours.size(); ++i) {
+    MPI_Status status;
+    MPI_Probe(neighbours[i], tag, comm, &status);
+    int bytes = 0;
+    MPI_Get_count(&status, MPI_BYTE, &bytes);
+    from[i].resize(static_cast<size_t>(bytes) / sizeof(T));
+    MPI_Recv(from[i].data(), bytes, MPI_BYTE, neighbours[i], tag, comm, MPI_STATUS_IGNORE);
   }
-  std::vector<T> all(static_cast<size_t>(total) / sizeof(T));
-  MPI_Allgatherv(mine.data(), bytes, MPI_BYTE, all.data(), counts.data(), displs.data(), MPI_BYTE,
-                 comm);
-  return all;
+  MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE);
+  return from;
 }
 
 }  // namespace
@@ -54,8 +65,22 @@ void require_on_node(const transport_context& ctx, std::string_view transport) {
   require_all(ctx.comm, problem);
 }
 
+std::vector<int> node_neighbours(const exchange_plan& plan, const node_membership& node) {
+  std::vector<int> out;
+  for (const auto& s : plan.stages)
+    for (const auto* list : {&s.sends, &s.recvs})
+      for (const auto& m : *list) {
+        const int r = node.node_rank_of[static_cast<size_t>(m.peer)];
+        if (r >= 0) out.push_back(r);
+      }
+  std::ranges::sort(out);
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 std::vector<node_layout> gather_layouts(const local_grid& mine, const std::vector<uint64_t>& words,
-                                        MPI_Comm node_comm) {
+                                        const node_membership& node,
+                                        const std::vector<int>& neighbours) {
   std::vector<std::byte> my_record(sizeof(rank_layout) + words.size() * sizeof(uint64_t));
   rank_layout l;
   for (int d = 0; d < 3; ++d) {
@@ -66,26 +91,43 @@ std::vector<node_layout> gather_layouts(const local_grid& mine, const std::vecto
   std::memcpy(my_record.data(), &l, sizeof l);
   if (!words.empty())
     std::memcpy(my_record.data() + sizeof l, words.data(), words.size() * sizeof(uint64_t));
-  auto records = allgatherv(my_record, node_comm);
-  std::vector<node_layout> out(records.size() / my_record.size());
-  for (size_t r = 0; r < out.size(); ++r) {
-    const std::byte* record = records.data() + r * my_record.size();
-    std::memcpy(&l, record, sizeof l);
-    out[r].grid = local_grid(ivec3{l.interior[0], l.interior[1], l.interior[2]},
-                             halo_widths{{l.halo_lo[0], l.halo_lo[1], l.halo_lo[2]},
-                                         {l.halo_hi[0], l.halo_hi[1], l.halo_hi[2]}});
-    out[r].words.resize(words.size());
+  const auto records = exchange_with(
+      neighbours, std::vector<std::vector<std::byte>>(neighbours.size(), my_record), layout_tag,
+      node.comm);
+  std::vector<node_layout> out(static_cast<size_t>(node.size));
+  auto fill = [&](int node_rank, const std::vector<std::byte>& record) {
+    if (record.size() != my_record.size())
+      throw std::logic_error("a neighbour's layout record has another size");
+    std::memcpy(&l, record.data(), sizeof l);
+    node_layout& to = out[static_cast<size_t>(node_rank)];
+    to.grid = local_grid(ivec3{l.interior[0], l.interior[1], l.interior[2]},
+                         halo_widths{{l.halo_lo[0], l.halo_lo[1], l.halo_lo[2]},
+                                     {l.halo_hi[0], l.halo_hi[1], l.halo_hi[2]}});
+    to.words.resize(words.size());
     if (!words.empty())
-      std::memcpy(out[r].words.data(), record + sizeof l, words.size() * sizeof(uint64_t));
-  }
+      std::memcpy(to.words.data(), record.data() + sizeof l, words.size() * sizeof(uint64_t));
+  };
+  fill(node.rank, my_record);
+  for (size_t i = 0; i < neighbours.size(); ++i) fill(neighbours[i], records[i]);
   return out;
 }
 
-node_publication::node_publication(const std::vector<published_box>& mine, MPI_Comm node_comm,
-                                   int me)
+node_publication::node_publication(const std::vector<published_box>& mine,
+                                   const node_membership& node, int me,
+                                   const std::vector<int>& neighbours)
     : me_(me) {
-  for (const auto& p : allgatherv(mine, node_comm))
-    if (p.receiver == me) to_me_.push_back(p);
+  std::vector<std::vector<published_box>> to(neighbours.size());
+  for (const auto& p : mine) {
+    const int r = node.node_rank_of[static_cast<size_t>(p.receiver)];
+    if (r < 0) continue;  // off the node: another transport carries it
+    const auto at = std::ranges::lower_bound(neighbours, r);
+    if (at == neighbours.end() || *at != r)
+      throw std::logic_error("a published box's receiver is not a neighbour on the node");
+    to[static_cast<size_t>(at - neighbours.begin())].push_back(p);
+  }
+  for (auto& from : exchange_with(neighbours, to, boxes_tag, node.comm))
+    for (const auto& p : from)
+      if (p.receiver == me) to_me_.push_back(p);
   for (const auto& p : to_me_) by_message_[{p.stage, p.sender, p.tag}].push_back(&p);
 }
 

@@ -4,8 +4,13 @@
 // their own layout. A reader then copies what the owner's plan sends; nothing
 // is re-derived.
 //
-// Reference algorithm (set-up, collective over the node):
-//   publish (grid, words) and my send boxes; gather everybody's
+// Only neighbours talk: a rank sends its layout to, and receives one from,
+// every rank of the node it exchanges halos with, and sends each of them the
+// boxes it sends them; the set-up grows with the neighbours, not with the
+// ranks of the node.
+//
+// Reference algorithm (set-up, collective over the node's neighbours):
+//   send (grid, words) and the boxes I send r to every neighbour r; receive theirs
 //   for each message m I receive in stage s:
 //     owner's boxes = those published with (stage s, sender m.peer, tag m.tag, receiver me)
 //     check they match m's boxes one to one (field, cell count), or fail on every rank
@@ -33,10 +38,16 @@ struct node_layout {
   std::vector<uint64_t> words;  // what the transport published beside the grid
 };
 
-// Collective over node_comm (the same number of words on every rank): every
-// node rank's grid and words, by node rank.
+// The node ranks this rank exchanges halos with (every on-node peer of the
+// plan's messages, sent or received), in order; the relation is symmetric.
+std::vector<int> node_neighbours(const exchange_plan& plan, const node_membership& node);
+
+// Collective over the neighbours (the same number of words on every rank):
+// by node rank, the grid and words of every neighbour and mine; the entries
+// of other node ranks stay empty.
 std::vector<node_layout> gather_layouts(const local_grid& mine, const std::vector<uint64_t>& words,
-                                        MPI_Comm node_comm);
+                                        const node_membership& node,
+                                        const std::vector<int>& neighbours);
 
 // One box an owner sends on the node, as it publishes it to its readers.
 struct published_box {
@@ -49,9 +60,12 @@ struct published_box {
 
 class node_publication {
  public:
-  // Collective over node_comm: gathers the send boxes of every rank of the
-  // node. `me` is this rank in the exchange's communicator.
-  node_publication(const std::vector<published_box>& mine, MPI_Comm node_comm, int me);
+  // Collective over the neighbours: each box of `mine` goes to the node rank
+  // of its receiver (a neighbour; boxes for ranks off the node are dropped);
+  // I keep those sent to me. `me`
+  // is this rank in the exchange's communicator.
+  node_publication(const std::vector<published_box>& mine, const node_membership& node, int me,
+                   const std::vector<int>& neighbours);
   node_publication(const node_publication&) = delete;  // the index points into to_me_
   node_publication& operator=(const node_publication&) = delete;
 

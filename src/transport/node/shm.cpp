@@ -28,7 +28,7 @@ shm_transport::shm_transport(const transport_context& ctx)
   std::vector<uint64_t> my_offsets(nfields, 0);
   for (size_t f = 0; f < nfields; ++f)
     if (direct_) my_offsets[f] = fields_.shared->offset(static_cast<int>(f));
-  for (auto& l : gather_layouts(plan_.grid, my_offsets, node_.comm)) {
+  for (auto& l : gather_layouts(plan_.grid, my_offsets, node_, node_neighbours(plan_, node_))) {
     peer_grids_.push_back(l.grid);
     peer_words_.push_back(std::move(l.words));
   }
@@ -189,7 +189,7 @@ void shm_transport::add_pushes(const rule& choice, schedule& out, std::string& p
         }
         mine.push_back(p);
       }
-  const node_publication receivers(mine, node_.comm, me_);
+  const node_publication receivers(mine, node_, me_, node_neighbours(plan_, node_));
   for (size_t s = 0; s < plan_.stages.size(); ++s) {
     const auto& sends = plan_.stages[s].sends;
     std::vector<std::vector<const published_box*>> theirs;  // by message, the receiver's boxes

@@ -136,7 +136,8 @@ owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields
     if (last_direct[static_cast<size_t>(r)] >= 0)
       out.direct_reads.emplace_back(r, static_cast<size_t>(last_direct[static_cast<size_t>(r)]));
   }
-  out.publication = std::make_unique<node_publication>(published, node.comm, me);
+  out.publication =
+      std::make_unique<node_publication>(published, node, me, node_neighbours(plan, node));
   return out;
 }
 
