@@ -165,7 +165,8 @@ void walk(const Group& g, bool fetch_ahead) {
   // then those of the next (q planes and r rows on; a plane's last r rows
   // fetch from q + 1 planes on). Counted in the field's rows instead, the
   // first rows of a plane fetched halo rows that the walk never copies.
-  const size_t q = rows_ahead / static_cast<size_t>(rows), r = rows_ahead % static_cast<size_t>(rows);
+  const size_t q = rows_ahead / static_cast<size_t>(rows),
+               r = rows_ahead % static_cast<size_t>(rows);
   const int split = rows - static_cast<int>(r);
   size_t from_row[K], to_row[K], from_ahead[K], to_ahead[K], from_later[K], to_later[K];
   bool fetched_run = false;
@@ -207,8 +208,8 @@ void walk(const Group& g, bool fetch_ahead) {
                                       rows - split, std::make_index_sequence<K>{});
       }
     } else if (read_first)
-      walk_plane<RunBytes, K, false, true>(f, t, from_row, to_row, from_ahead, to_ahead, run,
-                                           rows, std::make_index_sequence<K>{});
+      walk_plane<RunBytes, K, false, true>(f, t, from_row, to_row, from_ahead, to_ahead, run, rows,
+                                           std::make_index_sequence<K>{});
     else
       walk_plane<RunBytes, K, false>(f, t, from_row, to_row, from_ahead, to_ahead, run, rows,
                                      std::make_index_sequence<K>{});

@@ -1,4 +1,3 @@
-#include "transport/core/names.hpp"
 #include "device/cuda/cuda_ipc.hpp"
 
 #include <cuda.h>
@@ -13,6 +12,7 @@
 #include "device/peer_reads.hpp"
 #include "halox/common/error.hpp"
 #include "halox/device.hpp"
+#include "transport/core/names.hpp"
 #include "transport/node/node_publication.hpp"
 
 namespace halox {
@@ -96,7 +96,8 @@ cuda_ipc_transport::cuda_ipc_transport(const transport_context& ctx)
     words.assign(fields.size() * (handle_words + 1) + nstages * 2 * handle_words, 0);
   }
   require_all(ctx.comm, problem);
-  const auto layouts = gather_layouts(plan_.grid, words, ctx.node, node_neighbours(plan_, ctx.node));
+  const auto layouts =
+      gather_layouts(plan_.grid, words, ctx.node, node_neighbours(plan_, ctx.node));
   const size_t per_field = handle_words + 1, events_at = fields.size() * per_field;
   auto node_rank = [&](int peer) { return ctx.node.node_rank_of[static_cast<size_t>(peer)]; };
 

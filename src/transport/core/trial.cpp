@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 
 #include "halox/transport.hpp"
 
@@ -89,23 +90,18 @@ size_t fastest_candidate(transport& t, size_t stages, size_t candidates,
   return choice.best;
 }
 
-std::vector<size_t> agreed_union(const std::vector<size_t>& mine, MPI_Comm comm) {
-  int size = 1;
-  MPI_Comm_size(comm, &size);
-  int count = static_cast<int>(mine.size());
-  std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size));
-  MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
-  int total = 0;
-  for (int r = 0; r < size; ++r) {
-    displs[static_cast<size_t>(r)] = total;
-    total += counts[static_cast<size_t>(r)];
+std::vector<size_t> agreed_union(const std::vector<size_t>& mine, size_t below, MPI_Comm comm) {
+  std::vector<uint64_t> bits((below + 63) / 64, 0);
+  for (size_t v : mine) {
+    if (v >= below) throw std::logic_error("agreed_union: a value out of range");
+    bits[v / 64] |= uint64_t{1} << (v % 64);
   }
-  std::vector<uint64_t> values(mine.begin(), mine.end()), all(static_cast<size_t>(total));
-  MPI_Allgatherv(values.data(), count, MPI_UINT64_T, all.data(), counts.data(), displs.data(),
-                 MPI_UINT64_T, comm);
-  std::sort(all.begin(), all.end());
-  all.erase(std::unique(all.begin(), all.end()), all.end());
-  return {all.begin(), all.end()};
+  MPI_Allreduce(MPI_IN_PLACE, bits.data(), static_cast<int>(bits.size()), MPI_UINT64_T, MPI_BOR,
+                comm);
+  std::vector<size_t> out;
+  for (size_t v = 0; v < below; ++v)
+    if (bits[v / 64] >> (v % 64) & 1) out.push_back(v);
+  return out;
 }
 
 }  // namespace halox

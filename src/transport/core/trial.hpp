@@ -48,7 +48,8 @@ trial_choice choose_from_rounds(const std::vector<double>& seconds, size_t candi
 // The median of a non-empty set of times (the upper one of an even count).
 double median_of(std::vector<double> values);
 
-// Collective over comm: the sorted union of every rank's values.
-std::vector<size_t> agreed_union(const std::vector<size_t>& mine, MPI_Comm comm);
+// Collective over comm: the sorted union of every rank's values, each below
+// `below`; one reduction of below bits, whatever the number of ranks.
+std::vector<size_t> agreed_union(const std::vector<size_t>& mine, size_t below, MPI_Comm comm);
 
 }  // namespace halox

@@ -13,12 +13,12 @@
 #include <map>
 #include <random>
 
+#include "common/stage_timer.hpp"
 #include "halox/common/error.hpp"
 #include "halox/pack.hpp"
-#include "transport/node/node_publication.hpp"
-#include "common/stage_timer.hpp"
-#include "transport/core/trial.hpp"
 #include "transport/core/names.hpp"
+#include "transport/core/trial.hpp"
+#include "transport/node/node_publication.hpp"
 
 namespace halox {
 
@@ -187,9 +187,8 @@ cma_transport::cma_transport(const transport_context& ctx)
     lists.push_back(&w.self_copies);
     for (auto& r : w.reads) lists.push_back(&r.unpack);
   }
-  fetch_ahead_ =
-      choose_fetch_ahead(*this, plan_.stages.size(), lists, ctx.tuning.cma.fetch_ahead,
-                         "tuning.cma.fetch_ahead", node_.comm);
+  fetch_ahead_ = choose_fetch_ahead(*this, plan_.stages.size(), lists, ctx.tuning.cma.fetch_ahead,
+                                    "tuning.cma.fetch_ahead", node_.comm);
 }
 
 cma_transport::~cma_transport() {

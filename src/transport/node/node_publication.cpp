@@ -91,9 +91,9 @@ std::vector<node_layout> gather_layouts(const local_grid& mine, const std::vecto
   std::memcpy(my_record.data(), &l, sizeof l);
   if (!words.empty())
     std::memcpy(my_record.data() + sizeof l, words.data(), words.size() * sizeof(uint64_t));
-  const auto records = exchange_with(
-      neighbours, std::vector<std::vector<std::byte>>(neighbours.size(), my_record), layout_tag,
-      node.comm);
+  const auto records =
+      exchange_with(neighbours, std::vector<std::vector<std::byte>>(neighbours.size(), my_record),
+                    layout_tag, node.comm);
   std::vector<node_layout> out(static_cast<size_t>(node.size));
   auto fill = [&](int node_rank, const std::vector<std::byte>& record) {
     if (record.size() != my_record.size())

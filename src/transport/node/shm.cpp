@@ -6,18 +6,17 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "common/stage_timer.hpp"
 #include "halox/common/error.hpp"
 #include "halox/field_memory.hpp"
-#include "transport/node/node_publication.hpp"
-#include "common/stage_timer.hpp"
-#include "transport/core/trial.hpp"
 #include "transport/core/names.hpp"
+#include "transport/core/trial.hpp"
+#include "transport/node/node_publication.hpp"
 
 namespace halox {
 
 shm_transport::shm_transport(const transport_context& ctx)
     : single_copy_transport(ctx, transport_names::shm) {
-
   // Direct copies need the fields of every rank of the node in one shared window.
   int all_shared = fields_.shared ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &all_shared, 1, MPI_INT, MPI_MIN, node_.comm);
@@ -54,8 +53,8 @@ shm_transport::shm_transport(const transport_context& ctx)
       lengths = {*tuning.direct_min_run};
       forced_by.push_back("tuning.shm.direct_min_run");
     } else {
-      lengths = node_has_messages ? outbox_rules(plan_, fields_, node_.comm)
-                                  : std::vector<size_t>{0};
+      lengths =
+          node_has_messages ? outbox_rules(plan_, fields_, node_.comm) : std::vector<size_t>{0};
     }
     std::vector<bool> pushes{false};
     if (node_has_messages) pushes.push_back(true);
@@ -85,9 +84,8 @@ shm_transport::shm_transport(const transport_context& ctx)
       lists.push_back(&w.push);
     }
   }
-  fetch_ahead_ =
-      choose_fetch_ahead(*this, plan_.stages.size(), lists, ctx.tuning.shm.fetch_ahead,
-                         "tuning.shm.fetch_ahead", node_.comm);
+  fetch_ahead_ = choose_fetch_ahead(*this, plan_.stages.size(), lists, ctx.tuning.shm.fetch_ahead,
+                                    "tuning.shm.fetch_ahead", node_.comm);
 }
 
 shm_transport::~shm_transport() {
@@ -96,7 +94,8 @@ shm_transport::~shm_transport() {
 
 std::string shm_transport::settings() const {
   return describe_choices(
-      rule_.outbox_below, rule_.push ? "; owners write direct boxes into the readers' halos (push)" : "");
+      rule_.outbox_below,
+      rule_.push ? "; owners write direct boxes into the readers' halos (push)" : "");
 }
 
 shm_transport::phases shm_transport::build(const rule& choice, std::string& problem) {
@@ -104,8 +103,8 @@ shm_transport::phases shm_transport::build(const rule& choice, std::string& prob
   out.push_back(build_phase(choice, 0, 0, problem));
   // Phases differ only in the slots of staged boxes: where nobody on the node
   // stages under this rule, one schedule serves every exchange.
-  int stages_something = std::ranges::any_of(out.front().owner.packs,
-                                             [](const copy_list& p) { return !p.empty(); });
+  int stages_something =
+      std::ranges::any_of(out.front().owner.packs, [](const copy_list& p) { return !p.empty(); });
   MPI_Allreduce(MPI_IN_PLACE, &stages_something, 1, MPI_INT, MPI_MAX, node_.comm);
   for (size_t phase = 1; stages_something && phase < outbox_ring; ++phase)
     out.push_back(build_phase(choice, phase, out.front().owner.rule, problem));

@@ -31,7 +31,7 @@ size_t outbox_slot_bytes(const exchange_plan& plan) {
 }
 
 std::vector<size_t> outbox_rules(const exchange_plan& plan, const field_set& fields,
-                                  MPI_Comm node_comm) {
+                                 MPI_Comm node_comm) {
   std::set<size_t> rules;
   for (const auto& st : plan.stages)
     for (const auto& m : st.sends)
@@ -41,8 +41,8 @@ std::vector<size_t> outbox_rules(const exchange_plan& plan, const field_set& fie
                                .run;
         if (run > 0 && run <= longest_staged_run) rules.insert(run + 1);
       }
-  std::vector<size_t> out =
-      agreed_union(std::vector<size_t>(rules.begin(), rules.end()), node_comm);
+  std::vector<size_t> out = agreed_union(std::vector<size_t>(rules.begin(), rules.end()),
+                                         longest_staged_run + 2, node_comm);
   out.insert(out.begin(), 0);
   return out;
 }
@@ -141,8 +141,7 @@ owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields
   return out;
 }
 
-std::string describe_rule(std::string_view transport, size_t outbox_below,
-                          const std::string& how) {
+std::string describe_rule(std::string_view transport, size_t outbox_below, const std::string& how) {
   if (outbox_below == 0) return fmt::format("{}: every box direct ({})", transport, how);
   if (outbox_below == outbox_every_box)
     return fmt::format("{}: every box through the outbox ({})", transport, how);
