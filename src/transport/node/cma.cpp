@@ -152,7 +152,7 @@ cma_transport::cma_transport(const transport_context& ctx)
   for (auto* f : fields_.pointers) words.push_back(address(f));
   if (yama_ptrace_scope() == 1 && !has_cap_sys_ptrace())
     ::prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
-  layouts_ = gather_layouts(plan_.grid, words, node_, node_neighbours(plan_, node_));
+  layouts_ = gather_layouts(plan_.grid, words, node_, neighbours_);
 
   // One trial read from every peer I read from: a refusal fails here, on
   // every rank, rather than in the first exchange.
@@ -214,8 +214,8 @@ size_t cma_transport::measured_rule(const std::vector<size_t>& candidates) {
 cma_transport::schedule cma_transport::build(size_t outbox_below, std::string& problem) {
   schedule out;
   const size_t element_bytes = plan_.element_bytes;
-  out.owner =
-      publish_send_boxes(plan_, fields_, node_, me_, outbox_below, outbox_.data(), slot_bytes_);
+  out.owner = publish_send_boxes(plan_, fields_, node_, neighbours_, me_, outbox_below,
+                                 outbox_.data(), slot_bytes_);
   const node_publication& publication = *out.owner.publication;
   out.stages.resize(plan_.stages.size());
   const long iov_max = ::sysconf(_SC_IOV_MAX);

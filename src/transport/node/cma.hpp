@@ -39,10 +39,10 @@
 #include <vector>
 
 #include "halox/transport.hpp"
+#include "transport/core/names.hpp"
 #include "transport/node/node_publication.hpp"
 #include "transport/node/node_signals.hpp"
 #include "transport/node/single_copy.hpp"
-#include "transport/core/names.hpp"
 
 namespace halox {
 

@@ -1,14 +1,13 @@
 #include "transport/node/node_signals.hpp"
 
-#include "halox/common/error.hpp"
-#include "halox/field_memory.hpp"
-
 #include <fmt/core.h>
 
 #include <atomic>
 #include <exception>
 
 #include "common/stage_timer.hpp"
+#include "halox/common/error.hpp"
+#include "halox/field_memory.hpp"
 
 namespace halox {
 
@@ -34,7 +33,8 @@ node_signals::node_signals(const node_membership& node, const wait_policy& waits
   // Timeouts name exchange ranks, as every other wait does.
   comm_rank_of_.resize(static_cast<size_t>(node.size));
   for (size_t r = 0; r < node.node_rank_of.size(); ++r)
-    if (node.node_rank_of[r] >= 0) comm_rank_of_[static_cast<size_t>(node.node_rank_of[r])] = static_cast<int>(r);
+    if (node.node_rank_of[r] >= 0)
+      comm_rank_of_[static_cast<size_t>(node.node_rank_of[r])] = static_cast<int>(r);
   // Agreed over the whole exchange, so that no node goes on alone.
   const MPI_Comm everyone = waits.comm != MPI_COMM_NULL ? waits.comm : node.comm;
   if (auto space = node_shared_memory_space(everyone, node.comm, payload_start + payload_bytes);
@@ -98,8 +98,7 @@ void node_signals::wait_for(int node_rank, int counter, uint64_t step) const {
                     [&] {
                       return fmt::format("rank {} to be {} with step {} ({})",
                                          comm_rank_of_[static_cast<size_t>(node_rank)],
-                                         counter_names[counter], step,
-                                         transport_);
+                                         counter_names[counter], step, transport_);
                     });
 }
 

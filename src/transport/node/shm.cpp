@@ -27,7 +27,7 @@ shm_transport::shm_transport(const transport_context& ctx)
   std::vector<uint64_t> my_offsets(nfields, 0);
   for (size_t f = 0; f < nfields; ++f)
     if (direct_) my_offsets[f] = fields_.shared->offset(static_cast<int>(f));
-  for (auto& l : gather_layouts(plan_.grid, my_offsets, node_, node_neighbours(plan_, node_))) {
+  for (auto& l : gather_layouts(plan_.grid, my_offsets, node_, neighbours_)) {
     peer_grids_.push_back(l.grid);
     peer_words_.push_back(std::move(l.words));
   }
@@ -119,7 +119,7 @@ shm_transport::schedule shm_transport::build_phase(const rule& choice, size_t ph
   std::byte* const* fields = fields_.pointers.data();
   auto node_rank_of = [&](int peer) { return node_.node_rank_of[static_cast<size_t>(peer)]; };
 
-  out.owner = publish_send_boxes(plan_, fields_, node_, me_, choice.outbox_below,
+  out.owner = publish_send_boxes(plan_, fields_, node_, neighbours_, me_, choice.outbox_below,
                                  signals_->payload(node_.rank), slot_bytes_,
                                  {.rotating = true, .phase = phase, .rule = rule_id});
   const node_publication& publication = *out.owner.publication;
@@ -188,7 +188,7 @@ void shm_transport::add_pushes(const rule& choice, schedule& out, std::string& p
         }
         mine.push_back(p);
       }
-  const node_publication receivers(mine, node_, me_, node_neighbours(plan_, node_));
+  const node_publication receivers(mine, node_, me_, neighbours_);
   for (size_t s = 0; s < plan_.stages.size(); ++s) {
     const auto& sends = plan_.stages[s].sends;
     std::vector<std::vector<const published_box*>> theirs;  // by message, the receiver's boxes

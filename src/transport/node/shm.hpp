@@ -34,9 +34,9 @@
 
 #include "halox/pack.hpp"
 #include "halox/transport.hpp"
+#include "transport/core/names.hpp"
 #include "transport/node/node_signals.hpp"
 #include "transport/node/single_copy.hpp"
-#include "transport/core/names.hpp"
 
 namespace halox {
 
@@ -48,7 +48,9 @@ class shm_transport final : public single_copy_transport {
   void start(size_t stage) override;
   void wait(size_t stage) override;
   std::string name() const override { return std::string(transport_names::shm); }
-  std::string path() const override { return std::string(transport_names::shm) + (direct_ ? "" : "(outbox)"); }
+  std::string path() const override {
+    return std::string(transport_names::shm) + (direct_ ? "" : "(outbox)");
+  }
   std::string settings() const override;
 
  private:

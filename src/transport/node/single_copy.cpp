@@ -48,8 +48,9 @@ std::vector<size_t> outbox_rules(const exchange_plan& plan, const field_set& fie
 }
 
 owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields,
-                              const node_membership& node, int me, size_t outbox_below,
-                              std::byte* outbox, size_t slot_bytes, const slot_rotation& rotation) {
+                              const node_membership& node, const std::vector<int>& neighbours,
+                              int me, size_t outbox_below, std::byte* outbox, size_t slot_bytes,
+                              const slot_rotation& rotation) {
   static std::atomic<uint64_t> rules{0};
   owner_side out;
   out.rule = rotation.rule ? rotation.rule : ++rules;
@@ -136,8 +137,7 @@ owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields
     if (last_direct[static_cast<size_t>(r)] >= 0)
       out.direct_reads.emplace_back(r, static_cast<size_t>(last_direct[static_cast<size_t>(r)]));
   }
-  out.publication =
-      std::make_unique<node_publication>(published, node, me, node_neighbours(plan, node));
+  out.publication = std::make_unique<node_publication>(published, node, me, neighbours);
   return out;
 }
 
@@ -226,7 +226,8 @@ single_copy_transport::single_copy_transport(const transport_context& ctx,
       fields_(ctx.fields),
       waits_(ctx.waits),
       node_(ctx.node),
-      transport_(transport) {
+      transport_(transport),
+      neighbours_(node_neighbours(ctx.plan, ctx.node)) {
   MPI_Comm_rank(ctx.comm, &me_);
   require_on_node(ctx, transport_);
   slot_bytes_ = outbox_slot_bytes(plan_);

@@ -17,9 +17,9 @@
 // outbox steps in exchange e takes slot (e*S + k) mod outbox_ring, so that
 // an owner with one outbox step per exchange (a 2x1x1 grid, one block)
 // does not pack into the slot its reader has just read (the owner's stores
-// would take every line back from the reader's cache; docs/results/2026-11-25-amd-epyc-2core.md). The schedule of exchange e is then phase e mod
-// outbox_ring of the rule, each phase with its own slots; others (cma) use
-// slot k mod outbox_ring in every exchange.
+// would take every line back from the reader's cache; docs/results/2026-11-25-amd-epyc-2core.md).
+// The schedule of exchange e is then phase e mod outbox_ring of the rule, each phase with its own
+// slots; others (cma) use slot k mod outbox_ring in every exchange.
 //
 // Reference algorithm of stage j of an exchange; seq(j) = stages of earlier
 // exchanges + j + 1, freed(j) = the stage that last used slot(j) (in this
@@ -67,7 +67,7 @@ size_t outbox_slot_bytes(const exchange_plan& plan);
 // (every box direct) and r + 1 for every distinct run length r up to 4 KiB
 // of the send boxes (runs merged across whole rows and planes).
 std::vector<size_t> outbox_rules(const exchange_plan& plan, const field_set& fields,
-                                  MPI_Comm node_comm);
+                                 MPI_Comm node_comm);
 
 // My send boxes under one rule, published to the readers.
 struct owner_side {
@@ -96,13 +96,12 @@ struct slot_rotation {
 // (outbox_every_box: all) are packed into slot(stage) of the outbox at
 // `outbox` (in this process) of `slot_bytes` per slot.
 owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields,
-                              const node_membership& node, int me, size_t outbox_below,
-                              std::byte* outbox, size_t slot_bytes,
+                              const node_membership& node, const std::vector<int>& neighbours,
+                              int me, size_t outbox_below, std::byte* outbox, size_t slot_bytes,
                               const slot_rotation& rotation = {});
 
 // "runs under N B through the outbox, the rest direct (how)", for settings().
-std::string describe_rule(std::string_view transport, size_t outbox_below,
-                          const std::string& how);
+std::string describe_rule(std::string_view transport, size_t outbox_below, const std::string& how);
 
 // Whether the copy lists of a schedule fetch short strided runs ahead
 // (copy_list::fetch_ahead), and how that was decided.
@@ -174,11 +173,12 @@ class single_copy_transport : public transport {
   const wait_policy& waits_;
   const node_membership& node_;
   const std::string transport_;
+  const std::vector<int> neighbours_;    // node ranks of my peers (node_neighbours)
   int me_ = 0;                           // rank in the exchange's communicator
   size_t slot_bytes_ = 0;                // of each outbox slot
   std::optional<node_signals> signals_;  // ready/done counters (and shm's outbox)
   std::optional<single_copy_steps> steps_;
-  std::string how_;                      // how the outbox rule was chosen
+  std::string how_;  // how the outbox rule was chosen
   fetch_ahead_choice fetch_ahead_;
 };
 
