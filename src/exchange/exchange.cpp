@@ -174,8 +174,11 @@ void halo_exchange::finish(const decomposition& decomp, const local_grid& grid, 
   const int nfields = static_cast<int>(fields.pointers.size());
   // Collective on every rank, whatever the options say (ranks that disagree
   // on them fail below, together).
-  const int l2_block =
+  const int host_block =
       agreed_cache_block(decomp, grid, std::max(nfields, 1), element_size(type), options.alg);
+  // Blocks fit a CPU's cache; on a GPU each block would be one more synchronised
+  // round of kernels and signals, so device fields move in one block.
+  const int l2_block = fields.device ? std::max(nfields, 1) : host_block;
   const int cache_block = options.fields_per_block > 0 ? options.fields_per_block : l2_block;
   try {
     s.choice = options.transport;

@@ -122,7 +122,8 @@ std::string exchange_and_verify(const device_case& c, void* stream = nullptr) {
     EXPECT_EQ(total, 0u) << when << ", " << c.describe() << ": "
                          << (bad.empty() ? std::string() : describe(bad.front()));
   };
-  exchange_options options{.alg = c.alg, .mode = c.mode, .transport = parse_transport_choice(c.transport)};
+  exchange_options options{
+      .alg = c.alg, .mode = c.mode, .transport = parse_transport_choice(c.transport)};
   options.memory = c.memory;
   options.cuda_stream = stream;
   halo_exchange ex(decomp, grid, std::span<T* const>(fields), options);
@@ -174,7 +175,8 @@ TEST(DeviceRegistry, ListsTheDeviceTransportsWithTheirAvailability) {
     EXPECT_TRUE(cuda::built());
     EXPECT_NE(ipc.find("available"), std::string::npos) << ipc;
     EXPECT_EQ(ipc.find("unavailable"), std::string::npos) << ipc;
-    EXPECT_EQ(parse_transport_choice("cuda-ipc"), transport_choice(find_transport("cuda-ipc"), find_transport("mpi-p2p")));
+    EXPECT_EQ(parse_transport_choice("cuda-ipc"),
+              transport_choice(find_transport("cuda-ipc"), find_transport("mpi-p2p")));
   }
 }
 
@@ -207,7 +209,9 @@ TEST(DeviceOptions, WrongMemoryIsAUsageErrorOnEveryRank) {
       EXPECT_NE(text.find("not in CUDA device memory"), std::string::npos) << text;
   }
   if (cuda::device_count() > 0) {
-    EXPECT_THROW(halo_exchange(decomp, grid, fields, {.transport = parse_transport_choice("cuda-ipc")}), usage_error);
+    EXPECT_THROW(
+        halo_exchange(decomp, grid, fields, {.transport = parse_transport_choice("cuda-ipc")}),
+        usage_error);
   }
   // Without a device, detection finds host memory: the exchange runs as always.
   if (cuda::device_count() == 0) {
@@ -269,4 +273,26 @@ TEST(DeviceExchange, OnTheCallersStream) {
                                 stream);
   cudaStreamDestroy(stream);
 #endif
+}
+
+// Blocks of fields are sized for a CPU's cache; on a GPU every block would be
+// one more synchronised round, so device fields move in one block whatever the
+// host's cache would choose.
+TEST(DeviceExchange, FieldsMoveInOneBlock) {
+  SKIP_WITHOUT_DEVICE();
+  const ivec3 interior{64, 64, 64};
+  const local_grid grid(interior, halo_widths::uniform(5));
+  constexpr int nfields = 8;
+  device_fields device(grid.cells() * sizeof(float), nfields);
+  const auto fields = device.as<float>();
+  for (auto mode : {field_mode::compact, field_mode::cache}) {
+    auto decomp =
+        make_cart_decomposition(MPI_COMM_WORLD, rank_grids().front(), {true, true, true}, false);
+    exchange_options options{
+        .alg = algorithm::staged, .mode = mode, .transport = parse_transport_choice("mpi-p2p")};
+    options.memory = memory_kind::device;
+    halo_exchange ex(decomp, grid, std::span<float* const>(fields), options);
+    EXPECT_EQ(ex.plan().fields_per_block, nfields) << to_string(mode);
+    ex.exchange();
+  }
 }
