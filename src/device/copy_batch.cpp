@@ -17,24 +17,30 @@ void copy_batch::add(const box_copy& c) {
   bytes_ += c.bytes();
 }
 
-uint64_t copy_batch::unit_bytes() const {
+uint64_t copy_batch::unit_bytes(const box_copy& c) {
   uint64_t bits = 16;
-  for (const auto& c : copies_)
-    for (uint64_t v :
-         {reinterpret_cast<uint64_t>(c.from), reinterpret_cast<uint64_t>(c.to), uint64_t{c.run},
-          c.rows > 1 ? uint64_t{c.from_row} : 0, c.rows > 1 ? uint64_t{c.to_row} : 0,
-          c.planes > 1 ? uint64_t{c.from_plane} : 0, c.planes > 1 ? uint64_t{c.to_plane} : 0})
-      bits |= v;
+  for (uint64_t v :
+       {reinterpret_cast<uint64_t>(c.from), reinterpret_cast<uint64_t>(c.to), uint64_t{c.run},
+        c.rows > 1 ? uint64_t{c.from_row} : 0, c.rows > 1 ? uint64_t{c.to_row} : 0,
+        c.planes > 1 ? uint64_t{c.from_plane} : 0, c.planes > 1 ? uint64_t{c.to_plane} : 0})
+    bits |= v;
   return bits & (~bits + 1);  // the lowest set bit: at most 16
 }
 
+uint64_t copy_batch::unit_bytes() const {
+  uint64_t narrowest = 16;
+  for (const auto& c : copies_) narrowest = std::min(narrowest, unit_bytes(c));
+  return narrowest;
+}
+
 std::vector<box_record> copy_batch::records() const {
-  const uint64_t unit = unit_bytes();
   std::vector<box_record> out;
   out.reserve(copies_.size());
   uint64_t block = 0;
   for (const auto& c : copies_) {
+    const uint64_t unit = unit_bytes(c);
     box_record r;
+    r.unit_bytes = static_cast<uint32_t>(unit);
     r.from = reinterpret_cast<uint64_t>(c.from);
     r.to = reinterpret_cast<uint64_t>(c.to);
     // A single run or plane has no stride to follow: 0 keeps the unit wide.
@@ -68,7 +74,6 @@ uint64_t copy_batch::blocks() const {
 
 // The kernel's walk, block by block and thread by thread.
 void copy_batch::run_on_host() const {
-  const uint64_t unit = unit_bytes();
   const auto all = records();
   const uint64_t launch_blocks = blocks();
   for (uint64_t block = 0; block < launch_blocks; ++block) {
@@ -79,9 +84,9 @@ void copy_batch::run_on_host() const {
         const uint64_t i = unit_of(r, block, thread, k);
         if (i >= r.units) continue;
         uint64_t from = 0, to = 0;
-        unit_offsets(r, i, unit, from, to);
+        unit_offsets(r, i, from, to);
         std::memcpy(reinterpret_cast<std::byte*>(r.to + to),
-                    reinterpret_cast<const std::byte*>(r.from + from), unit);
+                    reinterpret_cast<const std::byte*>(r.from + from), r.unit_bytes);
       }
   }
 }

@@ -26,10 +26,11 @@ class copy_batch {
   size_t size() const { return copies_.size(); }
   size_t bytes() const { return bytes_; }
   // The widest unit (16, 8, 4, 2 or 1 bytes) that divides every run, stride
-  // and address of the batch.
+  // and address of one copy, and the narrowest of those over the batch.
+  static uint64_t unit_bytes(const box_copy& c);
   uint64_t unit_bytes() const;
-  // The records as the kernel reads them, counted in unit_bytes() units,
-  // with the blocks of a launch assigned (box_records.hpp).
+  // The records as the kernel reads them, each counted in its own copy's
+  // units, with the blocks of a launch assigned (box_records.hpp).
   std::vector<box_record> records() const;
   uint64_t most_units() const;  // of one record
   uint64_t blocks() const;      // of the launch

@@ -183,6 +183,17 @@ TEST(DeviceCopies, UnitIsTheWidestThatDividesEverything) {
   copy_batch odd;
   odd.add(pack_copy(fields.pointers[0] + 2, g, {{0, 0, 0}, {8, 8, 1}}, 8, aligned));
   EXPECT_EQ(odd.unit_bytes(), 2u);
+  // In one launch each record keeps its own unit: a narrow x face does not
+  // narrow the whole planes beside it.
+  copy_batch mixed;
+  mixed.add(pack_copy(fields.pointers[0], g, {{-1, -1, 0}, {9, 9, 1}}, 8, aligned));
+  mixed.add(pack_copy(fields.pointers[0], g, {{0, 0, 0}, {1, 8, 8}}, 4, aligned + 1024));
+  EXPECT_EQ(mixed.unit_bytes(), 4u);
+  ASSERT_EQ(mixed.records().size(), 2u);
+  EXPECT_EQ(mixed.records()[0].unit_bytes, 16u);
+  EXPECT_EQ(mixed.records()[0].units, 10u * 10u * 8u / 16u);
+  EXPECT_EQ(mixed.records()[1].unit_bytes, 4u);
+  EXPECT_EQ(mixed.records()[1].units, 64u);
   // Copies of nothing are left out.
   copy_batch none;
   none.add(pack_copy(fields.pointers[0], g, {{0, 0, 0}, {0, 8, 8}}, 8, aligned));

@@ -33,7 +33,7 @@ class launch_batch {
  private:
   box_record* records_ = nullptr;  // device memory
   uint32_t count_ = 0;
-  uint64_t unit_bytes_ = 0, blocks_ = 0;
+  uint64_t blocks_ = 0;
 };
 
 // Device memory freed when the owner goes (cudaMalloc / cudaMallocHost).
