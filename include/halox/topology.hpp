@@ -51,7 +51,8 @@ struct rank_placement {
   std::string binding() const;
 };
 
-// The L2 cache of this machine in bytes (0 when hwloc does not know), loaded once.
+// The L2 cache of this machine in bytes, found once: from the processor through
+// glibc where it answers, else from hwloc; 0 when neither knows.
 size_t this_machine_l2_bytes();
 
 // How ranks are assumed to be bound when the real binding is not used.

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <unistd.h>
 
 #include "halox/common/error.hpp"
 
@@ -186,6 +187,11 @@ size_t topology::cache_bytes(level l) const {
 
 size_t this_machine_l2_bytes() {
   static const size_t bytes = [] {
+#if defined(_SC_LEVEL2_CACHE_SIZE)
+    // glibc answers from the processor (CPUID) in microseconds; loading a whole
+    // topology takes milliseconds per process, tens when a node's ranks load at once.
+    if (const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); l2 > 0) return static_cast<size_t>(l2);
+#endif
     try {
       return topology::load("").cache_bytes(level::l2);
     } catch (const std::exception&) {
