@@ -109,6 +109,9 @@ struct result {
   // after, slowest rank): its median over rounds, and per round.
   double reference_seconds = 0;
   std::vector<double> round_references;
+  // Each rank's reference of the first round, the lower of before and after
+  // (rank 0; empty for device fields).
+  std::vector<double> reference_by_rank;
   size_t bytes_sent = 0, bytes_copied = 0, bytes_received = 0, messages = 0;
   size_t max_bytes_sent = 0;    // over ranks
   std::string memory;           // "shared" or "private"
@@ -167,6 +170,12 @@ void merge(result& into, const result& more);
 // output.cpp
 double efficiency(const result& r);
 double reference_share(const result& r);
+// The self-copy reference rank by rank (result::reference_by_rank).
+struct rank_spread {
+  double fastest_s = 0, median_s = 0, slowest_s = 0;  // the median: the lower one of an even count
+  int fastest_rank = -1, slowest_rank = -1;
+};
+std::optional<rank_spread> reference_spread(const result& r);
 void print_result(const result& r, const summary& s);
 void print_summary(const std::vector<result>& results, const std::vector<summary>& stats,
                    const std::string& baseline);

@@ -16,10 +16,12 @@ namespace halox::bench {
 // shorter than half of them does not move it; slowest rank. Ranks with
 // nothing to time (`any` false) take part with 0. The first sample, untimed,
 // brings the lines in; its whole time (barrier included: slow where ranks
-// outnumber cores) sets how many follow.
+// outnumber cores) sets how many follow. `every_rank`, when given, gets each
+// rank's median on rank 0.
 constexpr double floor_sample_seconds = 2e-3;
 template <class Prepare, class Timed>
-double median_of_samples(MPI_Comm comm, bool any, Prepare&& prepare, Timed&& timed) {
+double median_of_samples(MPI_Comm comm, bool any, Prepare&& prepare, Timed&& timed,
+                         std::vector<double>* every_rank = nullptr) {
   auto sample = [&](int i) {
     prepare(i);
     MPI_Barrier(comm);
@@ -37,6 +39,13 @@ double median_of_samples(MPI_Comm comm, bool any, Prepare&& prepare, Timed&& tim
   for (int i = 1; i <= count; ++i) times.push_back(sample(i));
   double median = any ? summarize(times).median : 0, slowest = 0;
   MPI_Allreduce(&median, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
+  if (every_rank) {
+    int rank = 0, size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    every_rank->assign(rank == 0 ? static_cast<size_t>(size) : 0, 0.0);
+    MPI_Gather(&median, 1, MPI_DOUBLE, every_rank->data(), 1, MPI_DOUBLE, 0, comm);
+  }
   return slowest;
 }
 
@@ -74,16 +83,19 @@ void compute_step(const std::vector<T*>& fields, const local_grid& grid) {
 
 // The self-copy reference (halox/self_copy_reference.hpp): every rank fills
 // the halos its exchange fills from its own cells, all ranks at the same
-// time, on the exchange's fields; nothing crosses ranks. Collective.
+// time, on the exchange's fields; nothing crosses ranks. Collective. The
+// slowest rank's time; `every_rank` gets each rank's on rank 0 (a slower core
+// shows here without any exchange).
 template <class T>
 double self_copy_reference_time(MPI_Comm comm, const copy_list& copies, const std::vector<T*>& fields,
-                                const local_grid& grid, bool after_compute) {
+                                const local_grid& grid, bool after_compute,
+                                std::vector<double>* every_rank = nullptr) {
   return median_of_samples(
       comm, !copies.empty(),
       [&](int) {
         if (after_compute) compute_step(fields, grid);
       },
-      [&](int) { copies.run(); });
+      [&](int) { copies.run(); }, every_rank);
 }
 
 }  // namespace halox::bench

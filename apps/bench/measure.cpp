@@ -220,14 +220,18 @@ long long record_stage_pass(MPI_Comm comm, long long nrep, pacing pace, halo_exc
 
 // The floor and the self-copy reference of the exchange's halos (the
 // reference runs host copies: none for device memory).
+// `reference_by_rank` gets each rank's reference on rank 0.
 template <class T>
 std::pair<double, double> yardsticks(MPI_Comm comm, const result& r, const copy_list& reference,
                                      const config_fields<T>& f, const local_grid& grid,
-                                     shape_memory& mem, size_t all_fields, bool compute) {
+                                     shape_memory& mem, size_t all_fields, bool compute,
+                                     std::vector<double>& reference_by_rank) {
   const size_t halo_bytes = r.bytes_received + r.bytes_copied;
+  reference_by_rank.clear();
   if (f.on_device) return {device_copy_floor(comm, halo_bytes, mem, all_fields), 0.0};
-  return {single_copy_floor(comm, halo_bytes, mem, all_fields, compute),
-          self_copy_reference_time(comm, reference, f.host, grid, compute)};
+  const double floor = single_copy_floor(comm, halo_bytes, mem, all_fields, compute);
+  return {floor,
+          self_copy_reference_time(comm, reference, f.host, grid, compute, &reference_by_rank)};
 }
 
 // One round of one configuration on the shape's memory: build the exchange,
@@ -271,7 +275,9 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
     std::vector<std::byte*> field_bytes_of;
     for (T* field : f.host) field_bytes_of.push_back(reinterpret_cast<std::byte*>(field));
     const copy_list reference = self_copy_reference(ex.plan(), field_bytes_of.data());
-    const auto before = yardsticks(comm, r, reference, f, grid, mem, all_fields, pace.compute);
+    std::vector<double> reference_before, reference_after;
+    const auto before =
+        yardsticks(comm, r, reference, f, grid, mem, all_fields, pace.compute, reference_before);
     if (o.stage_times == "timed") ex.record_stages(true);
     const timed_exchanges timed = time_exchanges(comm, nrep, pace, ex, f.host, grid);
     run += nrep;
@@ -281,7 +287,8 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
     } else if (o.stage_times == "pass") {
       run += record_stage_pass(comm, nrep, pace, ex, f.host, grid, r);
     }
-    const auto after = yardsticks(comm, r, reference, f, grid, mem, all_fields, pace.compute);
+    const auto after =
+        yardsticks(comm, r, reference, f, grid, mem, all_fields, pace.compute, reference_after);
     MPI_Allreduce(&timed.loop, &r.loop_seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
     MPI_Allreduce(&timed.computing, &r.compute_seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
     r.samples.resize(timed.samples.size());
@@ -293,6 +300,9 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
     // efficiency: the lower is kept.
     r.round_floors.push_back(std::min(before.first, after.first));
     r.round_references.push_back(std::min(before.second, after.second));
+    r.reference_by_rank.resize(reference_after.size());
+    for (size_t i = 0; i < reference_after.size(); ++i)
+      r.reference_by_rank[i] = std::min(reference_before[i], reference_after[i]);
     r.round_medians.push_back(decomp.rank() == 0 ? summarize(r.samples).median : 0.0);
     if (verify) {
       // New values everywhere, so the last exchange must move them all again.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 
 namespace halox::bench {
 
@@ -30,6 +31,19 @@ double efficiency(const result& r) {
 // without crossing ranks.
 double reference_share(const result& r) {
   return share_of(r.round_references, r.round_medians);
+}
+
+std::optional<rank_spread> reference_spread(const result& r) {
+  const auto& t = r.reference_by_rank;
+  if (t.empty()) return std::nullopt;
+  std::vector<size_t> order(t.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return t[a] < t[b]; });
+  return rank_spread{.fastest_s = t[order.front()],
+                     .median_s = t[order[(order.size() - 1) / 2]],
+                     .slowest_s = t[order.back()],
+                     .fastest_rank = static_cast<int>(order.front()),
+                     .slowest_rank = static_cast<int>(order.back())};
 }
 
 namespace {
@@ -64,6 +78,10 @@ void print_result(const result& r, const summary& s) {
   fmt::print("  self-copy reference {} us (each rank fills the same halos from its own cells, "
              "nothing crossing ranks) -> {:.1f} % of it\n",
              us(r.reference_seconds), 100.0 * reference_share(r));
+  if (const auto spread = reference_spread(r); spread && r.reference_by_rank.size() > 1)
+    fmt::print("    by rank: fastest {} us (rank {}), median {}, slowest {} (rank {})\n",
+               us(spread->fastest_s), spread->fastest_rank, us(spread->median_s),
+               us(spread->slowest_s), spread->slowest_rank);
   if (r.computed)
     fmt::print("  compute step between exchanges (untimed): {} us\n",
                us(r.compute_seconds / static_cast<double>(r.exchanges)));
@@ -75,8 +93,9 @@ void print_result(const result& r, const summary& s) {
   if (!r.breakdown.empty())
     fmt::print("  per stage [us per exchange, middle half's mean of the recorded exchanges]: p "
                "pack, c other copies, wp wait for peers, wr wait for readers, o other\n"
-               "    slowest {}\n    median  {}\n",
-               describe_split(slowest_rank(r.breakdown)), describe_split(median_rank(r.breakdown)));
+               "    slowest {}\n    median  {}\n    busiest {}\n",
+               describe_split(slowest_rank(r.breakdown)), describe_split(median_rank(r.breakdown)),
+               describe_busiest(r.breakdown));
   std::string sent;
   for (const auto& t : r.sent)
     sent += fmt::format("; {} {} B on node, {} B off node", t.transport, t.bytes_to_same_node,
@@ -166,12 +185,14 @@ void print_breakdown(const std::vector<result>& results) {
   fmt::print("\nWhere the time goes [us per exchange, the mean of each rank's middle half of the "
              "recorded exchanges (--stage-times)], per stage: p pack, c other copies, wp wait for "
              "peers, wr wait for readers, o other; self = self-copy reference over the median "
-             "time\n");
+             "time; busiest = the rank with the most work (pack, copies, other), whom the "
+             "others wait for\n");
   for (const auto& r : results) {
     if (r.breakdown.empty()) continue;
-    fmt::print("{} [{}] self {:.2f}\n  slowest {}\n  median  {}\n", r.cfg.variant(),
-               r.cfg.shape(), reference_share(r), describe_split(slowest_rank(r.breakdown)),
-               describe_split(median_rank(r.breakdown)));
+    fmt::print("{} [{}] self {:.2f}\n  slowest {}\n  median  {}\n  busiest {}\n",
+               r.cfg.variant(), r.cfg.shape(), reference_share(r),
+               describe_split(slowest_rank(r.breakdown)), describe_split(median_rank(r.breakdown)),
+               describe_busiest(r.breakdown));
   }
 }
 

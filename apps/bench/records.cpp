@@ -66,6 +66,14 @@ nlohmann::json to_json_record(const result& r, const summary& s, const bench_opt
   j["efficiency"] = efficiency(r);
   j["self_copy_reference_s"] = r.reference_seconds;
   j["self_copy_share"] = reference_share(r);
+  if (const auto spread = reference_spread(r))
+    j["self_copy_reference_ranks"] = {{"fastest_s", spread->fastest_s},
+                                      {"median_s", spread->median_s},
+                                      {"slowest_s", spread->slowest_s},
+                                      {"fastest_rank", spread->fastest_rank},
+                                      {"slowest_rank", spread->slowest_rank}};
+  else
+    j["self_copy_reference_ranks"] = nullptr;
   j["throughput_GBps"] = s.median > 0 ? (r.bytes_sent + r.bytes_copied) / s.median / 1e9 : 0.0;
   j["verification"] = r.verified ? "passed" : "skipped";
   if (r.memory == "device") {

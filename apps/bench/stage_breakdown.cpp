@@ -27,8 +27,15 @@ rank_split per_exchange(const stage_breakdown& b, size_t rank) {
     out.stages.push_back(
         {s.pack_s / n, s.copy_s / n, s.wait_peers_s / n, s.wait_readers_s / n, s.other_s / n});
     out.total_s += s.total_s() / n;
+    out.work_s += (s.pack_s + s.copy_s + s.other_s) / n;
   }
   return out;
+}
+
+double work_of(const std::vector<stage_split>& stages) {
+  return std::accumulate(stages.begin(), stages.end(), 0.0, [](double sum, const stage_split& s) {
+    return sum + s.pack_s + s.copy_s + s.other_s;
+  });
 }
 
 // Ranks ordered by their whole recorded time.
@@ -52,7 +59,7 @@ nlohmann::json split_json(const rank_split& r) {
                       {"wait_readers_s", s.wait_readers_s},
                       {"other_s", s.other_s},
                       {"total_s", s.total_s()}});
-  return {{"rank", r.rank}, {"total_s", r.total_s}, {"stages", stages}};
+  return {{"rank", r.rank}, {"total_s", r.total_s}, {"work_s", r.work_s}, {"stages", stages}};
 }
 
 }  // namespace
@@ -120,11 +127,30 @@ rank_split median_rank(const stage_breakdown& b) {
   return per_exchange(b, order[(order.size() - 1) / 2]);
 }
 
+rank_split busiest_rank(const stage_breakdown& b) {
+  if (b.empty()) return {};
+  size_t busiest = 0;
+  for (size_t r = 1; r < b.ranks.size(); ++r)
+    if (work_of(b.ranks[r]) > work_of(b.ranks[busiest])) busiest = r;
+  return per_exchange(b, busiest);
+}
+
+double work_imbalance(const stage_breakdown& b) {
+  if (b.empty()) return 1;
+  std::vector<double> work;
+  for (const auto& stages : b.ranks) work.push_back(work_of(stages));
+  std::ranges::sort(work);
+  const double median = work[(work.size() - 1) / 2];
+  return median > 0 ? work.back() / median : 1;
+}
+
 nlohmann::json to_json(const stage_breakdown& b) {
   if (b.empty()) return nullptr;
   return {{"exchanges", b.exchanges},
+          {"work_imbalance", work_imbalance(b)},
           {"slowest_rank", split_json(slowest_rank(b))},
-          {"median_rank", split_json(median_rank(b))}};
+          {"median_rank", split_json(median_rank(b))},
+          {"busiest_rank", split_json(busiest_rank(b))}};
 }
 
 setup_record gather_setup(MPI_Comm comm, const exchange_profile& profile, const exchange_plan& plan) {
@@ -157,6 +183,12 @@ std::string describe_split(const rank_split& r) {
                        x.wait_peers_s * 1e6, x.wait_readers_s * 1e6, x.other_s * 1e6);
   }
   return out;
+}
+
+std::string describe_busiest(const stage_breakdown& b) {
+  const rank_split busiest = busiest_rank(b);
+  return fmt::format("rank {} works {:.2f} us per exchange, {:.2f}x the median rank's work",
+                     busiest.rank, busiest.work_s * 1e6, work_imbalance(b));
 }
 
 }  // namespace halox

@@ -1,7 +1,8 @@
 """Where halox-bench's exchanges spend their time: the per-stage split of every record
 (`stage_breakdown`: packing, other copies, waiting for neighbours' data, waiting for neighbours
-to finish reading, the rest) as the slowest and the median rank saw it, and the exchange's setup
-time (`setup`), as tables of `halox report --breakdown`."""
+to finish reading, the rest) as the slowest and the median rank saw it, the busiest rank (the
+one with the most work, whom the others wait for), and the exchange's setup time (`setup`), as
+tables of `halox report --breakdown`."""
 from __future__ import annotations
 
 import math
@@ -19,8 +20,12 @@ NOTE = ("µs per exchange, the mean over the middle half of each rank's recorded
         "copying what the rank sends into an outbox or message, copy = every other copy "
         "(landing, unpacking, copies within the rank), wpeers = waiting for neighbours' data, "
         "wreaders = waiting for neighbours to finish reading what the rank publishes, other = the rest; "
-        "slowest / median rank by their whole exchange time; setup = building the exchange "
+        "slowest / median rank by their whole exchange time; busiest rank = the rank with the "
+        "most work (pack, copy and other: its total less its waits), whom the others wait for; "
+        "work/median = its work over the median work of all ranks (1: balanced; the whole "
+        "exchange's, on every row); setup = building the exchange "
         "(ms, slowest rank; auto's trials included), neighbours = the most peers of a rank")
+BUSIEST = ("busiest_rank", "busiest rank")
 
 
 def _median(values: Sequence[float]) -> float:
@@ -31,6 +36,24 @@ def _median(values: Sequence[float]) -> float:
 def _stages(r: Record, which: str) -> list[dict]:
     b = r.raw.get("stage_breakdown") or {}
     return list((b.get(which) or {}).get("stages") or [])
+
+
+def _busiest(cell: Sequence[Record], stage: int | None) -> list[float]:
+    """The busiest rank's number, its work and total in the stage (all stages: None), and the
+    record's work imbalance; NaN for records from before the busiest rank was recorded."""
+    def value(r: Record) -> tuple[float, float, float, float]:
+        b = r.raw.get("stage_breakdown") or {}
+        busiest = b.get(BUSIEST[0])
+        if not busiest:
+            return (math.nan,) * 4
+        stages = busiest.get("stages") or []
+        picked = stages if stage is None else stages[stage:stage + 1]
+        work = sum(float(x.get(k, 0.0)) for x in picked for k in ("pack_s", "copy_s", "other_s"))
+        total = sum(float(x.get("total_s", 0.0)) for x in picked)
+        return (float(busiest.get("rank", math.nan)), work * 1e6, total * 1e6,
+                float(b.get("work_imbalance", math.nan)))
+    values = [value(r) for r in cell]
+    return [_median([v[i] for v in values]) for i in range(4)]
 
 
 def has_breakdown(records: Sequence[Record]) -> bool:
@@ -53,8 +76,8 @@ def breakdown(records: Sequence[Record]) -> Report:
             for _, title in RANKS:
                 columns += [name for _, name in PARTS] + ["total"]
                 kinds += ["us2"] * (len(PARTS) + 1)
-            columns += ["setup ms", "neighbours"]
-            kinds += ["us2", "count"]
+            columns += ["rank", "work", "total", "work/median", "setup ms", "neighbours"]
+            kinds += ["count", "us2", "us2", "ratio", "us2", "count"]
             rows = []
             by_variant = rec.group(shape_recs, lambda r: r.variant)
             for variant in rec.sort_variants(by_variant):
@@ -70,6 +93,7 @@ def breakdown(records: Sequence[Record]) -> Report:
                                 if picked else math.nan
                         values += [_median([part(r, key) for r in cell]) for key, _ in PARTS]
                         values.append(_median([part(r, "total_s") for r in cell]))
+                    values += _busiest(cell, s)
                     setup = [r.raw.get("setup") or {} for r in cell]
                     values.append(_median([float(x.get("total_s", math.nan)) * 1e3
                                            for x in setup]))
@@ -79,7 +103,8 @@ def breakdown(records: Sequence[Record]) -> Report:
             title = f"{first.type} {first.shape_label}"
             tables.append(Table(title, "transport/algorithm/fields stage", columns, kinds, rows,
                                 [NOTE], groups=[(RANKS[0][1], len(PARTS) + 1),
-                                                (RANKS[1][1], len(PARTS) + 1), ("", 2)]))
+                                                (RANKS[1][1], len(PARTS) + 1),
+                                                (BUSIEST[1], 3), ("", 3)]))
         sections.append(Section("Where the time goes: " + context_details(srecs[0]),
                                 [f"{len(srecs)} records"], tables))
     return Report([], sections)

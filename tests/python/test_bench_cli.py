@@ -95,6 +95,7 @@ def test_self_copy_reference_is_measured_beside_every_variant(run_mpi, tmp_path)
     assert run.returncode == 0, run.stderr
     assert run.stdout.count("verification: passed") == 4
     assert run.stdout.count("self-copy reference ") == 4
+    assert run.stdout.count("    by rank: fastest ") == 4
     records = [json.loads(line) for line in out.read_text().splitlines()]
     for r in records:
         # Each rank fills the halos of 2 fields, 2 cells wide around 32^3 doubles (222 KB):
@@ -103,6 +104,13 @@ def test_self_copy_reference_is_measured_beside_every_variant(run_mpi, tmp_path)
         # One round: the share is the reference over the median exchange of that round.
         assert r["self_copy_share"] == pytest.approx(
             r["self_copy_reference_s"] / r["time_per_exchange_s"]["median"], rel=1e-9)
+        # Rank by rank: each rank's lower of the two measurements around the timed exchanges;
+        # the record's reference is the lower of the two slowest ranks' times, so no rank is
+        # above it. Of two ranks the median is the faster one.
+        ranks = r["self_copy_reference_ranks"]
+        assert {ranks["fastest_rank"], ranks["slowest_rank"]} == {0, 1}
+        assert 1e-6 < ranks["fastest_s"] == ranks["median_s"] <= ranks["slowest_s"]
+        assert ranks["slowest_s"] <= r["self_copy_reference_s"] * (1 + 1e-12)
 
 
 def test_records_carry_where_each_stage_spends_its_time_and_the_setup(run_mpi, tmp_path):
@@ -112,6 +120,7 @@ def test_records_carry_where_each_stage_spends_its_time_and_the_setup(run_mpi, t
                   "--quiet", "--breakdown")
     assert run.returncode == 0, run.stderr
     assert run.stdout.count("  slowest rank ") == 4 and run.stdout.count("  median  rank ") == 4
+    assert run.stdout.count("  busiest rank ") == 4
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(records) == 4
     parts = ("pack_s", "copy_s", "wait_peers_s", "wait_readers_s", "other_s")
@@ -119,7 +128,7 @@ def test_records_carry_where_each_stage_spends_its_time_and_the_setup(run_mpi, t
         stages = 3 if r["config"]["algorithm"] == "staged" else 1
         b = r["stage_breakdown"]
         assert b["exchanges"] == 5
-        for which in ("slowest_rank", "median_rank"):
+        for which in ("slowest_rank", "median_rank", "busiest_rank"):
             split = b[which]
             assert split["rank"] in (0, 1)
             assert len(split["stages"]) == stages
@@ -128,10 +137,16 @@ def test_records_carry_where_each_stage_spends_its_time_and_the_setup(run_mpi, t
                 assert s["total_s"] == pytest.approx(sum(s[p] for p in parts), rel=1e-9)
             assert split["total_s"] == pytest.approx(
                 sum(s["total_s"] for s in split["stages"]), rel=1e-9)
+            assert split["work_s"] == pytest.approx(
+                sum(s["pack_s"] + s["copy_s"] + s["other_s"] for s in split["stages"]), rel=1e-9)
             # Both ranks copy halo cells in every exchange.
             assert sum(s["pack_s"] + s["copy_s"] for s in split["stages"]) > 0
         assert b["slowest_rank"]["rank"] != b["median_rank"]["rank"]
         assert b["slowest_rank"]["total_s"] >= b["median_rank"]["total_s"]
+        # Of two ranks, the busiest has the more work, and the lower median is the other one.
+        works = sorted(b[w]["work_s"] for w in ("slowest_rank", "median_rank"))
+        assert b["busiest_rank"]["work_s"] == works[1]
+        assert b["work_imbalance"] == pytest.approx(works[1] / works[0], rel=1e-9)
         setup = r["setup"]
         assert setup["neighbours"] == 1  # 2x1x1, periodic: the other rank on both sides
         assert setup["transports_s"] > 0 and setup["plan_s"] > 0

@@ -132,14 +132,21 @@ def test_breakdown_rows_are_the_records_stage_splits(capsys):
             for which in ("slowest_rank", "median_rank"):
                 split = r["stage_breakdown"][which]["stages"][s]
                 expected += [split[p] * 1e6 for p in parts]
+            busiest = r["stage_breakdown"]["busiest_rank"]
+            split = busiest["stages"][s]
+            expected += [busiest["rank"],
+                         (split["pack_s"] + split["copy_s"] + split["other_s"]) * 1e6,
+                         split["total_s"] * 1e6, r["stage_breakdown"]["work_imbalance"]]
             expected += [r["setup"]["total_s"] * 1e3, r["setup"]["neighbours"]]
             assert values == pytest.approx(expected, abs=0.006)
             checked += 1
         if len(stages) > 1:
             [row] = [l for l in lines[table:] if l.startswith(f"    {variant} all stages ")][:1]
-            total = float(row.split()[3 + 5])  # the slowest rank's total
-            assert total == pytest.approx(
+            values = [float(v) for v in row.split()[3:]]
+            assert values[5] == pytest.approx(  # the slowest rank's total
                 r["stage_breakdown"]["slowest_rank"]["total_s"] * 1e6, abs=0.02)
+            assert values[13] == pytest.approx(  # the busiest rank's work
+                r["stage_breakdown"]["busiest_rank"]["work_s"] * 1e6, abs=0.02)
     assert checked == sum(len(r["stage_breakdown"]["slowest_rank"]["stages"]) for r in records)
 
 
