@@ -135,6 +135,13 @@ def test_readme_transport_table_is_what_list_transports_prints():
                            input=listing, capture_output=True, text=True, check=True).stdout
     readme = (ROOT / "README.md").read_text()
     assert table.strip() in readme, "README.md's transport table is stale: run scripts/transport-table.sh"
+    # What a transport does, not why this machine lacks it (a reason may nest parentheses).
+    reasons = subprocess.run([sys.executable, str(ROOT / "scripts" / "transport_table.py")],
+                             input="cuda-ipc unavailable same-node (no device (no driver)) copies\n",
+                             capture_output=True, text=True, check=True).stdout
+    assert reasons.splitlines()[-1] == "| `cuda-ipc` | same-node | copies |"
+    for row in table.splitlines()[2:]:
+        assert not row.split(" | ")[2].startswith(("(", ")")), row
 
 
 def test_library_environment_table_is_the_librarys():
