@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
 
 namespace halox::bench {
 
@@ -36,9 +35,7 @@ double reference_share(const result& r) {
 std::optional<rank_spread> reference_spread(const result& r) {
   const auto& t = r.reference_by_rank;
   if (t.empty()) return std::nullopt;
-  std::vector<size_t> order(t.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return t[a] < t[b]; });
+  const auto order = ascending_order(t);
   return rank_spread{.fastest_s = t[order.front()],
                      .median_s = t[order[(order.size() - 1) / 2]],
                      .slowest_s = t[order.back()],

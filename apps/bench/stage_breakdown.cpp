@@ -6,6 +6,8 @@
 #include <numeric>
 #include <set>
 
+#include "halox/common/stats.hpp"
+
 namespace halox {
 
 namespace {
@@ -38,16 +40,19 @@ double work_of(const std::vector<stage_split>& stages) {
   });
 }
 
+std::vector<double> work_by_rank(const stage_breakdown& b) {
+  std::vector<double> work;
+  for (const auto& stages : b.ranks) work.push_back(work_of(stages));
+  return work;
+}
+
 // Ranks ordered by their whole recorded time.
 std::vector<size_t> by_total(const stage_breakdown& b) {
   std::vector<double> total;
   for (const auto& stages : b.ranks)
     total.push_back(std::accumulate(stages.begin(), stages.end(), 0.0,
                                     [](double sum, const stage_split& s) { return sum + s.total_s(); }));
-  std::vector<size_t> order(b.ranks.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t c) { return total[a] < total[c]; });
-  return order;
+  return ascending_order(total);
 }
 
 nlohmann::json split_json(const rank_split& r) {
@@ -129,19 +134,17 @@ rank_split median_rank(const stage_breakdown& b) {
 
 rank_split busiest_rank(const stage_breakdown& b) {
   if (b.empty()) return {};
-  size_t busiest = 0;
-  for (size_t r = 1; r < b.ranks.size(); ++r)
-    if (work_of(b.ranks[r]) > work_of(b.ranks[busiest])) busiest = r;
-  return per_exchange(b, busiest);
+  const std::vector<double> work = work_by_rank(b);
+  // The first of equal maxima: the lowest rank.
+  return per_exchange(b, static_cast<size_t>(std::ranges::max_element(work) - work.begin()));
 }
 
 double work_imbalance(const stage_breakdown& b) {
   if (b.empty()) return 1;
-  std::vector<double> work;
-  for (const auto& stages : b.ranks) work.push_back(work_of(stages));
-  std::ranges::sort(work);
-  const double median = work[(work.size() - 1) / 2];
-  return median > 0 ? work.back() / median : 1;
+  const std::vector<double> work = work_by_rank(b);
+  const auto order = ascending_order(work);
+  const double median = work[order[(order.size() - 1) / 2]];
+  return median > 0 ? work[order.back()] / median : 1;
 }
 
 nlohmann::json to_json(const stage_breakdown& b) {

@@ -13,3 +13,9 @@ TEST(Stats, PercentilesInterpolate) {
   EXPECT_NEAR(s.p5, 1.2, 1e-12);
   EXPECT_NEAR(s.stddev, 1.5811388300841898, 1e-12);
 }
+
+TEST(Stats, AscendingOrderKeepsTiesInIndexOrder) {
+  const std::vector<double> values{3, 1, 2, 1, 3};
+  EXPECT_EQ(halox::ascending_order(values), (std::vector<size_t>{1, 3, 2, 0, 4}));
+  EXPECT_TRUE(halox::ascending_order(std::vector<double>{}).empty());
+}

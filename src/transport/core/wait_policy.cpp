@@ -1,21 +1,19 @@
 #include "halox/transport/wait_policy.hpp"
 
-#include "halox/common/environment.hpp"
-#include "halox/common/error.hpp"
-
+#include <fmt/core.h>
 #include <sched.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
-#include <cstdlib>
-#include <fmt/core.h>
 #include <vector>
 
-#include "halox/common/error.hpp"
 #include "common/stage_timer.hpp"
+#include "halox/common/environment.hpp"
+#include "halox/common/error.hpp"
 
 namespace halox {
 

@@ -15,6 +15,13 @@ double percentile_of_sorted(const std::vector<double>& sorted, double fraction) 
   return sorted[below] * (1.0 - weight) + sorted[above] * weight;
 }
 
+std::vector<size_t> ascending_order(std::span<const double> values) {
+  std::vector<size_t> order(values.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::ranges::stable_sort(order, [&](size_t a, size_t b) { return values[a] < values[b]; });
+  return order;
+}
+
 summary summarize(std::vector<double> samples) {
   summary s;
   s.count = samples.size();

@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
+#include <span>
 #include <vector>
 
 namespace halox {
@@ -16,6 +18,10 @@ struct summary {
 // Percentiles by linear interpolation between closest ranks.
 summary summarize(std::vector<double> samples);
 double percentile_of_sorted(const std::vector<double>& sorted, double fraction);
+
+// Indices of `values` from the smallest value to the largest; equal values
+// keep their order (the lower index first).
+std::vector<size_t> ascending_order(std::span<const double> values);
 
 void to_json(nlohmann::json& j, const summary& s);
 
