@@ -206,12 +206,13 @@ TEST(Pack, FetchingAheadMovesTheSameBytes) {
   }
 }
 
-// Runs of one or two elements landed into strided rows are read before they
-// are written, eight rows at a time (pack.cpp): with 1 to 4 copies walking
-// together and row counts on both sides of the block, every cell lands where
-// the reference puts it and nothing else is written.
+// Runs of up to 16 bytes landed into strided rows are read before they are
+// written, eight rows at a time, fetching ahead or not (pack.cpp): with 1 to
+// 4 copies walking together and row counts on both sides of the block, every
+// cell lands where the reference puts it and nothing else is written; longer
+// runs (the other walks) the same.
 template <class T>
-void check_landed_runs(int width) {
+void check_landed_runs(int width, bool fetch_ahead) {
   for (int rows : {1, 7, 8, 9, 16, 23}) {
     local_grid g({5, rows, 3}, halo_widths::uniform(width));
     const box face{{-width, 0, 0}, {0, rows, 3}};  // the -x halo
@@ -225,6 +226,7 @@ void check_landed_runs(int width) {
                                  c * static_cast<size_t>(face.volume()) * sizeof(T),
                              reinterpret_cast<std::byte*>(fields[c].data()), g, face, sizeof(T)));
       ASSERT_EQ(list.walks(), 1u) << "the copies walk together";
+      list.fetch_ahead(fetch_ahead);
       list.run();
       for (size_t c = 0; c < copies; ++c) {
         std::vector<T> expected(g.cells(), T(-1));
@@ -232,16 +234,18 @@ void check_landed_runs(int width) {
         for (int z = 0; z < 3; ++z)
           for (int y = 0; y < rows; ++y)
             for (int x = -width; x < 0; ++x) expected[g.index(x, y, z)] = buffer[i++];
-        ASSERT_EQ(fields[c], expected) << "rows " << rows << ", copy " << c << " of " << copies;
+        ASSERT_EQ(fields[c], expected) << "width " << width << ", rows " << rows << ", copy " << c
+                                       << " of " << copies << ", fetching ahead " << fetch_ahead;
       }
     }
   }
 }
 
 TEST(Pack, LandedShortRunsEqualTheReference) {
-  check_landed_runs<float>(1);
-  check_landed_runs<float>(2);
-  check_landed_runs<double>(1);
+  for (bool fetch_ahead : {false, true}) {
+    for (int width = 1; width <= 5; ++width) check_landed_runs<float>(width, fetch_ahead);
+    for (int width = 1; width <= 3; ++width) check_landed_runs<double>(width, fetch_ahead);
+  }
 }
 
 // Boxes of whole planes merge into one long run, between two layouts and
