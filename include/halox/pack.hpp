@@ -60,6 +60,7 @@ class copy_list {
   // that the hardware prefetcher misses; with fetch_ahead(true) run() asks
   // for them a few rows early. Faster on fields in memory, slower on fields
   // in the cache: the single-copy transports measure it (single_copy.hpp).
+  // Landings of runs up to 16 bytes read their rows first instead (pack.cpp).
   static constexpr std::pair<size_t, size_t> fetched_runs{16, 256};
   void fetch_ahead(bool on) { fetch_ahead_ = on; }
   bool fetches_ahead() const { return fetch_ahead_; }

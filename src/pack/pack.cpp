@@ -80,7 +80,7 @@ bool fetched_end(size_t run, size_t row) {
 // their misses overlap and the stores find the lines in L1. It replaces
 // fetching ahead there. Landing the x faces of a 64^3 float field took 0.8x
 // the time on an Intel Xeon (docs/results/2026-11-26-landing-short-runs.md);
-// 16-byte runs gained 2-9 % in exchanges, 20 and 32 bytes nothing or lost
+// 12- and 16-byte runs gained 2-9 % in exchanges, 20 and 32 bytes nothing or lost
 // (docs/results/2026-11-27-x-step.md).
 constexpr size_t landed_run_max = 16;
 constexpr int landed_rows = 8;
@@ -198,10 +198,10 @@ void walk(const Group& g, bool fetch_ahead) {
           const std::byte* next = f[m] + g.from_plane[m] + static_cast<size_t>(j) * from_row[m];
           for (size_t b = 0; b < run; b += 64) __builtin_prefetch(next + b, 0, 3);
         }
-    if (read_first)
+    if (read_first) {
       walk_plane<RunBytes, K, false, true>(f, t, from_row, to_row, from_ahead, to_ahead, run, rows,
                                            std::make_index_sequence<K>{});
-    else if (fetched_run) {
+    } else if (fetched_run) {
       walk_plane<RunBytes, K, true>(f, t, from_row, to_row, from_ahead, to_ahead, run, split,
                                     std::make_index_sequence<K>{});
       if (split < rows) {
@@ -212,10 +212,10 @@ void walk(const Group& g, bool fetch_ahead) {
         walk_plane<RunBytes, K, true>(f, t, from_row, to_row, from_later, to_later, run,
                                       rows - split, std::make_index_sequence<K>{});
       }
-    }
-    else
+    } else {
       walk_plane<RunBytes, K, false>(f, t, from_row, to_row, from_ahead, to_ahead, run, rows,
                                      std::make_index_sequence<K>{});
+    }
   }
 }
 
