@@ -141,10 +141,10 @@ rank_split busiest_rank(const stage_breakdown& b) {
 
 double work_imbalance(const stage_breakdown& b) {
   if (b.empty()) return 1;
-  const std::vector<double> work = work_by_rank(b);
-  const auto order = ascending_order(work);
-  const double median = work[order[(order.size() - 1) / 2]];
-  return median > 0 ? work[order.back()] / median : 1;
+  std::vector<double> work = work_by_rank(b);
+  std::ranges::sort(work);
+  const double median = work[(work.size() - 1) / 2];
+  return median > 0 ? work.back() / median : 1;
 }
 
 nlohmann::json to_json(const stage_breakdown& b) {

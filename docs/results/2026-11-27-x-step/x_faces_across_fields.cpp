@@ -11,10 +11,7 @@
 //
 // Prints each process's median and 10th percentile of 400 exchanges (the
 // first 20 left out) and the halo cells found wrong (must be 0).
-#include <sched.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -25,15 +22,13 @@
 #include <cstring>
 #include <vector>
 
+#include "pinned_pair.hpp"
+
 namespace {
 
 constexpr int n = 64, halo = 5, side = n + 2 * halo, rows = n * n, fields = 8;
 constexpr int exchanges = 400, skipped = 20, slots = 3;
 constexpr size_t run_bytes = halo * sizeof(float);
-
-struct alignas(64) counter {
-  std::atomic<uint64_t> value;
-};
 
 }  // namespace
 
@@ -45,17 +40,10 @@ int main(int argc, char** argv) {
   }
   const size_t slot_bytes = (static_cast<size_t>(rows) * 2 * run_bytes + 4095) / 4096 * 4096;
   const size_t bytes = 4096 + 2 * slots * slot_bytes;
-  auto* shared = static_cast<char*>(
-      mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-  std::memset(shared, 0, bytes);
-  auto* signal = reinterpret_cast<counter*>(shared);  // [0], [1]: packed; [2], [3]: landed
-  char* outboxes = shared + 4096;
-
-  const int me = fork() == 0 ? 1 : 0, peer = 1 - me;
-  cpu_set_t cores;
-  CPU_ZERO(&cores);
-  CPU_SET(me, &cores);
-  sched_setaffinity(0, sizeof cores, &cores);
+  const pinned_pair pair = start_pinned_pair(bytes);
+  auto* signal = reinterpret_cast<counter*>(pair.shared);  // [0], [1]: packed; [2], [3]: landed
+  char* outboxes = pair.shared + 4096;
+  const int me = pair.me, peer = pair.peer;
 
   auto index = [](int x, int y, int z) { return (static_cast<size_t>(z) * side + y) * side + x; };
   std::vector<std::vector<float>> field(fields, std::vector<float>(index(0, 0, side)));

@@ -10,10 +10,7 @@
 //
 // Prints each process's median and 10th percentile of 3000 exchanges (the
 // first 100 left out) and the halo cells found wrong (must be 0).
-#include <sched.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -24,13 +21,11 @@
 #include <cstring>
 #include <vector>
 
+#include "pinned_pair.hpp"
+
 namespace {
 
 constexpr int n = 64, side = n + 2, rows = n * n, exchanges = 3000, skipped = 100, slots = 3;
-
-struct alignas(64) counter {
-  std::atomic<uint64_t> value;
-};
 
 size_t chunk_bytes(int chunk_rows) {
   return (static_cast<size_t>(chunk_rows) * 2 * sizeof(float) + 63) / 64 * 64 + 64;
@@ -50,17 +45,10 @@ int main(int argc, char** argv) {
   const int chunks = rows / chunk_rows;
   const size_t slot_bytes = chunks * chunk_bytes(chunk_rows);
   const size_t bytes = 4096 + 2 * slots * slot_bytes;
-  auto* shared = static_cast<char*>(
-      mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-  std::memset(shared, 0, bytes);
-  auto* ready = reinterpret_cast<counter*>(shared);  // [0], [1]: outbox packed; [2], [3]: landed
-  char* outboxes = shared + 4096;
-
-  const int me = fork() == 0 ? 1 : 0, peer = 1 - me;
-  cpu_set_t cores;
-  CPU_ZERO(&cores);
-  CPU_SET(me, &cores);
-  sched_setaffinity(0, sizeof cores, &cores);
+  const pinned_pair pair = start_pinned_pair(bytes);
+  auto* ready = reinterpret_cast<counter*>(pair.shared);  // [0], [1]: outbox packed; [2], [3]: landed
+  char* outboxes = pair.shared + 4096;
+  const int me = pair.me, peer = pair.peer;
 
   std::vector<float> field(static_cast<size_t>(side) * side * side);
   auto index = [](int x, int y, int z) { return (static_cast<size_t>(z) * side + y) * side + x; };
