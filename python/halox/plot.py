@@ -6,6 +6,8 @@ library, the ranks and the statistic it shows.
 - `bench_variants`: per rank grid and toolchain, a panel per (halo, nfields): bars per transport
   and algorithm/fields, each with a tick at its single-copy floor (memcpy of the same bytes).
 - `bench_placement`: per (halo, nfields), every variant on each rank grid / decomposition.
+- `bench_breakdown`: per (halo, nfields), each variant's time split into packing, copying,
+  waiting and the rest on the slowest and the median rank, beside the self-copy reference.
 - `halo2d`: seconds per message vs message size, a line per test, a panel per neighbour count.
 - `ipc`: copy time vs block size, a line per mechanism, memcpy of the buffer dashed.
 """
@@ -185,6 +187,54 @@ def bench_placement(records: Sequence[Record], out: str | pathlib.Path,
               _bench_context(records, metric))
     return _save(fig, out, bottom=(0.3 + 0.2 * math.ceil(len(columns) / 4)) /
                  fig.get_figheight())
+
+
+BREAKDOWN_PARTS = ("pack", "other copies", "waiting for neighbours' data",
+                   "waiting for neighbours' reading", "the rest")
+
+
+def bench_breakdown(records: Sequence[Record], out: str | pathlib.Path) -> pathlib.Path:
+    """Records of one context: a panel per shape; per variant two stacked bars, the slowest and
+    the median rank's time split into its parts (report_breakdown.bars), and a black tick at
+    the self-copy reference (the same halos filled inside each rank)."""
+    from . import report_breakdown
+    panels = report_breakdown.bars(records)
+    heights = [0.55 * len(rows) + 1.1 for rows in panels.values()]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(10.0, sum(heights) + 1.6), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
+    colours = [plt.get_cmap("tab10")(i) for i in (0, 2, 3, 1, 7)]
+    for ax, (label, rows) in zip(axes[:, 0], panels.items()):
+        y = np.arange(len(rows), dtype=float)
+        for k, (which, role) in enumerate(report_breakdown.RANKS):
+            at = y - 0.2 + 0.4 * k
+            left = np.zeros(len(rows))
+            for j, part in enumerate(BREAKDOWN_PARTS):
+                widths = np.array([parts[which][j] for _, parts, _ in rows], dtype=float)
+                widths = np.nan_to_num(widths)
+                ax.barh(at, widths, 0.38, left=left, color=colours[j],
+                        alpha=1.0 if k == 0 else 0.55,
+                        label=part if k == 0 else None)
+                left += widths
+            for i, total in enumerate(left):
+                ax.text(total, at[i], f" {role}", va="center", fontsize=6.5)
+        references = [reference for _, _, reference in rows]
+        ax.vlines(references, y - 0.42, y + 0.42, colors="black", linewidth=1.8,
+                  label="self-copy reference")
+        ax.set_yticks(y, [variant for variant, _, _ in rows], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_title(label, fontsize=10)
+        ax.set_xlabel("per exchange [µs]")
+        ax.margins(x=0.12)
+        ax.grid(axis="x", alpha=0.3)
+    handles, names = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, names, fontsize=8, loc="lower center", ncols=3)
+    first = records[0]
+    _suptitle(fig, "where the time goes (the slowest rank; the median rank lighter): "
+                   f"{report.context_details(first)}",
+              report.context_line([r.raw for r in records], (r.ranks for r in records),
+                                  "µs per exchange, the mean over the middle half of each "
+                                  "rank's recorded exchanges", rec.toolchain_labels(records)))
+    return _save(fig, out, bottom=0.75 / fig.get_figheight())
 
 
 def _log2_axis(ax) -> None:

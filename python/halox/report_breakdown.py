@@ -2,7 +2,7 @@
 (`stage_breakdown`: packing, other copies, waiting for neighbours' data, waiting for neighbours
 to finish reading, the rest) as the slowest and the median rank saw it, the busiest rank (the
 one with the most work, whom the others wait for), and the exchange's setup time (`setup`), as
-tables of `halox report --breakdown`."""
+tables of `halox report --breakdown` and as the bars of its plot (`--save`)."""
 from __future__ import annotations
 
 import math
@@ -60,15 +60,50 @@ def has_breakdown(records: Sequence[Record]) -> bool:
     return any(r.raw.get("stage_breakdown") for r in records)
 
 
+def contexts(records: Sequence[Record]) -> list[list[Record]]:
+    """The records that carry a breakdown, a list per context (a section of the tables)."""
+    out = []
+    for _, srecs in rec.group(records, context_key).items():
+        srecs = [r for r in srecs if r.raw.get("stage_breakdown")]
+        if srecs:
+            out.append(srecs)
+    return out
+
+
+def _part(r: Record, which: str, key: str, stage: int | None) -> float:
+    """One part of a rank's split in µs per exchange: a stage's, or all stages' (None)."""
+    stages = _stages(r, which)
+    picked = stages if stage is None else stages[stage:stage + 1]
+    return sum(float(x.get(key, 0.0)) for x in picked) * 1e6 if picked else math.nan
+
+
+def bars(records: Sequence[Record]) -> dict[str, list[tuple[str, dict[str, list[float]], float]]]:
+    """What the breakdown plot draws, for records of one context: per shape (type hXfY), per
+    variant, the slowest and the median rank's parts summed over the stages (µs per
+    exchange, in PARTS order) and the self-copy reference (µs; NaN where not recorded).
+    Several records of one cell: the median of each value."""
+    out: dict[str, list[tuple[str, dict[str, list[float]], float]]] = {}
+    for _, shape_recs in rec.group(records, rec.shape_key).items():
+        first = shape_recs[0]
+        rows = []
+        by_variant = rec.group(shape_recs, lambda r: r.variant)
+        for variant in rec.sort_variants(by_variant):
+            cell = by_variant[variant]
+            parts = {which: [_median([_part(r, which, key, None) for r in cell])
+                             for key, _ in PARTS] for which, _ in RANKS}
+            reference = _median([float(r.raw.get("self_copy_reference_s") or math.nan) * 1e6
+                                 for r in cell])
+            rows.append((variant, parts, reference))
+        out[f"{first.type} {first.shape_label}"] = rows
+    return out
+
+
 def breakdown(records: Sequence[Record]) -> Report:
     """A section per context (as the chosen layout), a table per shape: a row per variant and
     stage (and the stages' sum), columns = the parts for the slowest and the median rank, then
     the setup time. Several records of one cell: the median of each value."""
     sections = []
-    for _, srecs in rec.group(records, context_key).items():
-        srecs = [r for r in srecs if r.raw.get("stage_breakdown")]
-        if not srecs:
-            continue
+    for srecs in contexts(records):
         tables = []
         for _, shape_recs in rec.group(srecs, rec.shape_key).items():
             first = shape_recs[0]
@@ -86,13 +121,9 @@ def breakdown(records: Sequence[Record]) -> Report:
                 for s in list(range(nstages)) + ([None] if nstages > 1 else []):
                     values: list[float | None] = []
                     for which, _ in RANKS:
-                        def part(r: Record, key: str) -> float:
-                            stages = _stages(r, which)
-                            picked = stages if s is None else stages[s:s + 1]
-                            return sum(float(x.get(key, 0.0)) for x in picked) * 1e6 \
-                                if picked else math.nan
-                        values += [_median([part(r, key) for r in cell]) for key, _ in PARTS]
-                        values.append(_median([part(r, "total_s") for r in cell]))
+                        values += [_median([_part(r, which, key, s) for r in cell])
+                                   for key, _ in PARTS]
+                        values.append(_median([_part(r, which, "total_s", s) for r in cell]))
                     values += _busiest(cell, s)
                     setup = [r.raw.get("setup") or {} for r in cell]
                     values.append(_median([float(x.get("total_s", math.nan)) * 1e3

@@ -157,6 +157,70 @@ def test_breakdown_of_records_without_one_says_so(capsys):
     assert "carry no stage breakdown" in err
 
 
+def test_breakdown_bars_are_the_records_parts_over_all_stages():
+    from halox import records as rec
+    from halox import report_breakdown
+    records = load("bench-breakdown.jsonl")
+    [panel] = report_breakdown.bars(rec.load([DATA / "bench-breakdown.jsonl"]).records).items()
+    label, rows = panel
+    assert label == "float h1f1"
+    by_variant = {variant: (parts, reference) for variant, parts, reference in rows}
+    parts = ("pack_s", "copy_s", "wait_peers_s", "wait_readers_s", "other_s")
+    for r in records:
+        c = r["config"]
+        got, reference = by_variant.pop(f"{c['transport']}/{c['algorithm']}/{c['fields']}")
+        for which in ("slowest_rank", "median_rank"):
+            stages = r["stage_breakdown"][which]["stages"]
+            expected = [sum(st[p] for st in stages) * 1e6 for p in parts]
+            assert got[which] == pytest.approx(expected, rel=1e-12)
+            assert sum(got[which]) == pytest.approx(
+                r["stage_breakdown"][which]["total_s"] * 1e6, rel=1e-9)
+        assert reference == pytest.approx(r["self_copy_reference_s"] * 1e6, rel=1e-12)
+    assert not by_variant
+
+
+def test_save_with_breakdown_adds_its_tables_and_plot(capsys, tmp_path):
+    code, out, err = report(capsys, DATA / "bench-breakdown.jsonl", "--breakdown", "--save",
+                            tmp_path / "r")
+    assert code == 0, err
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert sorted(p.name for p in (tmp_path / "r").glob("*.png")) == ["bench-1.png",
+                                                                       "breakdown-2.png"]
+    width, height = png_size(tmp_path / "r" / "breakdown-2.png")
+    assert width > 500 and height > 300
+    assert "## halox-bench: where the time goes" in md and "](breakdown-2.png)" in md
+    assert "| shm/staged/sequence stage 2 |" in md
+
+    # Without --breakdown, or of records that carry none: no such section or plot.
+    for files, options in (([DATA / "bench-breakdown.jsonl"], []),
+                           ([DATA / "bench.jsonl"], ["--breakdown"])):
+        where = tmp_path / f"without{len(options)}"
+        code, out, err = report(capsys, *files, *options, "--save", where)
+        assert code == 0, err
+        assert not list(where.glob("breakdown-*.png"))
+        assert "where the time goes" not in (where / "report.md").read_text()
+
+
+def test_breakdown_plot_follows_its_input(tmp_path):
+    from halox import plot
+    from halox import records as rec
+
+    def draw(lines, name):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+        return plot.bench_breakdown(rec.load([path]).records, tmp_path / f"{name}.png").read_bytes()
+
+    originals = load("bench-breakdown.jsonl")
+    longer_wait = json.loads(json.dumps(originals))
+    longer_wait[3]["stage_breakdown"]["median_rank"]["stages"][0]["wait_peers_s"] *= 3
+    other_reference = json.loads(json.dumps(originals))
+    other_reference[0]["self_copy_reference_s"] *= 2
+    first, again = draw(originals, "a"), draw(originals, "b")
+    assert first == again
+    assert draw(longer_wait, "c") != first
+    assert draw(other_reference, "d") != first
+
+
 def test_halo2d_cells_are_the_records_microseconds_per_message(capsys):
     [run] = load("halo2d.jsonl")
     code, out, _ = report(capsys, DATA / "halo2d.jsonl")
