@@ -66,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="halox-bench: also a table per shape of where each stage's time goes "
                         "(packing, other copies, waiting for neighbours' data and for their "
                         "reading, the rest) on the slowest and the median rank, with the "
-                        "exchange's setup time; with --save, also a plot of it per rank grid")
+                        "exchange's setup time (--save writes them, with a plot per rank grid, "
+                        "whenever the records carry them)")
     r.add_argument("--markdown", action="store_true", help="GitHub markdown tables")
     r.add_argument("--plot", metavar="OUT.png", help="also write a bar plot of the chosen layout")
     r.add_argument("--save", metavar="DIR",
@@ -172,7 +173,7 @@ def report_main(args) -> int:
             path, plots = document.write(loaded, records, args.save, files=args.files,
                                          metric=args.metric, baseline=args.baseline,
                                          efficiency=args.efficiency, layout=args.layout,
-                                         self_copy=args.self_copy, breakdown=args.breakdown)
+                                         self_copy=args.self_copy)
         except OSError as e:
             return _fail(prog, f"cannot write to {args.save}: {e.strerror}")
         sys.stdout.flush()

@@ -9,7 +9,7 @@ from typing import Sequence
 
 from . import records as rec
 from . import report
-from . import report_halo2d, report_ipc
+from . import report_breakdown, report_halo2d, report_ipc
 from .records import LoadResult, Record
 
 
@@ -43,8 +43,7 @@ def _placement_groups(records: Sequence[Record]) -> list[list[Record]]:
 
 def write(loaded: LoadResult, bench: Sequence[Record], out_dir: str | pathlib.Path, *,
           files: Sequence[str], metric: str, baseline: str, efficiency: bool,
-          layout: str, self_copy: bool = False,
-          breakdown: bool = False) -> tuple[pathlib.Path, list[pathlib.Path]]:
+          layout: str, self_copy: bool = False) -> tuple[pathlib.Path, list[pathlib.Path]]:
     """Writes DIR/report.md and the plots; returns the report's path and the plots' paths."""
     from . import plot  # matplotlib only where plots are drawn
     out_dir = pathlib.Path(out_dir)
@@ -69,17 +68,16 @@ def write(loaded: LoadResult, bench: Sequence[Record], out_dir: str | pathlib.Pa
         md += [f"## halox-bench: {title}", "",
                report.render_markdown(tables, level=3,
                                       images=images if layout == "chosen" else None)]
-        if breakdown:
-            from . import report_breakdown
-            images = {}
-            for i, srecs in enumerate(report_breakdown.contexts(bench)):
-                path = plot.bench_breakdown(srecs, out_dir / f"breakdown-{len(plots) + 1}.png")
-                plots.append(path)
-                images[i] = [path.name]
-            if images:
-                md += ["## halox-bench: where the time goes", "",
-                       report.render_markdown(report_breakdown.breakdown(bench), level=3,
-                                              images=images)]
+        # Where the time goes, wherever the records carry it (halox-bench's default).
+        images = {}
+        for i, srecs in enumerate(report_breakdown.contexts(bench)):
+            path = plot.bench_breakdown(srecs, out_dir / f"breakdown-{len(plots) + 1}.png")
+            plots.append(path)
+            images[i] = [path.name]
+        if images:
+            md += ["## halox-bench: where the time goes", "",
+                   report.render_markdown(report_breakdown.breakdown(bench), level=3,
+                                          images=images)]
         placement = _placement_groups(bench)
         if placement:
             md += ["## halox-bench: placement (the same exchanges on each rank grid)", ""]

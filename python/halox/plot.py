@@ -194,43 +194,44 @@ BREAKDOWN_PARTS = ("pack", "other copies", "waiting for neighbours' data",
 
 
 def bench_breakdown(records: Sequence[Record], out: str | pathlib.Path) -> pathlib.Path:
-    """Records of one context: a panel per shape; per variant two stacked bars, the slowest and
-    the median rank's time split into its parts (report_breakdown.bars), and a black tick at
-    the self-copy reference (the same halos filled inside each rank)."""
+    """Records of one context: a panel per shape, side by side; per variant two stacked bars,
+    the slowest rank's and (lighter) the median rank's time split into its parts
+    (report_breakdown.bars), and a black tick at the self-copy reference (the same halos
+    filled inside each rank)."""
+    from matplotlib.patches import Patch
+
     from . import report_breakdown
-    panels = report_breakdown.bars(records)
-    heights = [0.55 * len(rows) + 1.1 for rows in panels.values()]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(10.0, sum(heights) + 1.6), squeeze=False,
-                             gridspec_kw={"height_ratios": heights})
+    panels = {label: {variant: (parts, reference) for variant, parts, reference in rows}
+              for label, rows in report_breakdown.bars(records).items()}
+    variants = rec.sort_variants({v for rows in panels.values() for v in rows})
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 2.8,
+                                                      0.36 * len(variants) + 2.6),
+                             squeeze=False, sharey=True)
     colours = [plt.get_cmap("tab10")(i) for i in (0, 2, 3, 1, 7)]
-    for ax, (label, rows) in zip(axes[:, 0], panels.items()):
-        y = np.arange(len(rows), dtype=float)
-        for k, (which, role) in enumerate(report_breakdown.RANKS):
-            at = y - 0.2 + 0.4 * k
-            left = np.zeros(len(rows))
+    shades = (1.0, 0.45)
+    y = np.arange(len(variants), dtype=float)
+    for ax, (label, rows) in zip(axes[0], panels.items()):
+        for k, (which, _) in enumerate(report_breakdown.RANKS):
+            left = np.zeros(len(variants))
             for j, part in enumerate(BREAKDOWN_PARTS):
-                widths = np.array([parts[which][j] for _, parts, _ in rows], dtype=float)
-                widths = np.nan_to_num(widths)
-                ax.barh(at, widths, 0.38, left=left, color=colours[j],
-                        alpha=1.0 if k == 0 else 0.55,
-                        label=part if k == 0 else None)
+                widths = np.nan_to_num(np.array(
+                    [rows[v][0][which][j] if v in rows else math.nan for v in variants]))
+                ax.barh(y - 0.2 + 0.4 * k, widths, 0.38, left=left, color=colours[j],
+                        alpha=shades[k], label=part if k == 0 else None)
                 left += widths
-            for i, total in enumerate(left):
-                ax.text(total, at[i], f" {role}", va="center", fontsize=6.5)
-        references = [reference for _, _, reference in rows]
-        ax.vlines(references, y - 0.42, y + 0.42, colors="black", linewidth=1.8,
-                  label="self-copy reference")
-        ax.set_yticks(y, [variant for variant, _, _ in rows], fontsize=8)
-        ax.invert_yaxis()
+        ax.vlines([rows[v][1] if v in rows else math.nan for v in variants], y - 0.42, y + 0.42,
+                  colors="black", linewidth=1.8, label="self-copy reference")
         ax.set_title(label, fontsize=10)
         ax.set_xlabel("per exchange [µs]")
-        ax.margins(x=0.12)
         ax.grid(axis="x", alpha=0.3)
-    handles, names = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, names, fontsize=8, loc="lower center", ncols=3)
-    first = records[0]
-    _suptitle(fig, "where the time goes (the slowest rank; the median rank lighter): "
-                   f"{report.context_details(first)}",
+    axes[0][0].set_yticks(y, variants, fontsize=8)
+    axes[0][0].set_ylim(len(variants) - 0.5, -0.5)  # the first variant on top
+    handles, names = axes[0][0].get_legend_handles_labels()
+    for shade, (_, role) in zip(shades, report_breakdown.RANKS):
+        handles.append(Patch(facecolor=colours[0], alpha=shade))
+        names.append(role)
+    fig.legend(handles, names, fontsize=8, loc="lower center", ncols=4)
+    _suptitle(fig, f"where the time goes: {report.context_details(records[0])}",
               report.context_line([r.raw for r in records], (r.ranks for r in records),
                                   "µs per exchange, the mean over the middle half of each "
                                   "rank's recorded exchanges", rec.toolchain_labels(records)))

@@ -179,9 +179,8 @@ def test_breakdown_bars_are_the_records_parts_over_all_stages():
     assert not by_variant
 
 
-def test_save_with_breakdown_adds_its_tables_and_plot(capsys, tmp_path):
-    code, out, err = report(capsys, DATA / "bench-breakdown.jsonl", "--breakdown", "--save",
-                            tmp_path / "r")
+def test_save_adds_where_the_time_goes_with_its_plot(capsys, tmp_path):
+    code, out, err = report(capsys, DATA / "bench-breakdown.jsonl", "--save", tmp_path / "r")
     assert code == 0, err
     md = (tmp_path / "r" / "report.md").read_text()
     assert sorted(p.name for p in (tmp_path / "r").glob("*.png")) == ["bench-1.png",
@@ -191,14 +190,11 @@ def test_save_with_breakdown_adds_its_tables_and_plot(capsys, tmp_path):
     assert "## halox-bench: where the time goes" in md and "](breakdown-2.png)" in md
     assert "| shm/staged/sequence stage 2 |" in md
 
-    # Without --breakdown, or of records that carry none: no such section or plot.
-    for files, options in (([DATA / "bench-breakdown.jsonl"], []),
-                           ([DATA / "bench.jsonl"], ["--breakdown"])):
-        where = tmp_path / f"without{len(options)}"
-        code, out, err = report(capsys, *files, *options, "--save", where)
-        assert code == 0, err
-        assert not list(where.glob("breakdown-*.png"))
-        assert "where the time goes" not in (where / "report.md").read_text()
+    # Of records that carry none: no such section or plot.
+    code, out, err = report(capsys, DATA / "bench.jsonl", "--save", tmp_path / "without")
+    assert code == 0, err
+    assert not list((tmp_path / "without").glob("breakdown-*.png"))
+    assert "where the time goes" not in (tmp_path / "without" / "report.md").read_text()
 
 
 def test_breakdown_plot_follows_its_input(tmp_path):
