@@ -22,11 +22,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 import numpy as np  # noqa: E402
 
 from . import records as rec  # noqa: E402
 from . import report  # noqa: E402
-from . import report_halo2d, report_ipc  # noqa: E402
+from . import report_breakdown, report_halo2d, report_ipc  # noqa: E402
 from .records import Halo2dRun, IpcRun, Record  # noqa: E402
 
 
@@ -198,9 +199,6 @@ def bench_breakdown(records: Sequence[Record], out: str | pathlib.Path) -> pathl
     the slowest rank's and (lighter) the median rank's time split into its parts
     (report_breakdown.bars), and a black tick at the self-copy reference (the same halos
     filled inside each rank)."""
-    from matplotlib.patches import Patch
-
-    from . import report_breakdown
     panels = {label: {variant: (parts, reference) for variant, parts, reference in rows}
               for label, rows in report_breakdown.bars(records).items()}
     variants = rec.sort_variants({v for rows in panels.values() for v in rows})

@@ -10,6 +10,8 @@ import struct
 import pytest
 
 from halox import cli
+from halox import records as rec
+from halox import report_breakdown
 
 DATA = pathlib.Path(__file__).parent / "data"
 EXPECTED = DATA / "expected"
@@ -158,8 +160,6 @@ def test_breakdown_of_records_without_one_says_so(capsys):
 
 
 def test_breakdown_bars_are_the_records_parts_over_all_stages():
-    from halox import records as rec
-    from halox import report_breakdown
     records = load("bench-breakdown.jsonl")
     [panel] = report_breakdown.bars(rec.load([DATA / "bench-breakdown.jsonl"]).records).items()
     label, rows = panel
@@ -198,8 +198,7 @@ def test_save_adds_where_the_time_goes_with_its_plot(capsys, tmp_path):
 
 
 def test_breakdown_plot_follows_its_input(tmp_path):
-    from halox import plot
-    from halox import records as rec
+    from halox import plot  # matplotlib
 
     def draw(lines, name):
         path = tmp_path / f"{name}.jsonl"
