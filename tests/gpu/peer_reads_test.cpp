@@ -4,7 +4,7 @@
 // device memory), run through the kernels' index arithmetic on the host with
 // a barrier between stages (where cuda-ipc waits on the owners' events), and
 // verified cell by cell.
-#include "device/peer_reads.hpp"
+#include "transport/cuda/peer_reads.hpp"
 
 #include <fmt/core.h>
 #include <gtest/gtest.h>

@@ -7,7 +7,7 @@
 #include <numeric>
 #include <vector>
 
-#include "device/copy_batch.hpp"
+#include "transport/cuda/copy_batch.hpp"
 #include "halox/decomposition.hpp"
 #include "halox/pack.hpp"
 #include "halox/plan.hpp"

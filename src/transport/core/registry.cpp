@@ -17,7 +17,7 @@
 #include "transport/node/cma.hpp"
 #include "transport/node/shm.hpp"
 #include "transport/ucx/ucx.hpp"
-#include "device/device_transports.hpp"
+#include "transport/cuda/cuda_transports.hpp"
 
 namespace halox {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "halox/transport.hpp"
-#include "transport/mpi/message_buffers.hpp"
+#include "transport/common/message_buffers.hpp"
 #include "transport/core/names.hpp"
 
 namespace halox {

@@ -8,7 +8,7 @@
 
 #include "halox/common/error.hpp"
 #include "halox/pack.hpp"
-#include "transport/node/single_copy.hpp"
+#include "transport/common/single_copy.hpp"
 #include "transport/mpi/mpi_datatypes.hpp"
 #include "common/stage_timer.hpp"
 

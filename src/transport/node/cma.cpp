@@ -18,7 +18,7 @@
 #include "halox/pack.hpp"
 #include "transport/core/names.hpp"
 #include "transport/core/trial.hpp"
-#include "transport/node/node_publication.hpp"
+#include "transport/common/node_publication.hpp"
 
 namespace halox {
 

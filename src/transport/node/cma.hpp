@@ -40,9 +40,9 @@
 
 #include "halox/transport.hpp"
 #include "transport/core/names.hpp"
-#include "transport/node/node_publication.hpp"
-#include "transport/node/node_signals.hpp"
-#include "transport/node/single_copy.hpp"
+#include "transport/common/node_publication.hpp"
+#include "transport/common/node_signals.hpp"
+#include "transport/common/single_copy.hpp"
 
 namespace halox {
 

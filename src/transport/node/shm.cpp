@@ -11,7 +11,7 @@
 #include "halox/field_memory.hpp"
 #include "transport/core/names.hpp"
 #include "transport/core/trial.hpp"
-#include "transport/node/node_publication.hpp"
+#include "transport/common/node_publication.hpp"
 
 namespace halox {
 

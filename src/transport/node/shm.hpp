@@ -35,8 +35,8 @@
 #include "halox/pack.hpp"
 #include "halox/transport.hpp"
 #include "transport/core/names.hpp"
-#include "transport/node/node_signals.hpp"
-#include "transport/node/single_copy.hpp"
+#include "transport/common/node_signals.hpp"
+#include "transport/common/single_copy.hpp"
 
 namespace halox {
 

@@ -16,7 +16,7 @@
 
 #include "halox/common/error.hpp"
 #include "halox/pack.hpp"
-#include "transport/mpi/message_buffers.hpp"
+#include "transport/common/message_buffers.hpp"
 #include "transport/core/names.hpp"
 #include "common/stage_timer.hpp"
 

@@ -52,8 +52,8 @@
 
 #include "halox/pack.hpp"
 #include "halox/transport.hpp"
-#include "transport/node/node_publication.hpp"
-#include "transport/node/node_signals.hpp"
+#include "transport/common/node_publication.hpp"
+#include "transport/common/node_signals.hpp"
 
 namespace halox {
 

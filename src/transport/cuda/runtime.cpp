@@ -1,4 +1,4 @@
-#include "device/cuda/runtime.hpp"
+#include "transport/cuda/runtime.hpp"
 
 #include <cuda.h>
 #include <fmt/core.h>

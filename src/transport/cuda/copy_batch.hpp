@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "device/box_records.hpp"
+#include "transport/cuda/box_records.hpp"
 #include "halox/pack.hpp"
 #include "halox/plan.hpp"
 

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "device/copy_batch.hpp"
+#include "transport/cuda/copy_batch.hpp"
 #include "halox/transport.hpp"
-#include "transport/node/node_publication.hpp"
+#include "transport/common/node_publication.hpp"
 
 namespace halox::device {
 

@@ -1,4 +1,4 @@
-#include "device/peer_reads.hpp"
+#include "transport/cuda/peer_reads.hpp"
 
 #include <algorithm>
 

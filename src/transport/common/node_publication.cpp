@@ -1,4 +1,4 @@
-#include "transport/node/node_publication.hpp"
+#include "transport/common/node_publication.hpp"
 
 #include <fmt/core.h>
 

@@ -1,4 +1,4 @@
-#include "device/copy_batch.hpp"
+#include "transport/cuda/copy_batch.hpp"
 
 #include <algorithm>
 #include <cstring>

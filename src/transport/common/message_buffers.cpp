@@ -1,10 +1,10 @@
-#include "transport/mpi/message_buffers.hpp"
+#include "transport/common/message_buffers.hpp"
 
 #include <algorithm>
 #include <cstdlib>
 #include <new>
 
-#include "transport/node/single_copy.hpp"
+#include "transport/common/single_copy.hpp"
 
 namespace halox {
 

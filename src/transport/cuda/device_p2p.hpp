@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "transport/core/names.hpp"
-#include "device/cuda/runtime.hpp"
+#include "transport/cuda/runtime.hpp"
 #include "halox/transport.hpp"
 
 namespace halox {

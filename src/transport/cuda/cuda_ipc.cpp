@@ -1,4 +1,4 @@
-#include "device/cuda/cuda_ipc.hpp"
+#include "transport/cuda/cuda_ipc.hpp"
 
 #include <cuda.h>
 #include <fmt/core.h>
@@ -8,12 +8,12 @@
 #include <exception>
 #include <memory>
 
-#include "device/device_transports.hpp"
-#include "device/peer_reads.hpp"
+#include "transport/cuda/cuda_transports.hpp"
+#include "transport/cuda/peer_reads.hpp"
 #include "halox/common/error.hpp"
 #include "halox/device.hpp"
 #include "transport/core/names.hpp"
-#include "transport/node/node_publication.hpp"
+#include "transport/common/node_publication.hpp"
 
 namespace halox {
 

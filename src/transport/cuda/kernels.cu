@@ -1,6 +1,6 @@
 #include <utility>
 
-#include "device/cuda/runtime.hpp"
+#include "transport/cuda/runtime.hpp"
 
 namespace halox::device {
 

@@ -1,4 +1,4 @@
-#include "transport/node/node_signals.hpp"
+#include "transport/common/node_signals.hpp"
 
 #include <fmt/core.h>
 

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "device/copy_batch.hpp"
+#include "transport/cuda/copy_batch.hpp"
 
 namespace halox::device {
 

@@ -1,6 +1,6 @@
 // halox built without CUDA: device memory is never detected, and whatever
 // asks for it learns why it is missing.
-#include "device/device_transports.hpp"
+#include "transport/cuda/cuda_transports.hpp"
 #include "halox/common/error.hpp"
 #include "halox/device.hpp"
 

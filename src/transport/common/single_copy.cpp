@@ -1,4 +1,4 @@
-#include "transport/node/single_copy.hpp"
+#include "transport/common/single_copy.hpp"
 
 #include <fmt/core.h>
 

@@ -1,5 +1,5 @@
 #include "transport/core/names.hpp"
-#include "device/cuda/device_p2p.hpp"
+#include "transport/cuda/device_p2p.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,7 +10,7 @@
 #include <mpi-ext.h>  // Open MPI declares MPIX_Query_cuda_support here
 #endif
 
-#include "device/device_transports.hpp"
+#include "transport/cuda/cuda_transports.hpp"
 
 namespace halox {
 
