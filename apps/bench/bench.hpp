@@ -152,7 +152,9 @@ std::vector<std::string> device_transport_choices(MPI_Comm comm);
 int node_rank(MPI_Comm comm);
 std::vector<config> build_matrix(bench_options& o, const std::vector<std::string>& transports_here);
 ivec3 smallest_extent(const bench_options& o, const ivec3& dims);
-std::string memory_kind(const bench_options& o, const config& cfg);
+// The field memory (--memory) a configuration runs on: private, shared or device;
+// its memory_kind (halox/device.hpp) is device for device, host otherwise.
+std::string field_memory_of(const bench_options& o, const config& cfg);
 
 // memory_checks.cpp
 void require_fits_in_memory(MPI_Comm comm, const bench_options& o, const std::vector<config>& matrix,

@@ -84,9 +84,9 @@ template <class T>
 config_fields<T> place_fields(const decomposition& decomp, const bench_options& o, const config& cfg,
                               const local_grid& grid, size_t field_bytes, shape_memory& mem) {
   config_fields<T> f;
-  f.on_device = memory_kind(o, cfg) == "device";
+  f.on_device = field_memory_of(o, cfg) == "device";
   f.bytes_each = grid.cells() * sizeof(T);
-  if (memory_kind(o, cfg) == "shared") {
+  if (field_memory_of(o, cfg) == "shared") {
     if (!mem.shared) mem.shared.emplace(decomp, field_bytes, cfg.nfields, o.decomp.ranks_per_node);
     for (int i = 0; i < cfg.nfields; ++i) f.host.push_back(static_cast<T*>(mem.shared->field(i)));
   } else {
@@ -234,6 +234,17 @@ std::pair<double, double> yardsticks(MPI_Comm comm, const result& r, const copy_
           self_copy_reference_time(comm, reference, f.host, grid, compute, &reference_by_rank)};
 }
 
+// New values everywhere, so the last exchange must move them all again.
+template <class T>
+void verify_last_exchange(MPI_Comm comm, halo_exchange& ex, const config_fields<T>& f,
+                          const verify_context& ctx, const config& cfg) {
+  fill_fields(f.host, ctx, 1);
+  f.to_device();
+  ex.exchange();
+  f.from_device();
+  verify_or_fail(comm, f.host, ctx, 1, cfg, "last");
+}
+
 // One round of one configuration on the shape's memory: build the exchange,
 // verify, time, verify again; the floor is sampled before and after the timing.
 template <class T>
@@ -254,7 +265,7 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
 
   result r;
   r.cfg = cfg;
-  r.memory = memory_kind(o, cfg);
+  r.memory = field_memory_of(o, cfg);
   {
     const exchange_options options = options_for(o, cfg, f.on_device, decided);
     halo_exchange ex = r.memory == "shared"
@@ -305,13 +316,8 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
       r.reference_by_rank[i] = std::min(reference_before[i], reference_after[i]);
     r.round_medians.push_back(decomp.rank() == 0 ? summarize(r.samples).median : 0.0);
     if (verify) {
-      // New values everywhere, so the last exchange must move them all again.
-      fill_fields(f.host, ctx, 1);
-      f.to_device();
-      ex.exchange();
+      verify_last_exchange(comm, ex, f, ctx, cfg);
       ++run;
-      f.from_device();
-      verify_or_fail(comm, f.host, ctx, 1, cfg, "last");
       r.verified = true;
     }
     r.sent = sent_per_exchange(comm, ex.stats(), run);

@@ -58,7 +58,7 @@ void check_shared_memory(const decomposition& decomp, bench_options& o,
                             : subdomain_of_global(decomp, to_ivec3(o.global_domain));
   size_t most = 0;
   for (const auto& cfg : matrix)
-    if (memory_kind(o, cfg) == "shared") {
+    if (field_memory_of(o, cfg) == "shared") {
       const size_t field_bytes =
           (local_grid(sub.extent, cfg.halo).cells() * element_size(cfg.type) + 63) / 64 * 64;
       most = std::max(most, field_bytes * static_cast<size_t>(cfg.nfields) + 64);

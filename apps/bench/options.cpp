@@ -156,7 +156,7 @@ std::vector<std::string> device_transport_choices(MPI_Comm comm) {
   std::vector<int> available;
   const auto registry = transport_registry();
   for (const transport_entry* e : registry)
-    available.push_back(e->moves_device_memory && e->available() ? 1 : 0);
+    available.push_back(e->moves_device_memory() && e->available() ? 1 : 0);
   MPI_Allreduce(MPI_IN_PLACE, available.data(), static_cast<int>(available.size()), MPI_INT,
                 MPI_MIN, comm);
   std::vector<std::string> out;
@@ -301,7 +301,7 @@ ivec3 smallest_extent(const bench_options& o, const ivec3& dims) {
   return out;
 }
 
-std::string memory_kind(const bench_options& o, const config& cfg) {
+std::string field_memory_of(const bench_options& o, const config& cfg) {
   if (o.memory != "auto") return o.memory;
   if (!o.shared_memory_fallback.empty()) return "private";
   if (cfg.auto_transport) return "shared";  // lets shm compete at its best

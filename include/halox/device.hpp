@@ -6,9 +6,10 @@
 // unpacking and local copies then run as CUDA kernels, one launch per stage
 // for all boxes and fields of its messages, on exchange_options::cuda_stream
 // (a cudaStream_t; null: the default stream). start() returns once the
-// stage's launches are queued (and its messages posted), wait() returns once
+// stage's pack kernel has run and its messages are posted (its other launches
+// queued), so that interior work overlaps them; wait() returns once
 // the halos are complete on the device (the stream synchronised). Device
-// fields move by `mpi-p2p` (pinned host staging, or device pointers handed
+// fields move by `mpi-p2p` (pinned host buffers, or device pointers handed
 // to a CUDA-aware MPI) and `cuda-ipc` (ranks of a node map each other's
 // device fields and copy halos device to device), routed as on the host:
 // "cuda-ipc" means cuda-ipc+mpi-p2p.

@@ -14,7 +14,7 @@
 // allocated cell (-halo.lo[0], -halo.lo[1], -halo.lo[2]). All fields of one
 // exchange share the grid and the element type. Fields may live anywhere;
 // halox::shared_fields puts them in node-shared memory, where single-copy
-// transports (`shm`) read them in place instead of staging them.
+// transports (`shm`) read them in place instead of packing them into an outbox.
 //
 // Errors (halox/common/error.hpp):
 //  - halox::usage_error: an impossible configuration (no fields, a halo wider

@@ -135,14 +135,12 @@ ivec3 node_origin(int node, const hw_grids& grids, const rank_order& order) {
   return times(coords_of(node, node_dims, order), grids.node_block());
 }
 
-std::vector<ivec3> map_node(const std::vector<rank_placement>& ranks, const hw_grids& grids,
-                            const rank_order& order) {
-  const int n = static_cast<int>(ranks.size());
-  const int node = ranks.empty() ? 0 : ranks.front().node;
+namespace {
 
-  // Levels below the node; a 1x1x1 level the topology lacks changes nothing.
+// The levels below the node; a 1x1x1 level the topology lacks changes nothing.
+std::vector<level_grid> levels_below_node(const std::vector<rank_placement>& ranks,
+                                          const hw_grids& grids) {
   std::vector<level_grid> levels;
-  bool hardware = false;
   for (const auto& g : grids.levels) {
     if (g.where == level::node) continue;
     bool absent = std::any_of(ranks.begin(), ranks.end(),
@@ -153,45 +151,50 @@ std::vector<ivec3> map_node(const std::vector<rank_placement>& ranks, const hw_g
                                     grid_text(g.dims), objects_name(g.where)));
     }
     levels.push_back(g);
-    hardware = hardware || is_hardware(g.where);
   }
+  return levels;
+}
 
+void check_node_holds_the_levels(const std::vector<rank_placement>& ranks,
+                                 const std::vector<level_grid>& levels, int node) {
+  const int n = static_cast<int>(ranks.size());
   int expected = 1;
   for (const auto& g : levels) expected *= volume(g.dims);
-  if (n != expected) {
-    std::string product;
-    for (auto it = levels.rbegin(); it != levels.rend(); ++it)
-      product += fmt::format("{}{} {}", product.empty() ? "" : " x ", to_string(it->where),
-                             grid_text(it->dims));
-    throw usage_error(
-        fmt::format("node {} holds {} rank{}, but the levels below the node ({}) "
-                    "need {} per node; ranks are spread unevenly over the nodes",
-                    node, n, n == 1 ? "" : "s", product.empty() ? "none" : product, expected));
-  }
+  if (n == expected) return;
+  std::string product;
+  for (auto it = levels.rbegin(); it != levels.rend(); ++it)
+    product += fmt::format("{}{} {}", product.empty() ? "" : " x ", to_string(it->where),
+                           grid_text(it->dims));
+  throw usage_error(
+      fmt::format("node {} holds {} rank{}, but the levels below the node ({}) "
+                  "need {} per node; ranks are spread unevenly over the nodes",
+                  node, n, n == 1 ? "" : "s", product.empty() ? "none" : product, expected));
+}
 
-  // Hardware levels need each rank bound to its own hardware threads.
-  if (hardware && n > 1) {
-    for (const auto& p : ranks)
-      if (p.unbound)
-        throw usage_error(fmt::format(
-            "rank {} is not bound: it may run on every hardware thread of node {} ({}); {}", p.rank,
-            node, p.binding(), binding_hint));
-    std::map<int, int> owner;
-    for (const auto& p : ranks)
-      for (int pu : p.pus) {
-        auto [it, fresh] = owner.emplace(pu, p.rank);
-        if (!fresh) {
-          const auto& other = *std::find_if(ranks.begin(), ranks.end(),
-                                            [&](const auto& q) { return q.rank == it->second; });
-          throw usage_error(fmt::format(
-              "ranks {} and {} of node {} are bound to overlapping hardware threads ({} and {}); "
-              "{}",
-              other.rank, p.rank, node, other.binding(), p.binding(), binding_hint));
-        }
-      }
-  }
+// Hardware levels need each rank bound to its own hardware threads.
+void check_own_hardware_threads(const std::vector<rank_placement>& ranks, int node) {
+  for (const auto& p : ranks)
+    if (p.unbound)
+      throw usage_error(fmt::format(
+          "rank {} is not bound: it may run on every hardware thread of node {} ({}); {}", p.rank,
+          node, p.binding(), binding_hint));
+  std::map<int, int> owner;
+  for (const auto& p : ranks)
+    for (int pu : p.pus) {
+      auto [it, fresh] = owner.emplace(pu, p.rank);
+      if (fresh) continue;
+      const auto& other = *std::find_if(ranks.begin(), ranks.end(),
+                                        [&](const auto& q) { return q.rank == it->second; });
+      throw usage_error(fmt::format(
+          "ranks {} and {} of node {} are bound to overlapping hardware threads ({} and {}); "
+          "{}",
+          other.rank, p.rank, node, other.binding(), p.binding(), binding_hint));
+    }
+}
 
-  // Each object of a level must lie inside one object of the level above.
+// Each object of a level must lie inside one object of the level above.
+void check_levels_nest(const std::vector<rank_placement>& ranks,
+                       const std::vector<level_grid>& levels, int node) {
   for (size_t i = 0; i + 1 < levels.size(); ++i) {
     const level lo = levels[i].where, hi = levels[i + 1].where;
     std::map<int, int> parent_of;
@@ -206,45 +209,57 @@ std::vector<ivec3> map_node(const std::vector<rank_placement>& ranks, const hw_g
             to_string(hi)));
     }
   }
+}
 
-  // Top-down: number the occupied objects inside each parent, place them.
+// parent (the objects of the levels above) -> object of this level -> ranks
+using children_map = std::map<std::vector<int>, std::map<int, std::vector<int>>>;
+
+// Throws usage_error unless every parent holds as many occupied objects as
+// the level's grid has places.
+void check_occupied(const children_map& children, const level_grid& here, level parent,
+                    int node) {
+  const int want = volume(here.dims);
+  for (const auto& [key, objects] : children) {
+    if (static_cast<int>(objects.size()) == want) continue;
+    std::string found;
+    int shown = 0;
+    for (const auto& [object, members] : objects) {
+      if (shown++ == 6) {
+        found += ", ...";
+        break;
+      }
+      found += fmt::format("{}{} {}: ranks {}", found.empty() ? "" : ", ",
+                           here.where == level::slot ? "slot" : object_name(here.where), object,
+                           rank_list(members));
+    }
+    std::string in =
+        key.empty() ? fmt::format("node {}", node) : where_in_node(parent, key.front(), node);
+    throw usage_error(fmt::format(
+        "{} level: grid {} needs {} occupied {} in each {}, but {} has ranks on {} ({}); change "
+        "--{} or the binding ({})",
+        to_string(here.where), grid_text(here.dims), want, objects_name(here.where),
+        object_name(parent), in, objects.size(), found, to_string(here.where), binding_hint));
+  }
+}
+
+// Top-down: number the occupied objects of each level inside each parent, place them.
+std::vector<ivec3> place_in_levels(const std::vector<rank_placement>& ranks,
+                                   const std::vector<level_grid>& levels, const rank_order& order,
+                                   int node) {
   const size_t m = levels.size();
   std::vector<ivec3> stride(m, ivec3{1, 1, 1});
   for (size_t i = 1; i < m; ++i) stride[i] = times(stride[i - 1], levels[i - 1].dims);
-  std::vector<ivec3> coords(static_cast<size_t>(n), ivec3{0, 0, 0});
+  std::vector<ivec3> coords(ranks.size(), ivec3{0, 0, 0});
   for (size_t i = m; i-- > 0;) {
     const level here = levels[i].where;
-    const level parent = i + 1 < m ? levels[i + 1].where : level::node;
     auto parent_key = [&](const rank_placement& p) {
       std::vector<int> key;
       for (size_t j = i + 1; j < m; ++j) key.push_back(object_at(p, levels[j].where));
       return key;
     };
-    std::map<std::vector<int>, std::map<int, std::vector<int>>>
-        children;  // parent -> object -> ranks
+    children_map children;
     for (const auto& p : ranks) children[parent_key(p)][object_at(p, here)].push_back(p.rank);
-    const int want = volume(levels[i].dims);
-    for (const auto& [key, objects] : children) {
-      if (static_cast<int>(objects.size()) == want) continue;
-      std::string found;
-      int shown = 0;
-      for (const auto& [object, members] : objects) {
-        if (shown++ == 6) {
-          found += ", ...";
-          break;
-        }
-        found += fmt::format("{}{} {}: ranks {}", found.empty() ? "" : ", ",
-                             here == level::slot ? "slot" : object_name(here), object,
-                             rank_list(members));
-      }
-      std::string in =
-          key.empty() ? fmt::format("node {}", node) : where_in_node(parent, key.front(), node);
-      throw usage_error(fmt::format(
-          "{} level: grid {} needs {} occupied {} in each {}, but {} has ranks on {} ({}); change "
-          "--{} or the binding ({})",
-          to_string(here), grid_text(levels[i].dims), want, objects_name(here), object_name(parent),
-          in, objects.size(), found, to_string(here), binding_hint));
-    }
+    check_occupied(children, levels[i], i + 1 < m ? levels[i + 1].where : level::node, node);
     for (size_t r = 0; r < ranks.size(); ++r) {
       const auto& objects = children[parent_key(ranks[r])];
       int k =
@@ -254,6 +269,20 @@ std::vector<ivec3> map_node(const std::vector<rank_placement>& ranks, const hw_g
     }
   }
   return coords;
+}
+
+}  // namespace
+
+std::vector<ivec3> map_node(const std::vector<rank_placement>& ranks, const hw_grids& grids,
+                            const rank_order& order) {
+  const int node = ranks.empty() ? 0 : ranks.front().node;
+  const std::vector<level_grid> levels = levels_below_node(ranks, grids);
+  check_node_holds_the_levels(ranks, levels, node);
+  const bool hardware = std::any_of(levels.begin(), levels.end(),
+                                    [](const level_grid& g) { return is_hardware(g.where); });
+  if (hardware && ranks.size() > 1) check_own_hardware_threads(ranks, node);
+  check_levels_nest(ranks, levels, node);
+  return place_in_levels(ranks, levels, order, node);
 }
 
 std::vector<ivec3> map_ranks(const std::vector<rank_placement>& ranks, const hw_grids& grids,

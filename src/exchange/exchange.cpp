@@ -85,11 +85,11 @@ bool fields_on_device(memory_kind kind, const field_set& fields) {
 // Throws usage_error when a transport of the choice cannot move the fields' memory.
 void require_memory_support(const transport_choice& choice, bool device) {
   for (const transport_entry* entry : {&choice.local(), &choice.remote()}) {
-    if (device && !entry->moves_device_memory)
+    if (device && !entry->moves_device_memory())
       throw usage_error(fmt::format("transport '{}' moves host memory only; fields in device "
-                                    "memory move by mpi-p2p or cuda-ipc (+mpi-p2p)",
+                                    "memory move by the transports that --list-transports marks for device fields",
                                     entry->name));
-    if (!device && !entry->moves_host_memory)
+    if (!device && !entry->moves_host_memory())
       throw usage_error(fmt::format("transport '{}' moves CUDA device memory only, and these "
                                     "fields are in host memory",
                                     entry->name));

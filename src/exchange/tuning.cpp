@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <vector>
 
 #include "halox/common/error.hpp"
@@ -162,6 +163,28 @@ std::vector<exchange_options> candidates(const decomposition& decomp,
   return out;
 }
 
+// Collective: the choice the wisdom file holds for `key`, usable on every
+// rank; none when there is no file, no entry, or a transport some rank lacks.
+std::optional<exchange_options> wisdom_choice(const decomposition& decomp, const std::string& file,
+                                              const nlohmann::json& key,
+                                              const exchange_options& requested) {
+  if (file.empty()) return std::nullopt;
+  MPI_Comm comm = decomp.comm();
+  const std::string known = broadcast(comm, decomp.rank() == 0 ? known_choice(file, key) : "");
+  exchange_options chosen = requested;
+  chosen.auto_transport = chosen.auto_algorithm = chosen.auto_fields = false;
+  bool usable = !known.empty();
+  try {
+    if (usable) choice_from_json(nlohmann::json::parse(known), chosen);
+  } catch (const std::exception&) {
+    usable = false;  // written by another build (a transport it had): measure again
+  }
+  int everywhere = usable ? 1 : 0;  // a transport may be unavailable on some rank
+  MPI_Allreduce(MPI_IN_PLACE, &everywhere, 1, MPI_INT, MPI_MIN, comm);
+  if (!everywhere) return std::nullopt;
+  return chosen;
+}
+
 }  // namespace
 
 exchange_options halo_exchange::measured_choice(const decomposition& decomp, const local_grid& grid,
@@ -173,22 +196,9 @@ exchange_options halo_exchange::measured_choice(const decomposition& decomp, con
   // Rank 0's key for all: hosts differ across nodes.
   const auto key = nlohmann::json::parse(
       broadcast(comm, wisdom_key(decomp, grid, type, fields.pointers.size(), requested).dump()));
-  if (!file.empty()) {
-    const std::string known = broadcast(comm, decomp.rank() == 0 ? known_choice(file, key) : "");
-    exchange_options chosen = requested;
-    chosen.auto_transport = chosen.auto_algorithm = chosen.auto_fields = false;
-    bool usable = !known.empty();
-    try {
-      if (usable) choice_from_json(nlohmann::json::parse(known), chosen);
-    } catch (const std::exception&) {
-      usable = false;  // written by another build (a transport it had): measure again
-    }
-    int everywhere = usable ? 1 : 0;  // a transport may be unavailable on some rank
-    MPI_Allreduce(MPI_IN_PLACE, &everywhere, 1, MPI_INT, MPI_MIN, comm);
-    if (everywhere) {
-      report = fmt::format("chose {} (from wisdom file {})", describe_choice(chosen), file);
-      return chosen;
-    }
+  if (auto known = wisdom_choice(decomp, file, key, requested)) {
+    report = fmt::format("chose {} (from wisdom file {})", describe_choice(*known), file);
+    return *known;
   }
 
   // Screening: every candidate on its own.

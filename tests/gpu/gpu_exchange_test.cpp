@@ -1,5 +1,5 @@
 // Fields in CUDA device memory: every transport that moves them (mpi-p2p
-// through host staging, cuda-ipc on the node, routed together), every
+// through pinned host buffers, cuda-ipc on the node, routed together), every
 // algorithm and field mode, on the ranks of the launch sharing the GPUs,
 // verified cell by cell on the host after copying back. Where
 // cudaGetDeviceCount finds no device the exchanges skip with the reason; the
@@ -147,7 +147,7 @@ std::vector<std::string> device_transports() {
 }  // namespace
 
 TEST(DeviceRegistry, ListsTheDeviceTransportsWithTheirAvailability) {
-  const std::string list = list_transports();
+  const std::string list = "\n" + list_transports();
   const auto line_of = [&](const std::string& name) {
     const auto at = list.find("\n" + name + " ");
     return at == std::string::npos ? std::string()
@@ -156,10 +156,13 @@ TEST(DeviceRegistry, ListsTheDeviceTransportsWithTheirAvailability) {
   const std::string ipc = line_of("cuda-ipc");
   ASSERT_FALSE(ipc.empty()) << list;
   const transport_entry& entry = find_transport("cuda-ipc");
-  EXPECT_FALSE(entry.moves_host_memory);
-  EXPECT_TRUE(entry.moves_device_memory);
-  EXPECT_TRUE(find_transport("mpi-p2p").moves_device_memory);
-  EXPECT_FALSE(find_transport("shm").moves_device_memory);
+  EXPECT_FALSE(entry.moves_host_memory());
+  EXPECT_TRUE(entry.moves_device_memory());
+  EXPECT_TRUE(find_transport("mpi-p2p").moves_device_memory());
+  EXPECT_TRUE(find_transport("mpi-p2p").moves_host_memory());
+  // The device implementation is the entry's own, and listed with it.
+  EXPECT_NE(line_of("mpi-p2p").find("; device fields: "), std::string::npos) << list;
+  EXPECT_FALSE(find_transport("shm").moves_device_memory());
   if (cuda::device_count() == 0) {
     const std::string why = cuda::built() ? "no CUDA device" : "halox was built without CUDA";
     EXPECT_EQ(cuda::unavailable().rfind(why, 0), 0u) << cuda::unavailable();
@@ -295,4 +298,53 @@ TEST(DeviceExchange, FieldsMoveInOneBlock) {
     EXPECT_EQ(ex.plan().fields_per_block, nfields) << to_string(mode);
     ex.exchange();
   }
+}
+
+// Device mpi-p2p posts its sends in start(), once the pack kernel is done:
+// rank 0 only starts, and every other rank completes its whole exchange (which
+// needs rank 0's messages) before rank 0 calls wait(). Had the sends waited
+// for wait(), the others would still be waiting when rank 0 gives up polling.
+TEST(DeviceExchange, SplitPhaseSendsAreInFlightAfterStart) {
+  SKIP_WITHOUT_DEVICE();
+  if (world_size() < 2) GTEST_SKIP() << "needs a neighbour on another rank";
+  auto decomp = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
+  const ivec3 interior{6, 5, 4};
+  const local_grid grid(interior, halo_widths::uniform(1));
+  const verify_context ctx{grid, subdomain_per_rank(decomp, interior), decomp.periodic(),
+                           algorithm::standard};
+  std::vector<double> host(grid.cells());
+  std::vector<double*> host_pointers{host.data()};
+  device_fields device(grid.cells() * sizeof(double), 1);
+  const auto fields = device.as<double>();
+  exchange_options options{.alg = algorithm::standard,
+                           .transport = parse_transport_choice("mpi-p2p")};
+  options.memory = memory_kind::device;
+  halo_exchange ex(decomp, grid, std::span<double* const>(fields), options);
+  fill_fields(host_pointers, ctx, 0);
+  cuda::copy_to_device(fields[0], host.data(), grid.cells() * sizeof(double));
+  MPI_Comm notes = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &notes);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(notes, &rank);
+  MPI_Comm_size(notes, &size);
+  ex.start();
+  int others_done = 1;
+  if (rank != 0) {
+    ex.wait();
+    MPI_Send(nullptr, 0, MPI_BYTE, 0, 0, notes);
+  } else {
+    std::vector<MPI_Request> got(size - 1);
+    for (int r = 1; r < size; ++r) MPI_Irecv(nullptr, 0, MPI_BYTE, r, 0, notes, &got[r - 1]);
+    others_done = 0;
+    for (const double until = MPI_Wtime() + 30; !others_done && MPI_Wtime() < until;)
+      MPI_Testall(size - 1, got.data(), &others_done, MPI_STATUSES_IGNORE);
+    ex.wait();
+    if (!others_done) MPI_Waitall(size - 1, got.data(), MPI_STATUSES_IGNORE);
+  }
+  MPI_Comm_free(&notes);
+  EXPECT_TRUE(others_done) << "rank 0's sends were not in flight after start()";
+  cuda::copy_to_host(host.data(), fields[0], grid.cells() * sizeof(double));
+  size_t total = 1;
+  check_fields(host_pointers, ctx, 0, 1, &total);
+  EXPECT_EQ(total, 0u);
 }

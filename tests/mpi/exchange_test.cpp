@@ -184,7 +184,7 @@ std::vector<transport_param> transport_params() {
   std::vector<transport_param> out;
   for (const transport_entry* local : transport_registry()) {
     // Host fields here: cuda-ipc (device fields only) is tests/gpu's.
-    if (!local->available() || !local->moves_host_memory) continue;
+    if (!local->available() || !local->moves_host_memory()) continue;
     const bool on_node = local->reach == transport_reach::same_node;
     if (!node_groups) {
       out.push_back({local->name, false});
@@ -483,31 +483,70 @@ TEST(Exchange, AutomaticChoiceIsExactAndRemembered) {
 
 // Work on the interior between start and wait reads the rank's own values, and
 // the halos are exact once wait returns.
-TEST(Exchange, SplitPhaseLetsInteriorWorkRunBetweenStartAndWait) {
+// A 7-point average of the cells that no neighbour's halo reads (interior
+// cells 0..5, halo width 1: cells 1..4), reading no halo: the interior work a
+// stencil code does between start and wait.
+std::vector<double> interior_average(const std::vector<double>& a, const local_grid& grid) {
+  std::vector<double> out(grid.cells(), 0.0);
+  for (int z = 1; z < 5; ++z)
+    for (int y = 1; y < 5; ++y)
+      for (int x = 1; x < 5; ++x)
+        out[grid.index(x, y, z)] =
+            (a[grid.index(x, y, z)] + a[grid.index(x - 1, y, z)] + a[grid.index(x + 1, y, z)] +
+             a[grid.index(x, y - 1, z)] + a[grid.index(x, y + 1, z)] +
+             a[grid.index(x, y, z - 1)] + a[grid.index(x, y, z + 1)]) / 7.0;
+  return out;
+}
+
+// Whether every other rank finished its whole exchange (start and wait) while
+// rank 0 has only started its own: they wait for rank 0's messages, so they
+// finish only if start() posted them. Rank 0 polls their notes (on a
+// communicator of its own) for `seconds`; the others send theirs after wait().
+bool others_finished_while_rank0_only_started(MPI_Comm comm, int rank, double seconds) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  if (rank != 0) {
+    MPI_Send(nullptr, 0, MPI_BYTE, 0, 0, comm);
+    return true;
+  }
+  std::vector<MPI_Request> notes(size - 1);
+  for (int r = 1; r < size; ++r) MPI_Irecv(nullptr, 0, MPI_BYTE, r, 0, comm, &notes[r - 1]);
+  int done = 0;
+  for (const double until = MPI_Wtime() + seconds; !done && MPI_Wtime() < until;)
+    MPI_Testall(size - 1, notes.data(), &done, MPI_STATUSES_IGNORE);
+  if (!done) {
+    for (auto& r : notes) MPI_Cancel(&r);
+    MPI_Waitall(size - 1, notes.data(), MPI_STATUSES_IGNORE);
+  }
+  return done != 0;
+}
+
+TEST(Exchange, SplitPhaseRunsInteriorWorkWhileTheMessagesTravel) {
   auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
   local_grid grid({6, 6, 6}, halo_widths::uniform(1));
   subdomain sub = subdomain_per_rank(d, {6, 6, 6});
   std::vector<double> a(grid.cells()), b(grid.cells());
   std::vector<double*> fields{a.data(), b.data()};
-  verify_context ctx{grid, sub, d.periodic(), algorithm::staged};
+  verify_context ctx{grid, sub, d.periodic(), algorithm::standard};
   fill_fields(fields, ctx, 3);
-  auto interior_sum = [&] {  // cells that no halo of a neighbour reads from here
-    double sum = 0;
-    for (int z = 2; z < 6; ++z)
-      for (int y = 2; y < 6; ++y)
-        for (int x = 2; x < 6; ++x) sum += a[grid.index(x, y, z)];
-    return sum;
-  };
-  const double before = interior_sum();
-  halo_exchange ex(d, grid, std::span<double* const>(fields), {algorithm::staged});
+  MPI_Comm notes = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &notes);
+  int rank = 0;
+  MPI_Comm_rank(notes, &rank);
+  halo_exchange ex(d, grid, std::span<double* const>(fields), {algorithm::standard});
   ex.start();
-  const double during = interior_sum();
-  ex.wait();
+  const std::vector<double> during = interior_average(a, grid);  // the overlapped work
+  if (rank != 0) ex.wait();
+  const bool in_flight = others_finished_while_rank0_only_started(notes, rank, 30.0);
+  if (rank == 0) ex.wait();
+  MPI_Comm_free(&notes);
   size_t total = 1;
   check_fields(fields, ctx, 3, 1, &total);
   EXPECT_EQ(total, 0u);
-  EXPECT_GT(before, 0.0);
-  EXPECT_EQ(during, before);
+  EXPECT_TRUE(in_flight) << "start() did not post rank 0's messages: the others' waits waited";
+  const std::vector<double> after = interior_average(a, grid);
+  EXPECT_EQ(during, after);  // the work read no halo and saw no cell change
+  EXPECT_GT(*std::max_element(during.begin(), during.end()), 0.0);
   EXPECT_THROW(ex.wait(), std::logic_error);
 }
 

@@ -33,6 +33,12 @@ setup make_setup(algorithm alg) {
   return s;
 }
 
+int world_size() {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
 double sum_of(const std::vector<stage_split>& stages) {
   double total = 0;
   for (const auto& s : stages) total += s.total_s();
@@ -109,6 +115,40 @@ void records_stages_of(const std::string& transport, algorithm alg) {
 TEST(Profile, EveryTransportRecordsItsStages) {
   for (const auto& transport : available_transport_choices(MPI_COMM_WORLD))
     for (auto alg : {algorithm::standard, algorithm::staged}) records_stages_of(transport.name(), alg);
+}
+
+// Rank 1 starts its exchange `late` after the others: rank 0 cannot finish
+// before rank 1's data is there, and that time must show as waiting for
+// peers (a lower bound: a wait counted elsewhere falls short of it). Every
+// rank's copies show as pack or copy.
+void late_neighbour_shows_as_waiting(const std::string& transport) {
+  auto s = make_setup(algorithm::staged);
+  shared_fields<double> memory(s.decomp, s.ctx.grid, 2);
+  halo_exchange ex(s.decomp, s.ctx.grid, memory,
+                   {.alg = algorithm::staged, .transport = parse_transport_choice(transport)});
+  constexpr double late = 0.05;
+  ex.exchange();  // first touches outside the record
+  ex.record_stages(true);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (s.decomp.rank() == 1)
+    for (const double until = MPI_Wtime() + late; MPI_Wtime() < until;) {
+    }
+  ex.exchange();
+  const exchange_profile p = ex.profile();
+  stage_split all;
+  for (const auto& st : p.stages) {
+    all.pack_s += st.pack_s, all.copy_s += st.copy_s, all.wait_peers_s += st.wait_peers_s;
+    all.wait_readers_s += st.wait_readers_s, all.other_s += st.other_s;
+  }
+  if (s.decomp.rank() == 0) {
+    EXPECT_GE(all.wait_peers_s, 0.8 * late) << transport;
+  }
+  EXPECT_GT(all.pack_s + all.copy_s, 0) << transport;
+}
+
+TEST(Profile, ALateNeighbourShowsAsWaitingForPeers) {
+  if (world_size() < 2) GTEST_SKIP() << "needs a neighbour on another rank";
+  for (const auto* transport : {"mpi-p2p", "shm"}) late_neighbour_shows_as_waiting(transport);
 }
 
 TEST(Profile, MeasuredChoicesCountInTheSetup) {

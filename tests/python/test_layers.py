@@ -2,9 +2,17 @@
 
 Layers, lowest first: common < topology, grid < decomposition < plan < pack <
 memory < transport < exchange. Every `#include "..."` under include/ and src/
-is read; an include from a lower layer of a higher one fails, as does a public
-header that includes a private one, the router and the registry including each
-other, or a built-in transport's name written as a string outside the registry.
+is read and must name a file that exists; an include from a lower layer of a
+higher one fails, as does a public header that includes a private one, the
+router and the registry including each other (either way), a transport family
+including another family, or a built-in transport's name written in a string
+outside the registry's names.
+
+Transport families: src/transport/<family>/ (mpi, node, ucx, cuda). They share
+src/transport/core/ (the base, the registry, the router) and
+src/transport/common/ (the machinery several families use: message buffers,
+the outbox schedule of single-copy transports, node publication and signals).
+Only the registry assembles the families.
 """
 import re
 from pathlib import Path
@@ -20,7 +28,7 @@ def layer_of(path: str) -> int:
     """The layer of a header or source, by its path below include/ or src/."""
     p = path.removeprefix("include/").removeprefix("src/").removeprefix("halox/")
     first = re.split(r"[/.]", p)[0]
-    # device/: device memory and the device transports (CUDA), at the transports' level.
+    # device.hpp: device memory of fields, at the transports' level (src/transport/cuda/).
     names = {"field_memory": "memory", "options_json": "exchange", "device": "transport",
              "exchange_profile": "exchange"}
     first = names.get(first, first)
@@ -37,11 +45,27 @@ def library_files():
                 yield f.relative_to(ROOT).as_posix(), f.read_text(errors="replace")
 
 
-def resolve(included: str) -> str:
-    """An include as written -> the path it names (public: halox/..., private: src/...)."""
+def resolve(included: str, by: str) -> str:
+    """An include as written -> the path it names (public: halox/..., private:
+    src/..., or a neighbour of the including file by its bare name)."""
     if included.startswith("halox/"):
         return "include/" + included
+    if "/" not in included:
+        return (Path(by).parent / included).as_posix()
     return "src/" + included
+
+
+def includes():
+    """(including file, include as written, the file it names) for every include."""
+    for path, text in library_files():
+        for included in INCLUDE.findall(text):
+            yield path, included, resolve(included, path)
+
+
+def test_every_include_names_a_file():
+    unresolved = [f"{path}: {included}" for path, included, target in includes()
+                  if not (ROOT / target).is_file()]
+    assert not unresolved, "includes that name no file:\n" + "\n".join(unresolved)
 
 
 def test_every_library_file_has_a_layer():
@@ -51,14 +75,10 @@ def test_every_library_file_has_a_layer():
 
 def test_includes_point_down_only():
     upward = []
-    for path, text in library_files():
+    for path, included, target in includes():
         mine = layer_of(path)
-        for included in INCLUDE.findall(text):
-            target = resolve(included)
-            if not (ROOT / target).exists():
-                continue  # a neighbour included by its bare name
-            if layer_of(target) > mine:
-                upward.append(f"{path} ({LAYERS[mine]}) includes {included} ({LAYERS[layer_of(target)]})")
+        if layer_of(target) > mine:
+            upward.append(f"{path} ({LAYERS[mine]}) includes {included} ({LAYERS[layer_of(target)]})")
     assert not upward, "includes that point up:\n" + "\n".join(upward)
 
 
@@ -70,11 +90,51 @@ def test_public_headers_include_public_headers_only():
     assert not private, "public headers that include private ones:\n" + "\n".join(private)
 
 
-def test_router_and_registry_do_not_include_each_other():
-    router = [t for p, t in library_files() if "/router." in p]
-    assert router, "the router's files are missing"
-    for text in router:
-        assert "halox/transport/registry.hpp" not in INCLUDE.findall(text)
+SHARED = ("core", "common")  # what every family may include
+ASSEMBLER = "src/transport/core/registry.cpp"  # the one file that includes every family
+
+
+def family_of(path: str):
+    """The transport family of a file below src/transport/, else None."""
+    m = re.match(r"src/transport/([^/]+)/", path)
+    return m.group(1) if m else None
+
+
+def families():
+    return sorted(d.name for d in (ROOT / "src/transport").iterdir()
+                  if d.is_dir() and d.name not in SHARED)
+
+
+def test_the_families_are_found():
+    assert {"mpi", "node", "ucx", "cuda"} <= set(families()), families()
+    assert not (ROOT / "src/device").exists(), "the CUDA transports live in src/transport/cuda/"
+
+
+def test_transport_families_include_no_other_family():
+    crossing = []
+    for path, included, target in includes():
+        mine, theirs = family_of(path), family_of(target)
+        if theirs is None or theirs in SHARED or theirs == mine or path == ASSEMBLER:
+            continue
+        crossing.append(f"{path} ({mine or 'outside the transports'}) includes {included} ({theirs})")
+    assert not crossing, "includes across transport families:\n" + "\n".join(crossing)
+
+
+def is_router(path: str) -> bool:
+    return path in ("src/transport/core/router.hpp", "src/transport/core/router.cpp")
+
+
+def is_registry(path: str) -> bool:
+    return path in ("include/halox/transport/registry.hpp", ASSEMBLER)
+
+
+@pytest.mark.parametrize("includer, included", [(is_router, is_registry), (is_registry, is_router)],
+                         ids=["router-includes-registry", "registry-includes-router"])
+def test_router_and_registry_do_not_include_each_other(includer, included):
+    files = [p for p, _ in library_files()]
+    assert sum(map(is_router, files)) == 2 and sum(map(is_registry, files)) == 2, files
+    found = [f"{p} includes {i}" for p, i, t in includes() if includer(p) and included(t)]
+    assert not found, found
 
 
 def test_transport_implementations_are_not_public():
@@ -89,10 +149,35 @@ def built_in_names():
     return names
 
 
+STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)  # examples in comments are documentation
+
+
+def strings_of(text: str) -> list[str]:
+    """The string literals of a C++ source, comments and includes left out."""
+    return STRING.findall(INCLUDE.sub("", COMMENT.sub("", text)))
+
+
+def names_in(literal: str, name: str) -> bool:
+    """Whether a string literal spells the transport name as a word of its own
+    ("mpi-p2p", "mpi-p2p(device)", "via mpi-p2p", but not "mpi-p2ps"). A dotted
+    key ("tuning.shm.push") is a key, and "/dev/shm" a path, not the name."""
+    return re.search(r"(?<![\w./-])" + re.escape(name) + r"(?![\w.-])", literal) is not None
+
+
+def test_a_name_is_found_inside_a_longer_string():
+    assert names_in('"mpi-p2p(device, host copies)"', "mpi-p2p")
+    assert names_in('"routed by shm+mpi-p2p"', "shm")
+    assert not names_in('"mpi-rma-fence"', "mpi-rma") and not names_in('"shm_open"', "shm")
+    assert not names_in('"/dev/shm"', "shm") and not names_in('"tuning.shm.push"', "shm")
+
+
+# The environment table's help texts sit in the common layer, below the names.
+HELP_TEXTS = "src/common/environment.cpp"
+
+
 @pytest.mark.parametrize("name", built_in_names())
 def test_transport_names_are_written_in_the_registry_only(name):
-    literal = re.compile(r'"' + re.escape(name) + r'"')
-    comment = re.compile(r"//.*$", re.M)  # examples in comments are documentation
     found = [path for path, text in library_files()
-             if literal.search(comment.sub("", text)) and not path.endswith("core/names.hpp")]
+             if path not in ("src/transport/core/names.hpp", HELP_TEXTS) and any(names_in(literal, name) for literal in strings_of(text))]
     assert not found, f'"{name}" written outside src/transport/core/names.hpp: {found}'

@@ -40,21 +40,28 @@ struct transport_entry {
   transport_reach reach = transport_reach::any_peer;
   // Why it cannot run on this build or machine; empty when it can.
   std::function<std::string()> unavailable = [] { return std::string(); };
+  // The implementation for fields in host memory (empty: it moves device fields only).
   transport_factory make;
+  // The implementation for fields in CUDA device memory, declared beside the
+  // host one (empty: it moves host fields only); make_transport builds it when
+  // the fields are on the device, and --list-transports lists it.
+  transport_factory make_device = {};
+  std::string device_summary = {};  // what make_device builds, for --list-transports
   // Copies straight from fields in node-shared memory (halox::shared_fields)
-  // and stages private ones: programs that choose the memory give it shared fields.
+  // and packs private ones into its outbox: programs that choose the memory
+  // give it shared fields.
   bool prefers_shared_fields = false;
   bool available() const { return why_unavailable().empty(); }
   std::string why_unavailable() const { return unavailable ? unavailable() : std::string(); }
   // The field memory it moves (halox/device.hpp): host, CUDA device, or both.
-  bool moves_host_memory = true;
-  bool moves_device_memory = false;
+  bool moves_host_memory() const { return static_cast<bool>(make); }
+  bool moves_device_memory() const { return static_cast<bool>(make_device); }
 };
 
 // Adds a transport to the registry (after the built-in ones). Throws
 // usage_error for a name that is empty, taken, "auto" or "all", or has
 // characters other than letters, digits, '-' and '_', and for an entry
-// without `make`. Register on every rank, before building exchanges with it.
+// with neither `make` nor `make_device`. Register on every rank, before building exchanges with it.
 void register_transport(transport_entry entry);
 
 // The entries in registry order (the order of --list-transports and "all").
@@ -105,7 +112,8 @@ std::vector<transport_choice> available_transport_choices(MPI_Comm comm);
 // One line per registry entry: name, availability (and why not), reach, summary.
 std::string list_transports();
 
-// Builds the transport(s) of a choice for ctx (a router when routed).
+// Builds the transport(s) of a choice for ctx (a router when routed): each
+// entry's make, or its make_device when ctx.fields are in device memory.
 std::unique_ptr<transport> make_transport(const transport_choice& choice,
                                           const transport_context& ctx);
 

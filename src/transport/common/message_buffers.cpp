@@ -32,13 +32,13 @@ message_buffers::message_buffers(const exchange_plan& plan, const field_set& fie
     buffered_stage st;
     std::byte* cursor = buffer_;
     for (const auto& m : s.recvs) {
-      staged_message piece{&m, cursor, {}};
+      buffered_message piece{&m, cursor, {}};
       add_unpack(piece.copies, cursor, m.boxes, f, plan.grid, element_bytes);
       cursor += round_up(m.bytes);
       st.recvs.push_back(std::move(piece));
     }
     for (const auto& m : s.sends) {
-      staged_message piece{&m, cursor, {}};
+      buffered_message piece{&m, cursor, {}};
       add_pack(piece.copies, cursor, m.boxes, f, plan.grid, element_bytes);
       cursor += round_up(m.bytes);
       st.sends.push_back(std::move(piece));

@@ -25,14 +25,14 @@
 
 namespace halox {
 
-struct staged_message {
+struct buffered_message {
   const message* m = nullptr;  // of the plan
   std::byte* buffer = nullptr;
   copy_list copies;  // sends: the boxes -> buffer (pack); receives: buffer -> the boxes
 };
 
 struct buffered_stage {
-  std::vector<staged_message> sends, recvs;
+  std::vector<buffered_message> sends, recvs;
   copy_list self_copies;
 };
 

@@ -53,8 +53,8 @@ std::vector<node_layout> gather_layouts(const local_grid& mine, const std::vecto
 struct published_box {
   int stage = 0, sender = 0, receiver = 0, tag = 0, index = 0, field = 0;
   int lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
-  int staged = 0;              // packed into the owner's outbox
-  uint64_t outbox_offset = 0;  // where, when staged
+  int in_outbox = 0;           // packed into the owner's outbox
+  uint64_t outbox_offset = 0;  // where, when in the outbox
   box region() const { return {{lo[0], lo[1], lo[2]}, {hi[0], hi[1], hi[2]}}; }
 };
 

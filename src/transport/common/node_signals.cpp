@@ -53,7 +53,7 @@ node_signals::node_signals(const node_membership& node, const wait_policy& waits
   }
   for (int counter : {ready_counter, done_counter, pushed_counter})
     store_release(counters_[static_cast<size_t>(me_)] + counter * (counter_slot / 8), 0);
-  MPI_Barrier(node.comm);  // counters are zero everywhere before the first step
+  MPI_Barrier(node.comm);  // counters are zero everywhere before the first stage
 }
 
 node_signals::~node_signals() {
@@ -65,40 +65,40 @@ node_signals::~node_signals() {
     MPI_Win_free(&window_);
 }
 
-void node_signals::raise_ready(uint64_t step) {
-  store_release(counters_[static_cast<size_t>(me_)] + ready_counter * (counter_slot / 8), step);
+void node_signals::raise_ready(uint64_t seq) {
+  store_release(counters_[static_cast<size_t>(me_)] + ready_counter * (counter_slot / 8), seq);
 }
 
-void node_signals::raise_done(uint64_t step) {
-  store_release(counters_[static_cast<size_t>(me_)] + done_counter * (counter_slot / 8), step);
+void node_signals::raise_done(uint64_t seq) {
+  store_release(counters_[static_cast<size_t>(me_)] + done_counter * (counter_slot / 8), seq);
 }
 
-void node_signals::raise_pushed(uint64_t step) {
-  store_release(counters_[static_cast<size_t>(me_)] + pushed_counter * (counter_slot / 8), step);
+void node_signals::raise_pushed(uint64_t seq) {
+  store_release(counters_[static_cast<size_t>(me_)] + pushed_counter * (counter_slot / 8), seq);
 }
 
-void node_signals::wait_ready(int node_rank, uint64_t step) const {
-  wait_for(node_rank, ready_counter, step);
+void node_signals::wait_ready(int node_rank, uint64_t seq) const {
+  wait_for(node_rank, ready_counter, seq);
 }
 
-void node_signals::wait_done(int node_rank, uint64_t step) const {
-  wait_for(node_rank, done_counter, step);
+void node_signals::wait_done(int node_rank, uint64_t seq) const {
+  wait_for(node_rank, done_counter, seq);
 }
 
-void node_signals::wait_pushed(int node_rank, uint64_t step) const {
-  wait_for(node_rank, pushed_counter, step);
+void node_signals::wait_pushed(int node_rank, uint64_t seq) const {
+  wait_for(node_rank, pushed_counter, seq);
 }
 
-void node_signals::wait_for(int node_rank, int counter, uint64_t step) const {
+void node_signals::wait_for(int node_rank, int counter, uint64_t seq) const {
   const uint64_t* flag = counters_[static_cast<size_t>(node_rank)] + counter * (counter_slot / 8);
-  if (load_acquire(flag) >= step) return;
+  if (load_acquire(flag) >= seq) return;
   const stage_timer::part_span waiting(counter == done_counter ? stage_timer::wait_readers
                                                                : stage_timer::wait_peers);
-  waits_.spin_until([&] { return load_acquire(flag) >= step; },
+  waits_.spin_until([&] { return load_acquire(flag) >= seq; },
                     [&] {
-                      return fmt::format("rank {} to be {} with step {} ({})",
+                      return fmt::format("rank {} to be {} with stage number {} ({})",
                                          comm_rank_of_[static_cast<size_t>(node_rank)],
-                                         counter_names[counter], step, transport_);
+                                         counter_names[counter], seq, transport_);
                     });
 }
 

@@ -1,11 +1,11 @@
-// Step counters shared by the ranks of a node: how single-copy transports
-// (shm, cma) order their steps without messages.
+// Stage counters shared by the ranks of a node: how single-copy transports
+// (shm, cma) order their stages without messages.
 //
-// Reference algorithm for step k (k counts stages over all exchanges):
-//   owner:  ready[me] = k          once my cells for step k are final
+// Reference algorithm for stage number k (k counts stages over all exchanges):
+//   owner:  ready[me] = k          once my cells for stage k are final
 //   reader: wait until ready[p] >= k; copy from p
-//           done[me] = k           once I read everything of step k
-//   owner, after the last step: wait until done[r] >= k for every reader r
+//           done[me] = k           once I read everything of stage k
+//   owner, after the last stage: wait until done[r] >= k for every reader r
 //           (nobody still reads my cells when the caller may change them)
 //   pushing owner (shm): wait until ready[r] >= k; write into r's halo;
 //           pushed[me] = k; the reader waits until pushed[p] >= k
@@ -36,20 +36,20 @@ class node_signals {
   node_signals& operator=(const node_signals&) = delete;
   ~node_signals();  // collective over node.comm (frees the window)
 
-  void raise_ready(uint64_t step);
-  void raise_done(uint64_t step);
-  void raise_pushed(uint64_t step);
-  // Return once node rank `node_rank` raised ready (done) to at least `step`;
+  void raise_ready(uint64_t seq);
+  void raise_done(uint64_t seq);
+  void raise_pushed(uint64_t seq);
+  // Return once node rank `node_rank` raised ready (done) to at least stage number `seq`;
   // time out through the wait policy.
-  void wait_ready(int node_rank, uint64_t step) const;
-  void wait_done(int node_rank, uint64_t step) const;
-  void wait_pushed(int node_rank, uint64_t step) const;
+  void wait_ready(int node_rank, uint64_t seq) const;
+  void wait_done(int node_rank, uint64_t seq) const;
+  void wait_pushed(int node_rank, uint64_t seq) const;
 
   // The payload of node rank `node_rank` (64-byte aligned, page-aligned in its segment).
   std::byte* payload(int node_rank) const { return payload_[static_cast<size_t>(node_rank)]; }
 
  private:
-  void wait_for(int node_rank, int counter, uint64_t step) const;
+  void wait_for(int node_rank, int counter, uint64_t seq) const;
 
   const wait_policy& waits_;
   std::string transport_;

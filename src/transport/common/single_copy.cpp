@@ -13,8 +13,8 @@
 namespace halox {
 
 namespace {
-// Longer runs are always copied directly: outbox_steps them doubles the bytes for no saving.
-constexpr size_t longest_staged_run = 4096;
+// Longer runs are always copied directly: packing them into the outbox doubles the bytes for no saving.
+constexpr size_t longest_outbox_run = 4096;
 size_t round_up(size_t n) {
   return (n + 63) / 64 * 64;
 }
@@ -39,52 +39,57 @@ std::vector<size_t> outbox_rules(const exchange_plan& plan, const field_set& fie
         const size_t run = pack_copy(fields.pointers[static_cast<size_t>(fb.field)], plan.grid,
                                      fb.region, plan.element_bytes, nullptr)
                                .run;
-        if (run > 0 && run <= longest_staged_run) rules.insert(run + 1);
+        if (run > 0 && run <= longest_outbox_run) rules.insert(run + 1);
       }
   std::vector<size_t> out = agreed_union(std::vector<size_t>(rules.begin(), rules.end()),
-                                         longest_staged_run + 2, node_comm);
+                                         longest_outbox_run + 2, node_comm);
   out.insert(out.begin(), 0);
   return out;
 }
 
-owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields,
-                              const node_membership& node, const std::vector<int>& neighbours,
-                              int me, size_t outbox_below, std::byte* outbox, size_t slot_bytes,
-                              const slot_rotation& rotation) {
-  static std::atomic<uint64_t> rules{0};
-  owner_side out;
-  out.rule = rotation.rule ? rotation.rule : ++rules;
-  const size_t nstages = plan.stages.size();
-  auto box_copy_of = [&](const field_box& fb, std::byte* to) {
-    return pack_copy(fields.pointers[static_cast<size_t>(fb.field)], plan.grid, fb.region,
-                     plan.element_bytes, to);
-  };
-  // My outbox steps, in order: stage_of[k] is the k-th.
+namespace {
+
+box_copy box_copy_of(const exchange_plan& plan, const field_set& fields, const field_box& fb,
+                     std::byte* to) {
+  return pack_copy(fields.pointers[static_cast<size_t>(fb.field)], plan.grid, fb.region,
+                   plan.element_bytes, to);
+}
+
+// My outbox stages (those that pack something), in order: the k-th is stage_of[k].
+std::vector<size_t> outbox_stages_of(const exchange_plan& plan, const field_set& fields,
+                                     size_t outbox_below) {
   std::vector<size_t> stage_of;
-  for (size_t s = 0; s < nstages; ++s) {
-    bool stages = false;
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    bool packs = false;
     for (const auto& m : plan.stages[s].sends)
       for (const auto& fb : m.boxes) {
-        const box_copy c = box_copy_of(fb, nullptr);
-        stages = stages || (c.run < outbox_below && c.bytes() > 0);
+        const box_copy c = box_copy_of(plan, fields, fb, nullptr);
+        packs = packs || (c.run < outbox_below && c.bytes() > 0);
       }
-    if (stages) stage_of.push_back(s);
+    if (packs) stage_of.push_back(s);
   }
-  const size_t outbox_steps = stage_of.size();
+  return stage_of;
+}
+
+// By stage: its outbox slot; sets out.freed_back and out.freed_stage (the
+// stage that used the slot last).
+std::vector<size_t> assign_slots(const std::vector<size_t>& stage_of, size_t nstages,
+                                 const slot_rotation& rotation, owner_side& out) {
+  const size_t outbox_stages = stage_of.size();
   out.freed_back.assign(nstages, -1);
   out.freed_stage.assign(nstages, -1);
   std::vector<size_t> slot_of(nstages, 0);
-  for (size_t k = 0; k < outbox_steps; ++k) {
+  for (size_t k = 0; k < outbox_stages; ++k) {
     const size_t s = stage_of[k];
     if (rotation.rotating) {
-      // Global outbox step g = e*S + k; the slot's last user was g - ring.
-      slot_of[s] = (rotation.phase * outbox_steps + k) % outbox_ring;
+      // Global outbox stage g = e*S + k; the slot's last user was g - ring.
+      slot_of[s] = (rotation.phase * outbox_stages + k) % outbox_ring;
       size_t back = 0, previous = k;
       if (k >= outbox_ring) {
         previous = k - outbox_ring;
       } else {
-        back = (outbox_ring - k + outbox_steps - 1) / outbox_steps;
-        previous = k + back * outbox_steps - outbox_ring;
+        back = (outbox_ring - k + outbox_stages - 1) / outbox_stages;
+        previous = k + back * outbox_stages - outbox_ring;
       }
       out.freed_back[s] = static_cast<int>(back);
       out.freed_stage[s] = static_cast<int>(stage_of[previous]);
@@ -94,21 +99,35 @@ owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields
         out.freed_back[s] = 0;
         out.freed_stage[s] = static_cast<int>(stage_of[k - outbox_ring]);
       } else {
-        // The previous exchange's last outbox step with this slot.
+        // The previous exchange's last outbox stage with this slot.
         size_t last = k;
-        while (last + outbox_ring < outbox_steps) last += outbox_ring;
+        while (last + outbox_ring < outbox_stages) last += outbox_ring;
         out.freed_back[s] = 1;
         out.freed_stage[s] = static_cast<int>(stage_of[last]);
       }
     }
   }
+  return slot_of;
+}
+
+}  // namespace
+
+owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields,
+                              const node_membership& node, const std::vector<int>& neighbours,
+                              int me, const outbox_place& outbox, const slot_rotation& rotation) {
+  static std::atomic<uint64_t> rules{0};
+  owner_side out;
+  out.rule = rotation.rule ? rotation.rule : ++rules;
+  const size_t nstages = plan.stages.size();
+  const std::vector<size_t> slot_of =
+      assign_slots(outbox_stages_of(plan, fields, outbox.below), nstages, rotation, out);
 
   std::vector<published_box> published;
   std::vector<bool> reader(static_cast<size_t>(node.size), false);
   std::vector<int> last_direct(static_cast<size_t>(node.size), -1);  // by reader: stage
   out.packs.resize(nstages);
   for (size_t s = 0; s < nstages; ++s) {
-    size_t cursor = slot_of[s] * slot_bytes;
+    size_t cursor = slot_of[s] * outbox.slot_bytes;
     for (const auto& m : plan.stages[s].sends) {
       const auto r = static_cast<size_t>(node.node_rank_of[static_cast<size_t>(m.peer)]);
       reader[r] = true;
@@ -119,9 +138,9 @@ owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields
           p.lo[d] = fb.region.lo[d];
           p.hi[d] = fb.region.hi[d];
         }
-        const box_copy c = box_copy_of(fb, outbox + cursor);
-        p.staged = c.run < outbox_below;
-        if (p.staged) {
+        const box_copy c = box_copy_of(plan, fields, fb, outbox.base + cursor);
+        p.in_outbox = c.run < outbox.below;
+        if (p.in_outbox) {
           p.outbox_offset = cursor;
           out.packs[s].add(c);
           cursor += c.bytes();
@@ -178,7 +197,7 @@ std::string describe_fetch_ahead(const fetch_ahead_choice& choice) {
                      choice.how);
 }
 
-void single_copy_steps::before_pack(size_t stage, const owner_side& owner) const {
+void single_copy_order::before_pack(size_t stage, const owner_side& owner) const {
   const int back = owner.freed_back[stage];
   if (back < 0) return;
   uint64_t freed = 0;
@@ -195,11 +214,11 @@ void single_copy_steps::before_pack(size_t stage, const owner_side& owner) const
     for (int r : owner.readers) signals_.wait_done(r, freed);
 }
 
-void single_copy_steps::await(size_t stage, const std::vector<int>& peers) const {
+void single_copy_order::await(size_t stage, const std::vector<int>& peers) const {
   for (int p : peers) signals_.wait_ready(p, seq(stage));
 }
 
-void single_copy_steps::done(size_t stage, const owner_side& owner) {
+void single_copy_order::done(size_t stage, const owner_side& owner) {
   signals_.raise_done(seq(stage));
   if (stage + 1 == stages_) {
     const uint64_t first = completed_;
@@ -210,7 +229,7 @@ void single_copy_steps::done(size_t stage, const owner_side& owner) {
   }
 }
 
-void single_copy_steps::drain(const owner_side& owner) const {
+void single_copy_order::drain(const owner_side& owner) const {
   // While an error unwinds, the readers may never get there.
   if (std::uncaught_exceptions() > 0) return;
   try {
@@ -235,7 +254,7 @@ single_copy_transport::single_copy_transport(const transport_context& ctx,
 
 void single_copy_transport::start_signals(size_t payload_bytes) {
   signals_.emplace(node_, waits_, transport_, payload_bytes);
-  steps_.emplace(*signals_, plan_.stages.size());
+  order_.emplace(*signals_, plan_.stages.size());
 }
 
 std::string single_copy_transport::describe_choices(size_t outbox_below,

@@ -5,17 +5,17 @@
 // A box whose runs are short (a halo a few cells wide across x) costs a
 // reader a cache line, or a kernel iovec, per run; its owner packs it into an
 // outbox instead and the reader takes contiguous bytes. Which run lengths go
-// which way is a rule, "runs shorter than N bytes are staged"; the candidate
+// which way is a rule, "runs shorter than N bytes go through the outbox"; the candidate
 // rules are all-direct and one per distinct run length of the plan, and the
 // transports measure them when they are built (trial.hpp).
 //
 // The outbox is a ring of a few stage-sized slots, taken in turn by the
-// stages that stage something (a stage moves one block of fields, plan.hpp).
-// A slot is reused only outbox_ring outbox steps later, so that the owner's
-// stores are less likely to find its lines still in the reader's cache. A
-// rotating owner (shm) keeps counting across exchanges: the k-th of its S
-// outbox steps in exchange e takes slot (e*S + k) mod outbox_ring, so that
-// an owner with one outbox step per exchange (a 2x1x1 grid, one block)
+// outbox stages, those that pack something into it (a stage moves one block
+// of fields, plan.hpp). A slot is reused only outbox_ring outbox stages later,
+// so that the owner's stores are less likely to find its lines still in the
+// reader's cache. A rotating owner (shm) keeps counting across exchanges: the k-th of its S
+// outbox stages in exchange e takes slot (e*S + k) mod outbox_ring, so that
+// an owner with one outbox stage per exchange (a 2x1x1 grid, one block)
 // does not pack into the slot its reader has just read (the owner's stores
 // would take every line back from the reader's cache; docs/results/2026-11-25-amd-epyc-2core.md).
 // The schedule of exchange e is then phase e mod outbox_ring of the rule, each phase with its own
@@ -26,7 +26,7 @@
 // exchange or in one of the last few; if those ran another rule, every stage
 // of the previous exchange):
 //   start(j): if freed(j) exists: wait until done[r] >= seq(freed(j))
-//             for every reader r; pack my staged boxes into slot(j)
+//             for every reader r; pack my outbox boxes into slot(j)
 //             ready[me] = seq(j)           (and my cells for stage j are final)
 //   wait(j):  wait until ready[p] >= seq(j) for every peer p of the stage
 //             take p's direct boxes and its slot(j); do my self copies
@@ -36,8 +36,8 @@
 //                         (nobody still reads my cells when the caller may
 //                         change them; readers of my outbox only are waited
 //                         for when a slot is packed again)
-// Steps only read cells that earlier steps finished and only write halos that
-// no peer reads in the same step, so these two counters are the only sync.
+// Stages only read cells that earlier stages finished and only write halos
+// that no peer reads in the same stage, so these two counters are the only sync.
 #pragma once
 
 #include <cstddef>
@@ -60,7 +60,7 @@ namespace halox {
 inline constexpr size_t outbox_ring = 3;
 inline constexpr size_t outbox_every_box = std::numeric_limits<size_t>::max();
 
-// The bytes an outbox slot needs: the most any rule stages in one stage.
+// The bytes an outbox slot needs: the most any rule packs into the outbox in one stage.
 size_t outbox_slot_bytes(const exchange_plan& plan);
 
 // Collective over node_comm: the candidate rules, agreed by the node: 0
@@ -71,7 +71,7 @@ std::vector<size_t> outbox_rules(const exchange_plan& plan, const field_set& fie
 
 // My send boxes under one rule, published to the readers.
 struct owner_side {
-  std::vector<copy_list> packs;  // by stage: my staged boxes -> their outbox slot
+  std::vector<copy_list> packs;  // by stage: my outbox boxes -> their outbox slot
   // By stage: freed(j) above, `freed_back` exchanges before this one (0: this
   // one; -1: the slot was never used before), stage `freed_stage` of it.
   std::vector<int> freed_back, freed_stage;
@@ -83,7 +83,7 @@ struct owner_side {
   std::unique_ptr<node_publication> publication;  // the boxes the node sends me
 };
 
-// Which slots an owner's outbox steps take (above): rotating or not, the
+// Which slots an owner's outbox stages take (above): rotating or not, the
 // phase (exchange mod outbox_ring) when rotating, and the rule the phases
 // belong to (0: a new one).
 struct slot_rotation {
@@ -92,13 +92,19 @@ struct slot_rotation {
   uint64_t rule = 0;
 };
 
-// Collective over node.comm: boxes with runs shorter than outbox_below bytes
-// (outbox_every_box: all) are packed into slot(stage) of the outbox at
-// `outbox` (in this process) of `slot_bytes` per slot.
+// An owner's outbox under one rule: boxes with runs shorter than `below`
+// bytes (outbox_every_box: all) are packed into slot(stage) of the outbox at
+// `base` (in this process), `slot_bytes` per slot.
+struct outbox_place {
+  size_t below = 0;
+  std::byte* base = nullptr;
+  size_t slot_bytes = 0;
+};
+
+// Collective over node.comm: my send boxes under the rule, published.
 owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields,
                               const node_membership& node, const std::vector<int>& neighbours,
-                              int me, size_t outbox_below, std::byte* outbox, size_t slot_bytes,
-                              const slot_rotation& rotation = {});
+                              int me, const outbox_place& outbox, const slot_rotation& rotation = {});
 
 // "runs under N B through the outbox, the rest direct (how)", for settings().
 std::string describe_rule(std::string_view transport, size_t outbox_below, const std::string& how);
@@ -123,9 +129,9 @@ fetch_ahead_choice choose_fetch_ahead(transport& t, size_t stages,
 std::string describe_fetch_ahead(const fetch_ahead_choice& choice);
 
 // The order of a stage (above) over node_signals.
-class single_copy_steps {
+class single_copy_order {
  public:
-  single_copy_steps(node_signals& signals, size_t stages) : signals_(signals), stages_(stages) {}
+  single_copy_order(node_signals& signals, size_t stages) : signals_(signals), stages_(stages) {}
   // Before packing stage s: its outbox slot has been read by every reader
   // (freed(s) above, of this exchange or the previous one).
   void before_pack(size_t stage, const owner_side& owner) const;
@@ -177,7 +183,7 @@ class single_copy_transport : public transport {
   int me_ = 0;                           // rank in the exchange's communicator
   size_t slot_bytes_ = 0;                // of each outbox slot
   std::optional<node_signals> signals_;  // ready/done counters (and shm's outbox)
-  std::optional<single_copy_steps> steps_;
+  std::optional<single_copy_order> order_;
   std::string how_;  // how the outbox rule was chosen
   fetch_ahead_choice fetch_ahead_;
 };

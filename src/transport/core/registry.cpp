@@ -8,7 +8,7 @@
 
 #include "halox/common/error.hpp"
 #include "transport/core/names.hpp"
-#include "transport/core/router.hpp"
+#include "transport/cuda/cuda_transports.hpp"
 #include "transport/mpi/mpi_cartex.hpp"
 #include "transport/mpi/mpi_neighbor.hpp"
 #include "transport/mpi/mpi_p2p.hpp"
@@ -17,17 +17,10 @@
 #include "transport/node/cma.hpp"
 #include "transport/node/shm.hpp"
 #include "transport/ucx/ucx.hpp"
-#include "transport/cuda/cuda_transports.hpp"
 
 namespace halox {
 
 namespace {
-
-// mpi-p2p packs device fields with CUDA kernels (device_p2p.hpp).
-std::unique_ptr<transport> make_mpi_p2p(const transport_context& ctx) {
-  if (ctx.fields.device) return make_device_p2p_transport(ctx);
-  return std::make_unique<mpi_p2p_transport>(ctx);
-}
 
 template <class T, auto... options>
 std::unique_ptr<transport> make(const transport_context& ctx) {
@@ -48,8 +41,10 @@ std::deque<transport_entry> built_in() {
   const auto any = transport_reach::any_peer, node = transport_reach::same_node;
   add(names::mpi_p2p, "packs each neighbour's boxes (all fields fused) into one buffer; persistent "
                       "MPI point-to-point; unpacks as messages land",
-      any, {}, make_mpi_p2p);
-  table.back().moves_device_memory = true;
+      any, {}, make<mpi_p2p_transport>);
+  table.back().make_device = make_device_p2p_transport;
+  table.back().device_summary = "packs each stage's sends with one CUDA kernel, posts them once "
+                                "the kernel is done, before start() returns";
   add(names::mpi_types, "one MPI derived datatype per message over the fields, no packing by halox "
                         "(the plain-MPI reference)",
       any, {}, make<mpi_types_transport>);
@@ -65,7 +60,8 @@ std::deque<transport_entry> built_in() {
                       "post-start-complete-wait with the neighbours per stage",
       any, {}, make<mpi_rma_transport, rma_sync::pscw>);
   add(names::mpi_rma_fence,
-      "mpi-rma synchronised by MPI_Win_fence (collective over all ranks) instead", any, {},
+      fmt::format("{} synchronised by MPI_Win_fence (collective over all ranks) instead",
+                  names::mpi_rma), any, {},
       make<mpi_rma_transport, rma_sync::fence>);
   add(names::shm, "single copy from the on-node neighbour's fields in node-shared memory (packed "
                   "copy through a shared outbox when the fields are private)",
@@ -78,10 +74,9 @@ std::deque<transport_entry> built_in() {
                   "fields, wherever they were allocated (short runs packed by the owner first)",
       node, cma_unavailable, make<cma_transport>);
   add(names::cuda_ipc, "single copy device to device: maps the on-node neighbours' CUDA fields "
-                       "(cudaIpcOpenMemHandle), one kernel per step; device fields only",
-      node, cuda_ipc_unavailable, make_cuda_ipc_transport);
-  table.back().moves_host_memory = false;
-  table.back().moves_device_memory = true;
+                       "(cudaIpcOpenMemHandle), one kernel per stage; device fields only",
+      node, cuda_ipc_unavailable, {});
+  table.back().make_device = make_cuda_ipc_transport;
   return table;
 }
 
@@ -120,7 +115,7 @@ void register_transport(transport_entry entry) {
                                   entry.name));
   if (std::ranges::any_of(registry(), [&](const auto& e) { return e.name == entry.name; }))
     throw usage_error(fmt::format("cannot register transport '{}': the name is taken", entry.name));
-  if (!entry.make)
+  if (!entry.make && !entry.make_device)
     throw usage_error(fmt::format("cannot register transport '{}': no constructor", entry.name));
   if (!entry.unavailable) entry.unavailable = [] { return std::string(); };
   registry().push_back(std::move(entry));
@@ -184,14 +179,14 @@ transport_choice parse_transport_choice(std::string_view text) {
 std::vector<transport_choice> available_transport_choices() {
   std::vector<transport_choice> out;
   for (const auto& e : registry())
-    if (e.moves_host_memory && e.available()) out.emplace_back(e);
+    if (e.moves_host_memory() && e.available()) out.emplace_back(e);
   return out;
 }
 
 std::vector<transport_choice> available_transport_choices(MPI_Comm comm) {
   // Availability is each rank's finding (a library, a kernel setting): agree.
   std::vector<int> available;
-  for (const auto& e : registry()) available.push_back(e.moves_host_memory && e.available() ? 1 : 0);
+  for (const auto& e : registry()) available.push_back(e.moves_host_memory() && e.available() ? 1 : 0);
   MPI_Allreduce(MPI_IN_PLACE, available.data(), static_cast<int>(available.size()), MPI_INT,
                 MPI_MIN, comm);
   std::vector<transport_choice> out;
@@ -204,21 +199,14 @@ std::string list_transports() {
   std::string out;
   for (const auto& e : registry()) {
     auto why = e.why_unavailable();
+    auto summary = e.summary;
+    if (e.moves_host_memory() && e.moves_device_memory())
+      summary += fmt::format("; device fields: {}", e.device_summary);
     out += fmt::format("{:<14}{:<12}{:<11}{}\n", e.name, why.empty() ? "available" : "unavailable",
                        e.reach == transport_reach::same_node ? "same-node" : "any-peer",
-                       why.empty() ? e.summary : fmt::format("({}) {}", why, e.summary));
+                       why.empty() ? summary : fmt::format("({}) {}", why, summary));
   }
   return out;
-}
-
-std::unique_ptr<transport> make_transport(const transport_choice& choice,
-                                          const transport_context& ctx) {
-  const auto& local = available_transport(choice.local());
-  if (!choice.routed())
-    return std::make_unique<routed_transport>(ctx, routed_part_maker{local.name, local.make});
-  const auto& remote = available_transport(choice.remote());
-  return std::make_unique<routed_transport>(ctx, routed_part_maker{local.name, local.make},
-                                            routed_part_maker{remote.name, remote.make});
 }
 
 }  // namespace halox

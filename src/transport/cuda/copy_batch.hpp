@@ -3,7 +3,7 @@
 // host from pack.hpp's box copies and run many times. Building needs no GPU:
 // the addresses are only added to, never read.
 //
-// A stage of device memory moves through a staging area laid out as
+// A stage of device memory moves through a message area laid out as
 // stage_layout says: all its send messages first, then all its receives, each
 // message at an offset aligned to 256 bytes, so that the sends leave, and the
 // receives arrive, in one contiguous copy each.

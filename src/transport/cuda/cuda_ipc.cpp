@@ -47,7 +47,8 @@ std::byte* allocation_base(std::byte* p) {
   CUdeviceptr base = 0;
   size_t size = 0;
   if (get_range(&base, &size, reinterpret_cast<CUdeviceptr>(p)) != CUDA_SUCCESS)
-    throw usage_error("cuda-ipc: a field is not in device memory the driver knows");
+    throw usage_error(fmt::format("{}: a field is not in device memory the driver knows",
+                                  transport_names::cuda_ipc));
   return reinterpret_cast<std::byte*>(base);
 }
 
@@ -60,19 +61,13 @@ constexpr int done_tag(size_t stage) {
 
 }  // namespace
 
-cuda_ipc_transport::cuda_ipc_transport(const transport_context& ctx)
-    : plan_(ctx.plan), waits_(ctx.waits), stream_(static_cast<cudaStream_t>(ctx.fields.stream)) {
-  require_on_node(ctx, transport_names::cuda_ipc);
-  MPI_Comm_dup(ctx.comm, &comm_);
-  int me = 0;
-  MPI_Comm_rank(ctx.comm, &me);
+// Published once: per field its allocation's handle and its offset there,
+// per stage the handles of my ready and done events (created here). On
+// failure `problem` says why and the words are zeros of the same length.
+std::vector<uint64_t> cuda_ipc_transport::publish_handles(const std::vector<std::byte*>& fields,
+                                                          int me, std::string& problem) {
   const size_t nstages = plan_.stages.size();
-  const auto& fields = ctx.fields.pointers;
-
-  // Published once: per field its allocation's handle and its offset there,
-  // per stage the handles of my ready and done events.
   std::vector<uint64_t> words;
-  std::string problem;
   try {
     for (std::byte* f : fields) {
       std::byte* base = allocation_base(f);
@@ -95,6 +90,19 @@ cuda_ipc_transport::cuda_ipc_transport(const transport_context& ctx)
     problem = fmt::format("rank {}: {}", me, e.what());
     words.assign(fields.size() * (handle_words + 1) + nstages * 2 * handle_words, 0);
   }
+  return words;
+}
+
+cuda_ipc_transport::cuda_ipc_transport(const transport_context& ctx)
+    : plan_(ctx.plan), waits_(ctx.waits), stream_(static_cast<cudaStream_t>(ctx.fields.stream)) {
+  require_on_node(ctx, transport_names::cuda_ipc);
+  MPI_Comm_dup(ctx.comm, &comm_);
+  int me = 0;
+  MPI_Comm_rank(ctx.comm, &me);
+  const auto& fields = ctx.fields.pointers;
+
+  std::string problem;
+  const std::vector<uint64_t> words = publish_handles(fields, me, problem);
   require_all(ctx.comm, problem);
   const auto layouts =
       gather_layouts(plan_.grid, words, ctx.node, node_neighbours(plan_, ctx.node));
@@ -180,7 +188,7 @@ void cuda_ipc_transport::wait(size_t stage) {
   stage_work& w = stages_[stage];
   auto named = [&](const std::vector<int>& peers, const char* what) {
     return [&peers, what](size_t i) {
-      return fmt::format("{} of rank {} (cuda-ipc)", what, peers[i]);
+      return fmt::format("{} of rank {} ({})", what, peers[i], transport_names::cuda_ipc);
     };
   };
   waits_.wait_all(

@@ -41,6 +41,8 @@ class cuda_ipc_transport final : public transport {
     device::launch_batch reads, local;
     std::vector<MPI_Request> ready_in, ready_out, done_in, done_out;
   };
+  std::vector<uint64_t> publish_handles(const std::vector<std::byte*>& fields, int me,
+                                        std::string& problem);
 
   const exchange_plan& plan_;
   const wait_policy& waits_;

@@ -81,19 +81,25 @@ void device_p2p_transport::start(size_t stage) {
   stage_work& w = stages_[stage];
   if (!w.recvs.empty()) MPI_Startall(static_cast<int>(w.recvs.size()), w.recvs.data());
   w.pack.launch(stream_);
-  w.local.launch(stream_);
   if (!direct_ && w.layout.send_bytes > 0)
     device::check(
         cudaMemcpyAsync(host_->p, area_->p, w.layout.send_bytes, cudaMemcpyDeviceToHost, stream_),
         "cudaMemcpyAsync (sends to pinned memory)");
   device::check(cudaEventRecord(packed_, stream_), "cudaEventRecord");
+  // Queued behind the event: the local copies do not delay the sends.
+  w.local.launch(stream_);
+  if (w.sends.empty()) return;
+  // The host waits for the pack (and its copy down) only, then posts the
+  // sends from this thread: the messages are in flight when start() returns,
+  // while the caller computes the interior. Posting from a stream callback
+  // would call MPI from the driver's thread (MPI_THREAD_MULTIPLE).
+  device::check(cudaEventSynchronize(packed_), "cudaEventSynchronize (packed sends)");
+  MPI_Startall(static_cast<int>(w.sends.size()), w.sends.data());
 }
 
 void device_p2p_transport::wait(size_t stage) {
   stage_work& w = stages_[stage];
   const auto& s = plan_.stages[stage];
-  device::check(cudaEventSynchronize(packed_), "cudaEventSynchronize (packed sends)");
-  if (!w.sends.empty()) MPI_Startall(static_cast<int>(w.sends.size()), w.sends.data());
   waits_.wait_all(w.recvs, {},
                   [&](size_t i) { return describe_message(s.recvs[i], "from", transport_names::mpi_p2p); });
   if (!direct_ && w.layout.recv_bytes > 0)

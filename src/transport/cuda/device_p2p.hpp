@@ -1,16 +1,19 @@
 // mpi-p2p for fields in device memory: each stage's sends packed by one
-// kernel into a device staging area, its local copies by another; the
-// messages leave through pinned host memory (one copy down for all sends of
+// kernel into a device send-receive area, its local copies by another; the
+// messages leave through pinned host buffers (one copy down for all sends of
 // the stage, one copy up for all receives), or straight from the device area
 // where the MPI library reports CUDA support (MPIX_Query_cuda_support; forced
 // with HALOX_CUDA_AWARE_MPI=0|1).
 //
 // Reference algorithm per stage:
-//   start: post the receives; launch pack and local copies; (staging) copy the
-//          sends down; record `packed`                      -- returns at once
-//   wait:  wait for `packed`; start the sends; complete the receives;
-//          (staging) copy the receives up; launch unpack; complete the sends;
-//          synchronise the stream
+//   start: post the receives; launch pack; (pinned) copy the sends down;
+//          record `packed`; launch the local copies; wait for `packed`
+//          (the pack only); post the sends            -- messages in flight
+//   wait:  complete the receives; (pinned) copy the receives up; launch
+//          unpack; complete the sends; synchronise the stream
+// start() returns once the pack kernel is done, so that the caller's interior
+// work overlaps the messages' flight (the long part off-node), as
+// halox/device.hpp promises.
 #pragma once
 
 #include <mpi.h>
@@ -32,7 +35,8 @@ class device_p2p_transport final : public transport {
   void wait(size_t stage) override;
   std::string name() const override { return std::string(transport_names::mpi_p2p); }
   std::string path() const override {
-    return direct_ ? "mpi-p2p(device, CUDA-aware MPI)" : "mpi-p2p(device, host staging)";
+    return std::string(transport_names::mpi_p2p) +
+           (direct_ ? "(device, CUDA-aware MPI)" : "(device, through pinned host buffers)");
   }
 
  private:

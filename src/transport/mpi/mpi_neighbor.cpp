@@ -1,4 +1,5 @@
 #include "transport/mpi/mpi_neighbor.hpp"
+#include "transport/core/names.hpp"
 
 #include <fmt/core.h>
 
@@ -73,7 +74,7 @@ stage_edges edges_of(const stage& s) {
 }
 
 std::string describe_sources(size_t stage, const stage_edges& e) {
-  std::string out = fmt::format("stage {} of mpi-neighbor: data from", stage);
+  std::string out = fmt::format("stage {} of {}: data from", stage, transport_names::mpi_neighbor);
   bool first = true;
   for (const auto& x : e.recvs) {
     if (!x.m) continue;
@@ -82,7 +83,8 @@ std::string describe_sources(size_t stage, const stage_edges& e) {
                        d[2]);
     first = false;
   }
-  return first ? fmt::format("stage {} of mpi-neighbor: the sends to complete", stage) : out;
+  return first ? fmt::format("stage {} of {}: the sends to complete", stage,
+                                   transport_names::mpi_neighbor) : out;
 }
 
 // Which stages need a collective and which can share a graph, agreed by all

@@ -1,6 +1,6 @@
 // mpi-p2p: pack each neighbour's boxes (all directions and fields of the
 // message) into one buffer, persistent MPI_Recv_init/MPI_Send_init requests,
-// unpack as receives land (message_buffers.hpp: one buffer for all steps).
+// unpack as receives land (message_buffers.hpp: one buffer for all stages).
 //
 // Reference algorithm per stage:
 //   for m in recvs: MPI_Start(recv[m])
@@ -27,7 +27,7 @@ class mpi_p2p_transport final : public transport {
   void wait(size_t stage) override;
   std::string name() const override { return std::string(transport_names::mpi_p2p); }
   std::string settings() const override {
-    return fetch_ahead_.empty() ? std::string() : "mpi-p2p: " + fetch_ahead_;
+    return fetch_ahead_.empty() ? std::string() : std::string(transport_names::mpi_p2p) + ": " + fetch_ahead_;
   }
 
  private:

@@ -1,4 +1,5 @@
 #include "transport/mpi/mpi_rma.hpp"
+#include "transport/core/names.hpp"
 
 #include <fmt/core.h>
 
@@ -8,7 +9,6 @@
 
 #include "halox/common/error.hpp"
 #include "halox/pack.hpp"
-#include "transport/common/single_copy.hpp"
 #include "transport/mpi/mpi_datatypes.hpp"
 #include "common/stage_timer.hpp"
 
@@ -41,7 +41,7 @@ std::map<int, ivec3> exchange_interiors(const exchange_plan& plan, MPI_Comm comm
     MPI_Isend(mine.data(), 3, MPI_INT, peer, 0, comm, &requests.back());
   }
   waits.wait_all(requests, {}, [&](size_t i) {
-    return fmt::format("the layout of rank {} (mpi-rma set-up)", peers[i]);
+    return fmt::format("the layout of rank {} ({} set-up)", peers[i], transport_names::mpi_rma);
   });
   return interiors;
 }
@@ -71,7 +71,8 @@ MPI_Group group_of(MPI_Comm comm, const std::set<int>& ranks) {
 }
 
 std::string describe_origins(size_t stage, size_t field, const std::vector<message>& recvs) {
-  std::string out = fmt::format("puts into field {} in stage {} (mpi-rma) from", field, stage);
+  std::string out = fmt::format("puts into field {} in stage {} ({}) from", field, stage,
+                                transport_names::mpi_rma);
   bool first = true;
   for (const auto& m : recvs)
     for (const auto& fb : m.boxes)
@@ -86,7 +87,8 @@ std::string describe_origins(size_t stage, size_t field, const std::vector<messa
 
 std::string describe_packed_origins(size_t stage, const std::vector<message>& recvs,
                                    const std::vector<long long>& offsets) {
-  std::string out = fmt::format("packed puts into the landing window in stage {} (mpi-rma) from", stage);
+  std::string out = fmt::format("packed puts into the landing window in stage {} ({}) from", stage,
+                                transport_names::mpi_rma);
   bool first = true;
   for (size_t i = 0; i < recvs.size(); ++i)
     if (offsets[i] >= 0) {
@@ -248,7 +250,7 @@ std::vector<std::vector<mpi_rma_transport::window_use>> mpi_rma_transport::windo
 
 // PSCW epochs of one window must always pair the same ranks: MPICH 4.0 counts
 // the posts that reach a window, so a post for a later epoch from a rank
-// outside the current access group (a neighbour already in the next step)
+// outside the current access group (a neighbour already in the next stage)
 // completes the wrong MPI_Win_start, and the exchange hangs. Each window kind
 // gets a window per distinct (origins, targets) pair of its stages; all ranks
 // create the largest number any rank needs (MPI_Win_create is collective).
@@ -353,7 +355,7 @@ void mpi_rma_transport::agree_on_fences(MPI_Comm comm) {
                  (kind < fields_.pointers.size()
                       ? describe_origins(s, kind, plan_.stages[s].recvs)
                       : describe_packed_origins(s, plan_.stages[s].recvs, recv_offsets_[s])) +
-                 " (mpi-rma-fence)";
+                 fmt::format(" ({})", transport_names::mpi_rma_fence);
       }
     stages_[s].epochs = std::move(epochs);
   }

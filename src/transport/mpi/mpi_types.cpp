@@ -15,9 +15,9 @@ mpi_types_transport::mpi_types_transport(const transport_context& ctx) : waits_(
   const MPI_Datatype element = mpi_element_type(plan.element_bytes);
   auto add = [&](stage_requests& r, const std::vector<field_box>& boxes, int peer, int tag,
                  bool receive, const ivec3& direction) {
-    r.what.push_back(fmt::format("a message {} rank {} (direction {},{},{}, mpi-types)",
+    r.what.push_back(fmt::format("a message {} rank {} (direction {},{},{}, {})",
                                  receive ? "from" : "to", peer, direction[0], direction[1],
-                                 direction[2]));
+                                 direction[2], transport_names::mpi_types));
     MPI_Datatype type = make_boxes_type(boxes, plan.grid, element, fields);
     types_.push_back(type);
     r.requests.emplace_back();

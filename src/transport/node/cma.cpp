@@ -103,9 +103,9 @@ std::string probe_peer(int me, int peer, const std::vector<uint64_t>& words) {
                              : "the kernel refused the read";
   }
   return fmt::format(
-      "rank {}: transport cma cannot read the memory of rank {} (pid {}): {}; {}; "
-      "use another on-node transport (e.g. --transport shm)",
-      me, peer, pid, what, hint);
+      "rank {}: transport {} cannot read the memory of rank {} (pid {}): {}; {}; "
+      "use another on-node transport (e.g. {})",
+      me, transport_names::cma, peer, pid, what, hint, transport_names::shm);
 }
 
 }  // namespace
@@ -192,7 +192,7 @@ cma_transport::cma_transport(const transport_context& ctx)
 }
 
 cma_transport::~cma_transport() {
-  if (steps_) steps_->drain(active_->owner);
+  if (order_) order_->drain(active_->owner);
 }
 
 std::string cma_transport::settings() const {
@@ -214,8 +214,8 @@ size_t cma_transport::measured_rule(const std::vector<size_t>& candidates) {
 cma_transport::schedule cma_transport::build(size_t outbox_below, std::string& problem) {
   schedule out;
   const size_t element_bytes = plan_.element_bytes;
-  out.owner = publish_send_boxes(plan_, fields_, node_, neighbours_, me_, outbox_below,
-                                 outbox_.data(), slot_bytes_);
+  out.owner = publish_send_boxes(plan_, fields_, node_, neighbours_, me_,
+                                 {outbox_below, outbox_.data(), slot_bytes_});
   const node_publication& publication = *out.owner.publication;
   out.stages.resize(plan_.stages.size());
   const long iov_max = ::sysconf(_SC_IOV_MAX);
@@ -223,14 +223,14 @@ cma_transport::schedule cma_transport::build(size_t outbox_below, std::string& p
   std::byte* const* fields = fields_.pointers.data();
 
   // Per stage and peer: the owner's runs (remote) and mine (local), the same
-  // bytes in the same order: the direct boxes, then the staged ones in the
+  // bytes in the same order: the direct boxes, then the outbox ones in the
   // owner's outbox order (one run there, one in my inbox).
   for (size_t s = 0; s < plan_.stages.size() && problem.empty(); ++s) {
     const stage& st = plan_.stages[s];
     auto& reads = out.stages[s].reads;
     std::map<int, size_t> read_of;  // node rank -> index in reads
     // per read: outbox offset, my box
-    std::vector<std::vector<std::pair<uint64_t, field_box>>> staged;
+    std::vector<std::vector<std::pair<uint64_t, field_box>>> via_outbox;
     for (const auto& m : st.recvs) {
       const auto owner_boxes = publication.boxes_of(s, m, problem);
       if (!problem.empty()) break;
@@ -242,14 +242,14 @@ cma_transport::schedule cma_transport::build(size_t outbox_below, std::string& p
         reads.back().peer = m.peer;
         reads.back().node_rank = from;
         reads.back().pid = static_cast<pid_t>(owner.words[word_pid]);
-        staged.emplace_back();
+        via_outbox.emplace_back();
       }
       peer_read& r = reads[entry->second];
       for (size_t i = 0; i < m.boxes.size(); ++i) {
         const published_box& p = *owner_boxes[i];
         const field_box& to = m.boxes[i];
-        if (p.staged) {
-          staged[entry->second].emplace_back(p.outbox_offset, to);
+        if (p.in_outbox) {
+          via_outbox[entry->second].emplace_back(p.outbox_offset, to);
           continue;
         }
         append_box(r.remote, owner.words[word_fields + static_cast<size_t>(p.field)], owner.grid,
@@ -261,9 +261,9 @@ cma_transport::schedule cma_transport::build(size_t outbox_below, std::string& p
     for (size_t k = 0; k < reads.size(); ++k) {
       peer_read& r = reads[k];
       const auto& owner = layouts_[static_cast<size_t>(r.node_rank)];
-      std::stable_sort(staged[k].begin(), staged[k].end(),
+      std::stable_sort(via_outbox[k].begin(), via_outbox[k].end(),
                        [](const auto& a, const auto& b) { return a.first < b.first; });
-      for (const auto& [offset, to] : staged[k]) {
+      for (const auto& [offset, to] : via_outbox[k]) {
         const size_t bytes = static_cast<size_t>(to.region.volume()) * element_bytes;
         append_run(r.remote, owner.words[word_outbox] + offset, bytes);
         append_run(r.local, address(inbox_.data()) + cursor, bytes);
@@ -331,22 +331,22 @@ void cma_transport::read(const peer_read& r) const {
 void cma_transport::start(size_t stage) {
   const copy_list& pack = active_->owner.packs[stage];
   if (!pack.empty()) {
-    steps_->before_pack(stage, active_->owner);
+    order_->before_pack(stage, active_->owner);
     const stage_timer::part_span packing(stage_timer::pack);
     pack.run();
   }
-  steps_->ready(stage);
+  order_->ready(stage);
 }
 
 void cma_transport::wait(size_t stage) {
   const stage_work& w = active_->stages[stage];
   for (const auto& r : w.reads) {
-    steps_->await(stage, r.node_rank);
+    order_->await(stage, r.node_rank);
     read(r);
     r.unpack.run();
   }
   w.self_copies.run();
-  steps_->done(stage, active_->owner);
+  order_->done(stage, active_->owner);
 }
 
 }  // namespace halox

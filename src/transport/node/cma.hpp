@@ -18,7 +18,7 @@
 //
 // Reference algorithm of stage j (the counters are node_signals, the order
 // and the outbox ring those of single_copy.hpp):
-//   start: pack my staged boxes into outbox slot(j); ready[me] = seq(j)
+//   start: pack my outbox boxes into outbox slot(j); ready[me] = seq(j)
 //   wait:  for each on-node peer p of the stage:
 //            wait until ready[p] >= seq(j)
 //            process_vm_readv(pid[p], my halo runs + inbox, p's field runs + p's slot(j))
@@ -65,7 +65,7 @@ class cma_transport final : public single_copy_transport {
     pid_t pid = 0;
     std::vector<iovec> local, remote;
     std::vector<batch> batches;
-    copy_list unpack;  // inbox -> the staged boxes
+    copy_list unpack;  // inbox -> the boxes that came through the outbox
   };
   struct stage_work {
     std::vector<peer_read> reads;

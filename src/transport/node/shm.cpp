@@ -89,7 +89,7 @@ shm_transport::shm_transport(const transport_context& ctx)
 }
 
 shm_transport::~shm_transport() {
-  if (steps_ && !active_->empty()) steps_->drain(active_->front().owner);
+  if (order_ && !active_->empty()) order_->drain(active_->front().owner);
 }
 
 std::string shm_transport::settings() const {
@@ -101,12 +101,12 @@ std::string shm_transport::settings() const {
 shm_transport::phases shm_transport::build(const rule& choice, std::string& problem) {
   phases out;
   out.push_back(build_phase(choice, 0, 0, problem));
-  // Phases differ only in the slots of staged boxes: where nobody on the node
-  // stages under this rule, one schedule serves every exchange.
-  int stages_something =
+  // Phases differ only in the slots of outbox boxes: where nobody on the node
+  // packs into the outbox under this rule, one schedule serves every exchange.
+  int packs_something =
       std::ranges::any_of(out.front().owner.packs, [](const copy_list& p) { return !p.empty(); });
-  MPI_Allreduce(MPI_IN_PLACE, &stages_something, 1, MPI_INT, MPI_MAX, node_.comm);
-  for (size_t phase = 1; stages_something && phase < outbox_ring; ++phase)
+  MPI_Allreduce(MPI_IN_PLACE, &packs_something, 1, MPI_INT, MPI_MAX, node_.comm);
+  for (size_t phase = 1; packs_something && phase < outbox_ring; ++phase)
     out.push_back(build_phase(choice, phase, out.front().owner.rule, problem));
   return out;
 }
@@ -119,9 +119,10 @@ shm_transport::schedule shm_transport::build_phase(const rule& choice, size_t ph
   std::byte* const* fields = fields_.pointers.data();
   auto node_rank_of = [&](int peer) { return node_.node_rank_of[static_cast<size_t>(peer)]; };
 
-  out.owner = publish_send_boxes(plan_, fields_, node_, neighbours_, me_, choice.outbox_below,
-                                 signals_->payload(node_.rank), slot_bytes_,
-                                 {.rotating = true, .phase = phase, .rule = rule_id});
+  out.owner = publish_send_boxes(
+      plan_, fields_, node_, neighbours_, me_,
+      {choice.outbox_below, signals_->payload(node_.rank), slot_bytes_},
+      {.rotating = true, .phase = phase, .rule = rule_id});
   const node_publication& publication = *out.owner.publication;
   out.stages.resize(plan_.stages.size());
   if (choice.push) {
@@ -145,12 +146,12 @@ shm_transport::schedule shm_transport::build_phase(const rule& choice, size_t ph
           const auto& to = m.boxes[i];
           if (to.field != f) continue;
           const published_box& p = *owner_boxes[r][i];
-          if (!(choice.push && !p.staged) && std::ranges::find(w.peers, peer) == w.peers.end())
+          if (!(choice.push && !p.in_outbox) && std::ranges::find(w.peers, peer) == w.peers.end())
             w.peers.push_back(peer);
           std::byte* field = fields[to.field];
-          if (choice.push && !p.staged) {
+          if (choice.push && !p.in_outbox) {
             if (std::ranges::find(w.pushers, peer) == w.pushers.end()) w.pushers.push_back(peer);
-          } else if (p.staged) {
+          } else if (p.in_outbox) {
             w.land.add(unpack_copy(signals_->payload(peer) + p.outbox_offset, field, grid,
                                    to.region, element_bytes));
           } else {
@@ -230,29 +231,29 @@ shm_transport::rule shm_transport::measured_rule(const std::vector<rule>& candid
 }
 
 void shm_transport::start(size_t stage) {
-  if (stage == 0) current_ = &(*active_)[steps_->exchanges() % active_->size()];
+  if (stage == 0) current_ = &(*active_)[order_->exchanges() % active_->size()];
   const copy_list& pack = current_->owner.packs[stage];
   if (!pack.empty()) {
-    steps_->before_pack(stage, current_->owner);
+    order_->before_pack(stage, current_->owner);
     const stage_timer::part_span packing(stage_timer::pack);
     pack.run();
   }
-  steps_->ready(stage);
+  order_->ready(stage);
   const stage_work& w = current_->stages[stage];
   if (!w.targets.empty()) {
     // Their halos for this stage are free once they are in it.
-    steps_->await(stage, w.targets);
+    order_->await(stage, w.targets);
     w.push.run();
-    steps_->pushed(stage);
+    order_->pushed(stage);
   }
 }
 
 void shm_transport::wait(size_t stage) {
   const stage_work& w = current_->stages[stage];
-  steps_->await(stage, w.peers);
-  steps_->await_pushed(stage, w.pushers);
+  order_->await(stage, w.peers);
+  order_->await_pushed(stage, w.pushers);
   w.land.run();
-  steps_->done(stage, current_->owner);
+  order_->done(stage, current_->owner);
 }
 
 }  // namespace halox

@@ -1,4 +1,4 @@
-// shm: on-node neighbours by shared memory, without MPI messages (the seeds'
+// shm: on-node neighbours by shared memory, without MPI messages (the ghexbench
 // "xpmem" path, portably).
 //
 // When every rank of the node keeps its fields in node-shared memory
@@ -8,9 +8,9 @@
 // boxes the owner packs into its outbox (node-shared memory) and the
 // reader unpacks contiguous bytes. Which run lengths go which way is measured
 // when the transport is built: a few exchanges with every candidate rule (all
-// direct, runs shorter than each run length of the plan staged), the fastest
+// direct, runs shorter than each run length of the plan through the outbox), the fastest
 // on the slowest rank kept (HALOX_SHM_DIRECT_MIN_RUN=N forces "runs under N
-// bytes staged"). Fields in private memory go through the outbox entirely
+// bytes through the outbox"). Fields in private memory go through the outbox entirely
 // (path "shm(outbox)").
 //
 // Direct boxes are pulled by the reader or pushed by their owner into the

@@ -256,7 +256,7 @@ class ucx_transport final : public transport {
   void wait(size_t stage) override;
   std::string name() const override { return std::string(transport_names::ucx); }
   std::string settings() const override {
-    return fetch_ahead_.empty() ? std::string() : "ucx: " + fetch_ahead_;
+    return fetch_ahead_.empty() ? std::string() : std::string(transport_names::ucx) + ": " + fetch_ahead_;
   }
 
  private:
@@ -311,7 +311,7 @@ std::vector<peer_link> ucx_transport::connect(MPI_Comm comm, std::string& proble
     ucx_ = ucx_runtime::get();
     address = ucx_->address();
   } catch (const std::exception& e) {
-    problem = fmt::format("rank {}: ucx: {}", rank_, e.what());
+    problem = fmt::format("rank {}: {}: {}", rank_, transport_names::ucx, e.what());
   }
   // Set-up message: [channel (4 bytes)][worker address]; an empty address
   // says this rank could not start UCX.
@@ -335,19 +335,22 @@ std::vector<peer_link> ucx_transport::connect(MPI_Comm comm, std::string& proble
     MPI_Recv(incoming.data(), bytes, MPI_BYTE, link.rank, setup_tag, comm, MPI_STATUS_IGNORE);
     if (incoming.size() < sizeof(uint32_t)) {
       problem =
-          fmt::format("rank {}: ucx: a malformed set-up message from rank {}", rank_, link.rank);
+          fmt::format("rank {}: {}: a malformed set-up message from rank {}", rank_,
+                      transport_names::ucx, link.rank);
       continue;
     }
     std::copy_n(incoming.data(), sizeof(uint32_t), reinterpret_cast<char*>(&link.send_channel));
     if (!ucx_ || !problem.empty()) continue;
     if (incoming.size() == sizeof(uint32_t)) {
-      problem = fmt::format("rank {}: ucx: rank {} could not start UCX", rank_, link.rank);
+      problem = fmt::format("rank {}: {}: rank {} could not start UCX", rank_,
+                            transport_names::ucx, link.rank);
       continue;
     }
     try {
       link.ep = ucx_->endpoint(incoming.substr(sizeof(uint32_t)));
     } catch (const std::exception& e) {
-      problem = fmt::format("rank {}: ucx: connecting to rank {}: {}", rank_, link.rank, e.what());
+      problem = fmt::format("rank {}: {}: connecting to rank {}: {}", rank_,
+                            transport_names::ucx, link.rank, e.what());
     }
   }
   MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE);
@@ -409,7 +412,8 @@ void ucx_transport::start(size_t stage_index) {
   // A stage whose messages are still in flight (its wait threw) cannot start again.
   for (const auto* list : {&ops.recvs, &ops.sends})
     for (const auto& op : *list)
-      if (op.request) throw std::logic_error("ucx: a stage started again before it completed");
+      if (op.request) throw std::logic_error(fmt::format("{}: a stage started again before it completed",
+                                                         transport_names::ucx));
   for (size_t i = 0; i < s.recvs.size(); ++i) {
     operation& op = ops.recvs[i];
     op = {nullptr, false, false, UCS_OK, 0};
@@ -496,7 +500,7 @@ void ucx_transport::wait(size_t stage_index) {
           if (!ops.recvs[i].done) return describe_message(*s.recvs[i].m, "from", transport_names::ucx);
         for (size_t i = 0; i < ops.sends.size(); ++i)
           if (!ops.sends[i].done) return describe_message(*s.sends[i].m, "to", transport_names::ucx);
-        return std::string("ucx messages");
+        return fmt::format("{} messages", transport_names::ucx);
       });
 }
 

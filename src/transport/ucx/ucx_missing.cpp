@@ -1,5 +1,6 @@
 // The ucx transport of a build without UCX: listed, never available.
 #include <stdexcept>
+#include "transport/core/names.hpp"
 
 #include "transport/ucx/ucx.hpp"
 
@@ -10,7 +11,7 @@ std::string ucx_transport_unavailable() {
 }
 
 std::unique_ptr<transport> make_ucx_transport(const transport_context&) {
-  throw std::logic_error("ucx transport requested in a build without UCX");
+  throw std::logic_error(std::string(transport_names::ucx) + " requested in a build without UCX");
 }
 
 }  // namespace halox
