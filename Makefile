@@ -83,7 +83,7 @@ build: configure
 
 # The quick tier (docs/testing.md): unit tests, exchanges on 1 and 2 ranks, the programs'
 # quick runs, report and spec tests. Installs nothing and needs no root or Slurm.
-CHECK_CTEST_LABELS := -L 'unit|mpi' -LE 'slow|oversubscribed'
+CHECK_CTEST_LABELS := -L 'unit|mpi' -LE 'slow|many_ranks'
 CHECK_PYTEST_MARKERS := not slow and not root and not slurm
 check: configure-only venv
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
