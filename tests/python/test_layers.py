@@ -21,7 +21,7 @@ def layer_of(path: str) -> int:
     p = path.removeprefix("include/").removeprefix("src/").removeprefix("halox/")
     first = re.split(r"[/.]", p)[0]
     # device/: device memory and the device transports (CUDA), at the transports' level.
-    names = {"field_memory": "memory", "options_json": "exchange", "device": "transport",
+    names = {"field_memory": "memory", "device": "transport",
              "exchange_profile": "exchange"}
     first = names.get(first, first)
     for rank, names_of_layer in enumerate(LAYERS):
@@ -96,3 +96,18 @@ def test_transport_names_are_written_in_the_registry_only(name):
     found = [path for path, text in library_files()
              if literal.search(comment.sub("", text)) and not path.endswith("core/names.hpp")]
     assert not found, f'"{name}" written outside src/transport/core/names.hpp: {found}'
+
+
+def test_every_halox_include_is_an_installed_header():
+    """`halox/...` is the library's prefix only: the programs' headers are `halox_programs/...`,
+    so an include of halox/X anywhere names include/halox/X."""
+    assert not list((ROOT / "apps").glob("*/include/halox")), "a program's header under halox/"
+    missing = []
+    for top in ("include", "src", "apps", "tests", "python/src", "benchmarks", "examples"):
+        for f in sorted((ROOT / top).rglob("*")):
+            if f.suffix in (".hpp", ".cpp", ".cu", ".cuh") and f.is_file():
+                for included in re.findall(r'^\s*#\s*include\s+[<"](halox/[^">]+)[">]',
+                                           f.read_text(errors="replace"), re.M):
+                    if not (ROOT / "include" / included).exists():
+                        missing.append(f"{f.relative_to(ROOT)}: {included}")
+    assert not missing, "includes of halox/ headers that are not the library's:\n" + "\n".join(missing)
