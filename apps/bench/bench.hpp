@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "halox/common/memory.hpp"
-#include "halox/common/stats.hpp"
+#include "halox_programs/common/memory.hpp"
+#include "halox_programs/common/stats.hpp"
 #include "halox/decomposition.hpp"
-#include "halox/decomposition/options.hpp"
+#include "halox_programs/decomposition/options.hpp"
 #include "halox/exchange.hpp"
 #include "halox/field_memory.hpp"
 #include "halox/transport/registry.hpp"

@@ -5,6 +5,7 @@
 
 #include "floors.hpp"
 #include "halox/device.hpp"
+#include "halox_programs/device_memory.hpp"
 
 namespace halox::bench {
 

@@ -9,10 +9,11 @@
 #include <cstdio>
 
 #include "bench.hpp"
-#include "halox/common/cli.hpp"
+#include "halox_programs/common/cli.hpp"
 #include "halox/common/error.hpp"
-#include "halox/common/provenance.hpp"
+#include "halox_programs/common/provenance.hpp"
 #include "halox/device.hpp"
+#include "halox_programs/program.hpp"
 
 namespace halox::bench {
 namespace {

@@ -9,8 +9,9 @@
 #include "floors.hpp"
 #include "halox/common/error.hpp"
 #include "halox/device.hpp"
-#include "halox/self_copy_reference.hpp"
-#include "halox/verify.hpp"
+#include "halox_programs/self_copy_reference.hpp"
+#include "halox_programs/verify.hpp"
+#include "halox_programs/device_memory.hpp"
 
 namespace halox::bench {
 
@@ -129,7 +130,7 @@ void describe_exchange(MPI_Comm comm, const halo_exchange& ex,
                        const std::vector<std::string>& hosts, result& r) {
   r.path = ex.transport_path();
   r.settings = ex.transport_settings();
-  r.chosen = ex.tuning();
+  r.chosen = ex.choice_report();
   if (!r.chosen.empty()) r.decided = ex.options();
   r.setup = gather_setup(comm, ex.profile(), ex.plan());
   const auto& plan = ex.plan();

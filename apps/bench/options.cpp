@@ -6,7 +6,8 @@
 
 #include <algorithm>
 
-#include "halox/common/cli.hpp"
+#include "halox_programs/common/cli.hpp"
+#include "halox_programs/common/help_json.hpp"
 #include "halox/common/error.hpp"
 
 namespace halox::bench {
@@ -40,6 +41,25 @@ ivec3 to_ivec3(const std::vector<int>& v) { return {v[0], v[1], v[2]}; }
 
 namespace {
 
+// The words --algorithm and --fields take besides the library's names, and
+// what "all" stands for (--help-json lists them for halox sweep).
+std::vector<std::string> algorithm_words() {
+  std::vector<std::string> words;
+  for (const auto a : all_algorithms) words.push_back(to_string(a));
+  return words;
+}
+const std::vector<std::string> all_field_modes_run{"compact", "sequence"};
+std::vector<std::string> field_mode_words() {
+  std::vector<std::string> words;
+  for (const auto m : all_field_modes) words.push_back(to_string(m));
+  words.push_back("whole");
+  return words;
+}
+std::vector<std::string> with_auto_and_all(std::vector<std::string> words) {
+  words.insert(words.end(), {"auto", "all"});
+  return words;
+}
+
 // The shapes: domain, halos, fields, types.
 void add_shape_options(CLI::App& app, bench_options& o) {
   add_decomposition_options(app, o.decomp);
@@ -58,7 +78,10 @@ void add_shape_options(CLI::App& app, bench_options& o) {
   app.add_option("--nfields", o.nfields, "Number(s) of fields, e.g. --nfields 1,8")
       ->delimiter(',')
       ->capture_default_str();
-  app.add_option("--type", o.types, "Element type(s): float, double")->delimiter(',')->capture_default_str();
+  app.add_option("--type", o.types, "Element type(s): float, double")
+      ->delimiter(',')
+      ->check(declared_values({to_string(element_type::f32), to_string(element_type::f64)}))
+      ->capture_default_str();
 }
 
 // The variants: algorithms, field groupings, transports.
@@ -67,6 +90,7 @@ void add_variant_options(CLI::App& app, bench_options& o) {
                  "faces (6 messages, no edges/corners), auto (the faster of standard and staged, measured), "
                  "or all")
       ->delimiter(',')
+      ->check(declared_values(with_auto_and_all(algorithm_words()), false, algorithm_words()))
       ->capture_default_str();
   app.add_option("--fields", o.field_modes, "cache (blocks of fields whose halo traffic fits the L2 "
                  "cache, one message each), compact (all fields of a neighbour in one message, moved "
@@ -74,6 +98,7 @@ void add_variant_options(CLI::App& app, bench_options& o) {
                  "(field by field), N (N fields per message), auto (the fastest of compact, "
                  "sequence and whole, measured), or all (compact,sequence)")
       ->delimiter(',')
+      ->check(declared_values(with_auto_and_all(field_mode_words()), true, all_field_modes_run))
       ->capture_default_str();
   app.add_option("--fields-per-block", o.fields_per_block, "Fields a stage moves at a time, "
                  "every message cut into blocks of that many (0: sized to the smallest L2 cache "
@@ -241,8 +266,8 @@ std::vector<variant_names> variants_of(const bench_options& o,
                                               : std::vector<std::string>{};
   std::vector<variant_names> variants;
   for (const auto& t : transport_names)
-    for (const auto& a : expand_all(o.algorithms, {"standard", "staged", "faces"}))
-      for (const auto& m : expand_all(o.field_modes, {"compact", "sequence"}))
+    for (const auto& a : expand_all(o.algorithms, algorithm_words()))
+      for (const auto& m : expand_all(o.field_modes, all_field_modes_run))
         variants.push_back({t, a, m});
   for (const auto& v : split_list(o.variants)) {
     const auto first = v.find('/'), last = v.rfind('/');

@@ -1,9 +1,9 @@
 // One JSON record per configuration (--json).
 #include "bench.hpp"
 
-#include "halox/common/memory.hpp"
+#include "halox_programs/common/memory.hpp"
 #include "halox/device.hpp"
-#include "halox/options_json.hpp"
+#include "halox/exchange.hpp"
 
 namespace halox::bench {
 
@@ -17,7 +17,8 @@ nlohmann::json to_json_record(const result& r, const summary& s, const bench_opt
                  {"transport_path", r.path},
                  {"chosen", r.chosen},
                  // What the automatic choice decided, as the wisdom file stores it.
-                 {"choice", r.decided ? choice_to_json(*r.decided) : nlohmann::json(nullptr)},
+                 {"choice", r.decided ? nlohmann::json::parse(choice_json(*r.decided))
+                                        : nlohmann::json(nullptr)},
                  {"algorithm", r.cfg.algorithm_label()},
                  {"fields", r.cfg.fields.label},
                  {"fields_per_message", r.fields_per_message},

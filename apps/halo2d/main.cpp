@@ -8,12 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "halox/common/cli.hpp"
+#include "halox_programs/common/cli.hpp"
 #include "halox/common/error.hpp"
-#include "halox/common/provenance.hpp"
-#include "halox/halo2d/benchmark.hpp"
-#include "halox/halo2d/options.hpp"
-#include "halox/halo2d/report.hpp"
+#include "halox_programs/common/provenance.hpp"
+#include "halox_programs/halo2d/benchmark.hpp"
+#include "halox_programs/halo2d/options.hpp"
+#include "halox_programs/halo2d/report.hpp"
+#include "halox_programs/program.hpp"
 
 namespace {
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "halox/ipc/layout.hpp"
-#include "halox/ipc/measure.hpp"
-#include "halox/ipc/mechanism.hpp"
+#include "halox_programs/ipc/layout.hpp"
+#include "halox_programs/ipc/measure.hpp"
+#include "halox_programs/ipc/mechanism.hpp"
 
 namespace halox::ipc_program {
 

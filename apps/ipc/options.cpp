@@ -7,11 +7,24 @@
 #include <limits>
 #include <map>
 
-#include "halox/common/cli.hpp"
+#include "halox_programs/common/cli.hpp"
+#include "halox_programs/common/help_json.hpp"
 #include "halox/common/error.hpp"
 #include "ipc_program.hpp"
 
 namespace halox::ipc_program {
+
+namespace {
+
+// The columns --mechanisms takes, and "all" (listed by --help-json).
+std::vector<std::string> mechanism_words() {
+  std::vector<std::string> words;
+  for (const auto kind : all_mechanisms()) words.push_back(to_string(kind));
+  words.push_back("all");
+  return words;
+}
+
+}  // namespace
 
 namespace {
 
@@ -143,7 +156,8 @@ void add_options(CLI::App& app, ipc_options& o) {
          "Columns: SHMEM_NP, SHMEM_P, CMA, MAP_NC, MAP_C, MPI_DT, XPMEM_NC, XPMEM_C, or all "
          "(default: all, unavailable ones shown as n/a)")
       ->delimiter(',')
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check(declared_values(mechanism_words()));
   app.add_flag("--pairs", o.pairs,
                "Pairs 0-1, 2-3, ... copy at the same time (default: rank 0 owns, all others are "
                "its peers)");

@@ -11,8 +11,9 @@
 //   output.cpp   JSON, or tables and pictures
 #include <mpi.h>
 
-#include "halox/common/cli.hpp"
+#include "halox_programs/common/cli.hpp"
 #include "halox/common/error.hpp"
+#include "halox_programs/program.hpp"
 #include "topo_program.hpp"
 
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "halox/decomposition/auto.hpp"
-#include "halox/decomposition/options.hpp"
+#include "halox_programs/decomposition/options.hpp"
 #include "halox/decomposition/traffic.hpp"
 #include "halox/topology.hpp"
 

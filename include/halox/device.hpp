@@ -18,7 +18,6 @@
 // (unavailable()) or throw usage_error.
 #pragma once
 
-#include <cstddef>
 #include <string>
 
 namespace halox {
@@ -48,14 +47,6 @@ std::string device_name();
 std::string version();
 // Whether `p` points into device (or managed) memory.
 bool is_device_pointer(const void* p);
-
-// Plain device memory for programs and tests (synchronous).
-void* allocate(size_t bytes);
-void release(void* p);
-void copy_to_device(void* device, const void* host, size_t bytes);
-void copy_to_host(void* host, const void* device, size_t bytes);
-void copy_on_device(void* to, const void* from, size_t bytes);
-void synchronize();
 
 }  // namespace cuda
 }  // namespace halox

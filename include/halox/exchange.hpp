@@ -32,9 +32,11 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
+#include "halox/common/environment.hpp"
 #include "halox/decomposition.hpp"
 #include "halox/device.hpp"
 #include "halox/exchange_profile.hpp"
@@ -66,7 +68,7 @@ struct exchange_options {
   // 0 = sized to the smallest L2 cache of the ranks.
   int fields_per_block = 0;
   // Groups of this many consecutive ranks count as nodes (0: shared-memory
-  // nodes, or HALOX_RANKS_PER_NODE when set, as rank 0 reads it).
+  // nodes, or HALOX_RANKS_PER_NODE when set; rank 0's value decides).
   int ranks_per_node = 0;
   // Seconds a wait may last before timeout_error (0: HALOX_TIMEOUT or 600).
   double timeout_seconds = 0;
@@ -95,11 +97,25 @@ struct exchange_options {
 };
 
 // The options with the environment's overrides applied (the HALOX_*
-// variables of halox/common/environment.hpp): each variable that is set fills
-// the option it stands for where the options leave it unset (timeout 0, no
-// wisdom file, a knob without a value). The exchange applies this once, when
-// it is built. Throws usage_error for a malformed value.
+// variables of environment_variables()): each variable that is set fills the
+// option it stands for where the options leave it unset (timeout 0, ranks per
+// node 0, no wisdom file, a knob without a value). The exchange applies this
+// once, when it is built. Throws usage_error for a malformed value.
 exchange_options with_environment(exchange_options options);
+
+// Every HALOX_* variable halox reads, with the option it overrides and what
+// it means (the table of docs/library.md).
+std::span<const environment_variable> environment_variables();
+
+// What an automatic choice decides (transport, algorithm, field grouping) as
+// one JSON object, the format of the wisdom file and of the programs' records:
+//   {"transport": "shm", "algorithm": "staged", "fields": "compact",
+//    "fields_per_message": 0, "fields_per_block": 8}
+std::string choice_json(const exchange_options& options);
+// Sets those members of `options` from such an object. Throws usage_error for
+// malformed JSON, a missing or mistyped member, or an unknown or unavailable
+// transport, algorithm or field mode.
+void apply_choice_json(std::string_view json, exchange_options& options);
 
 template <class T>
 concept field_element = std::is_same_v<T, float> || std::is_same_v<T, double>;
@@ -169,7 +185,7 @@ class halo_exchange {
   std::string transport_settings() const;
   // What the measured choice found (empty without auto choices): e.g.
   // "chose shm/staged/compact of 12 candidates (measured)" or "(from wisdom)".
-  const std::string& tuning() const;
+  const std::string& choice_report() const;
   // Message bytes this rank sent so far, per transport of the choice, to
   // ranks of its node and of other nodes (see transport_stats).
   std::vector<transport_stats> stats() const;

@@ -73,6 +73,9 @@ enum class algorithm {
   staged,    // three steps (x, y, z), 2 messages each; edges and corners travel in 2-3 hops
   faces,     // one step, the 6 face neighbours only (star stencils)
 };
+// Every algorithm, in the order the programs and reports list them.
+inline constexpr algorithm all_algorithms[] = {algorithm::standard, algorithm::staged,
+                                               algorithm::faces};
 algorithm parse_algorithm(const std::string& name);  // throws usage_error
 std::string to_string(algorithm a);
 int step_count(algorithm a);

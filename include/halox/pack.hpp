@@ -17,7 +17,6 @@
 
 #include <cstddef>
 #include <span>
-#include <utility>
 #include <vector>
 
 #include "halox/grid.hpp"
@@ -49,43 +48,32 @@ box_copy field_copy(const std::byte* from_field, const local_grid& from_grid, co
                     size_t element_bytes);
 
 // Box copies built once and run many times. Consecutive copies with the same
-// runs, rows and planes run as one walk over their rows (up to 4 at a time).
+// runs, rows and planes run as one walk over their rows (a few at a time).
 class copy_list {
  public:
+  copy_list();
+  ~copy_list();
+  copy_list(const copy_list&);
+  copy_list(copy_list&&) noexcept;
+  copy_list& operator=(const copy_list&);
+  copy_list& operator=(copy_list&&) noexcept;
+
   void add(const box_copy& c);
   void run() const;
-  bool empty() const { return groups_.empty(); }
+  bool empty() const;
 
-  // Runs of fetched_runs bytes a row apart touch cache lines of their own
-  // that the hardware prefetcher misses; with fetch_ahead(true) run() asks
-  // for them a few rows early. Faster on fields in memory, slower on fields
-  // in the cache: the single-copy transports measure it (single_copy.hpp).
-  // Landings of runs up to 16 bytes read their rows first instead (pack.cpp).
-  static constexpr std::pair<size_t, size_t> fetched_runs{16, 256};
+  // Whether run() asks for the cache lines of short strided runs a few rows
+  // early (which runs, and why: src/pack/walk_rules.hpp). It helps fields in
+  // memory and hurts fields in the cache, so the transports that use a list
+  // decide it (tuning.hpp's fetch_ahead knobs).
   void fetch_ahead(bool on) { fetch_ahead_ = on; }
   bool fetches_ahead() const { return fetch_ahead_; }
   bool can_fetch_ahead() const;  // some run would be fetched ahead
   size_t bytes() const { return bytes_; }
-  size_t walks() const { return groups_.size(); }  // copies walking together count once
-
-  static constexpr int max_together = 4;
-
-  // Runs this long in several planes have the next plane's source fetched
-  // while a plane copies, always: the hardware prefetcher follows a run but
-  // not the jump to the next plane; shorter runs measured slower with it.
-  static constexpr size_t next_plane_min_run = 1024;
+  size_t walks() const;  // copies walking together count once
 
  private:
-  struct group {
-    int count = 0;
-    size_t run = 0;
-    int rows = 0, planes = 0;
-    bool next_plane = false;  // runs of next_plane_min_run or more in several planes
-    const std::byte* from[max_together] = {};
-    std::byte* to[max_together] = {};
-    size_t from_row[max_together] = {}, from_plane[max_together] = {};
-    size_t to_row[max_together] = {}, to_plane[max_together] = {};
-  };
+  struct group;  // src/pack/walk_rules.hpp
   std::vector<group> groups_;
   size_t bytes_ = 0;
   bool fetch_ahead_ = false;
@@ -110,11 +98,6 @@ size_t add_unpack(copy_list& list, const std::byte* buffer, std::span<const fiel
 // stage, field by field, so that the +x and -x copies of a field run together.
 void add_local_copies(copy_list& list, std::span<const local_copy> copies, std::byte* const* fields,
                       const local_grid& grid, size_t element_bytes);
-// Copies one box of a field laid out as `from_grid` into a box of the same
-// extents in a field laid out as `to_grid`.
-void copy_box_between(const std::byte* from_field, const local_grid& from_grid, const box& from,
-                      std::byte* to_field, const local_grid& to_grid, const box& to,
-                      size_t element_bytes);
 // Copies from[i] to to[i] (same extents) without a buffer.
 void copy_boxes(std::span<const field_box> from, std::span<const field_box> to,
                 std::byte* const* fields, const local_grid& grid, size_t element_bytes);

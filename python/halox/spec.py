@@ -38,13 +38,12 @@ class SpecError(Exception):
 @dataclasses.dataclass(frozen=True)
 class Program:
     """What a sweep needs to know about one halox program beyond its options, which the built
-    program lists itself (`--help-json`: names, values expected, type, choices)."""
+    program lists itself (`--help-json`: names, values expected, type, choices and what "all"
+    stands for)."""
     name: str
     list_keys: dict[str, str]    # [matrix] keys it takes as comma lists: one invocation
     expand_keys: dict[str, str]  # [matrix] keys it takes one value of: one invocation per value
     values: dict[str, str]       # [bench] keys whose values the program checks in its own code
-    allowed: dict[str, tuple[str, ...]]  # the values a [matrix] key may take ("all" included)
-    every: dict[str, tuple[str, ...]]    # what "all" stands for, where the sweep knows it
     per_configuration: bool      # one record per matrix configuration (else one per run)
     reserved: dict[str, str]
 
@@ -68,10 +67,6 @@ BENCH = Program(
         "l1": "xyz_pos", "core": "xyz_pos", "hwthread": "xyz_pos", "slot": "xyz_pos",
         "order": "order", "ranks_per_node": "nonneg_int",
     },
-    allowed={"type": ("float", "double"),
-             "algorithm": ("standard", "staged", "faces", "auto", "all"),
-             "fields": ("cache", "compact", "whole", "sequence", "auto", "all")},
-    every={"algorithm": ("standard", "staged", "faces"), "fields": ("compact", "sequence")},
     per_configuration=True,
     reserved={**_RESERVED, "print": "it runs no benchmark",
               "list_transports": "it runs no benchmark"},
@@ -83,9 +78,6 @@ HALO2D = Program(
     expand_keys={},
     values={"mesh": "xy_nonneg", "nrep": "pos_int", "warmup": "nonneg_int", "trials": "pos_int",
             "digits": "pos_int"},
-    allowed={"tests": ("single", "all", "phased", "persistent", "irecv-first", "sendrecv"),
-             "neighbors": ("2", "4", "8")},
-    every={},
     per_configuration=False,
     reserved={**_RESERVED, "inject_fault": "a debugging aid, not a measurement"},
 )
@@ -96,9 +88,6 @@ IPC = Program(
     expand_keys={"bufsize": "size", "layout": "layout", "stride_factor": "pos_int",
                  "chunk": "size"},
     values={"nrep": "pos_int", "warmup": "nonneg_int", "cell_time": "nonneg_number"},
-    allowed={"mechanisms": ("SHMEM_NP", "SHMEM_P", "CMA", "MAP_NC", "MAP_C", "MPI_DT",
-                            "XPMEM_NC", "XPMEM_C", "all")},
-    every={},
     per_configuration=False,
     reserved=_RESERVED,
 )
@@ -482,6 +471,8 @@ class Option:
     word: str                         # "--halo", or "--no-periodic" for a negation
     kind: str                         # a kind of check_scalar/_option_words
     choices: tuple[str, ...] = ()     # the values the program accepts, where it lists them
+    counts: bool = False              # a count is accepted besides the choices
+    every: tuple[str, ...] = ()       # what "all" stands for, where the program says
 
 
 _TYPE_KINDS = {"INT": "int", "UINT": "nonneg_int", "FLOAT": "number", "SIZE": "size"}
@@ -543,7 +534,8 @@ def program_options(program: Program, exe: pathlib.Path) -> dict[str, Option]:
     for entry in _help_json(exe):
         key = entry["name"].lstrip("-").replace("-", "_")
         kind = program.values.get(key) or _kind_of(entry)
-        options[key] = Option(entry["name"], kind, tuple(str(c) for c in entry.get("choices", ())))
+        options[key] = Option(entry["name"], kind, tuple(str(c) for c in entry.get("choices", ())),
+                              bool(entry.get("counts")), tuple(entry.get("all", ())))
         for negation in entry.get("negations", ()):
             options[negation.lstrip("-").replace("-", "_")] = Option(negation, "bool")
     return options
@@ -654,9 +646,10 @@ def _matrix_words(program: Program, options: dict[str, Option], matrix: dict):
                                 "put it in [bench]")
             raise _unknown("matrix", key, {**program.list_keys, **program.expand_keys})
         words = _list_words(f"matrix.{key}", kind, value)
-        allowed = program.allowed.get(key) or _CHOICES.get(kind)
+        option = options.get(key)
+        allowed = (option.choices if option else ()) or _CHOICES.get(kind)
         for w in words if allowed else ():
-            if w not in allowed:
+            if w not in allowed and not (option and option.counts and w.isdigit() and int(w) > 0):
                 raise SpecError(f"matrix.{key}: unknown value '{w}' "
                                 f"(expected {', '.join(allowed)})")
         (lists if key in program.list_keys else expanded)[key] = words
@@ -707,9 +700,11 @@ def _runs(sweep: dict, timeout: float | None, sweep_env: dict) -> list[tuple]:
     return runs
 
 
-def _known_values(program: Program, exe: pathlib.Path, built: bool, lists: dict):
-    """What "all" stands for; halox-bench's transports from the build."""
-    known = dict(program.every)
+def _known_values(program: Program, options: dict[str, Option], exe: pathlib.Path, built: bool,
+                  lists: dict):
+    """What "all" stands for (as the program lists it); halox-bench's transports from the
+    build."""
+    known = {key: option.every for key, option in options.items() if option.every}
     if program is BENCH and built:
         listing = bench_transports(exe)
         if listing is not None:
@@ -764,7 +759,7 @@ def _make_plan(spec_path, spec, output, build_dir, mpi, launcher_name, timeout,
     runs = _runs(sweep, timeout, sweep_env)
     if require_build and not built:
         raise SpecError(f"{exe} is not built (run `make build MPI={flavor}`)")
-    known = _known_values(program, exe, built, lists)
+    known = _known_values(program, options, exe, built, lists)
     out = _output_of(sweep, output, root, name, flavor)
     work = work_dir_of(out)
     configurations, estimate = _estimate(program, lists, known, bench_opts)

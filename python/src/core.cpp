@@ -218,6 +218,64 @@ std::string cuda_array_problem(nb::handle array, size_t index, const halox::loca
   return {};
 }
 
+// The arrays' pointers and element type (checked: one kind, one dtype, the
+// grid's shape); device arrays set options.memory. Returns what is wrong, or "".
+std::string gather_fields(nb::handle arrays, const halox::local_grid& g,
+                          halox::exchange_options& options, halox::element_type& type,
+                          std::vector<void*>& fields, nb::list& kept) {
+  std::string problem;
+  if ((!nb::isinstance<nb::list>(arrays) && !nb::isinstance<nb::tuple>(arrays)))
+    problem = "arrays: expected a list of numpy arrays, got " +
+              nb::cast<std::string>(nb::str(arrays.type()));
+  if (problem.empty() && nb::len(arrays) == 0) problem = "arrays: expected at least one field";
+  // CUDA arrays (all fields or none): packed on the GPU, on the default stream.
+  bool on_device = false;
+  if (problem.empty()) {
+    size_t cuda_arrays = 0;
+    for (nb::handle array : arrays) cuda_arrays += nb::hasattr(array, "__cuda_array_interface__") ? 1 : 0;
+    on_device = cuda_arrays > 0;
+    if (on_device && cuda_arrays < nb::len(arrays))
+      problem = "arrays: " + std::to_string(cuda_arrays) + " of " + std::to_string(nb::len(arrays)) +
+                " are CUDA arrays, the others not: an exchange takes fields of one kind";
+  }
+  if (problem.empty() && on_device) {
+    options.memory = halox::memory_kind::device;
+    std::string first_typestr;
+    size_t index = 0;
+    for (nb::handle array : arrays) {
+      uintptr_t data = 0;
+      std::string typestr;
+      problem = cuda_array_problem(array, index, g, first_typestr, &data, &typestr);
+      if (!problem.empty()) break;
+      if (index == 0) {
+        first_typestr = typestr;
+        type = typestr == "<f4" ? halox::element_type::f32 : halox::element_type::f64;
+      }
+      fields.push_back(reinterpret_cast<void*>(data));
+      kept.append(array);
+      ++index;
+    }
+  }
+  if (problem.empty() && !on_device) {
+    nb::object first_dtype;
+    size_t index = 0;
+    for (nb::handle array : arrays) {
+      problem = array_problem(array, index, g, first_dtype);
+      if (!problem.empty()) break;
+      if (index == 0) {
+        first_dtype = array.attr("dtype");
+        type = nb::cast<int>(first_dtype.attr("itemsize")) == 4 ? halox::element_type::f32
+                                                                : halox::element_type::f64;
+      }
+      auto data = nb::cast<uintptr_t>(array.attr("ctypes").attr("data"));
+      fields.push_back(reinterpret_cast<void*>(data));
+      kept.append(array);
+      ++index;
+    }
+  }
+  return problem;
+}
+
 py_exchange* make_exchange(py_exchange* self, nb::object decomp_object, const py_grid& grid,
                            nb::handle arrays, const std::string& alg, const std::string& mode,
                            const std::string& transport, int fields_per_block) {
@@ -240,55 +298,7 @@ py_exchange* make_exchange(py_exchange* self, nb::object decomp_object, const py
   } catch (const halox::usage_error& e) {
     problem = e.what();
   }
-  if (problem.empty() && (!nb::isinstance<nb::list>(arrays) && !nb::isinstance<nb::tuple>(arrays)))
-    problem = "arrays: expected a list of numpy arrays, got " +
-              nb::cast<std::string>(nb::str(arrays.type()));
-  if (problem.empty() && nb::len(arrays) == 0) problem = "arrays: expected at least one field";
-  // CUDA arrays (all fields or none): packed on the GPU, on the default stream.
-  bool on_device = false;
-  if (problem.empty()) {
-    size_t cuda_arrays = 0;
-    for (nb::handle array : arrays) cuda_arrays += nb::hasattr(array, "__cuda_array_interface__") ? 1 : 0;
-    on_device = cuda_arrays > 0;
-    if (on_device && cuda_arrays < nb::len(arrays))
-      problem = "arrays: " + std::to_string(cuda_arrays) + " of " + std::to_string(nb::len(arrays)) +
-                " are CUDA arrays, the others not: an exchange takes fields of one kind";
-  }
-  if (problem.empty() && on_device) {
-    options.memory = halox::memory_kind::device;
-    std::string first_typestr;
-    size_t index = 0;
-    for (nb::handle array : arrays) {
-      uintptr_t data = 0;
-      std::string typestr;
-      problem = cuda_array_problem(array, index, grid.g, first_typestr, &data, &typestr);
-      if (!problem.empty()) break;
-      if (index == 0) {
-        first_typestr = typestr;
-        type = typestr == "<f4" ? halox::element_type::f32 : halox::element_type::f64;
-      }
-      fields.push_back(reinterpret_cast<void*>(data));
-      kept.append(array);
-      ++index;
-    }
-  }
-  if (problem.empty() && !on_device) {
-    nb::object first_dtype;
-    size_t index = 0;
-    for (nb::handle array : arrays) {
-      problem = array_problem(array, index, grid.g, first_dtype);
-      if (!problem.empty()) break;
-      if (index == 0) {
-        first_dtype = array.attr("dtype");
-        type = nb::cast<int>(first_dtype.attr("itemsize")) == 4 ? halox::element_type::f32
-                                                                : halox::element_type::f64;
-      }
-      auto data = nb::cast<uintptr_t>(array.attr("ctypes").attr("data"));
-      fields.push_back(reinterpret_cast<void*>(data));
-      kept.append(array);
-      ++index;
-    }
-  }
+  if (problem.empty()) problem = gather_fields(arrays, grid.g, options, type, fields, kept);
   if (!problem.empty()) problem = "rank " + std::to_string(decomp.rank()) + ": " + problem;
   std::string agreed;
   {
@@ -305,11 +315,34 @@ py_exchange* make_exchange(py_exchange* self, nb::object decomp_object, const py
   return new (self) py_exchange{std::move(decomp_object), std::move(kept), std::move(ex)};
 }
 
-}  // namespace
+void init_grid(py_grid* self, nb::handle extent, nb::handle halo, nb::handle halo_lo,
+               nb::handle halo_hi) {
+  ivec3 n = ivec3_of(extent, "extent", false);
+  halox::halo_widths widths;
+  if (!halo.is_none()) {
+    if (!halo_lo.is_none() || !halo_hi.is_none())
+      throw nb::value_error("Grid: expected halo=, or halo_lo= and halo_hi=, not both");
+    widths.lo = widths.hi = ivec3_of(halo, "halo", true);
+  } else if (!halo_lo.is_none() && !halo_hi.is_none()) {
+    widths.lo = ivec3_of(halo_lo, "halo_lo", true);
+    widths.hi = ivec3_of(halo_hi, "halo_hi", true);
+  } else if (!halo_lo.is_none() || !halo_hi.is_none()) {
+    throw nb::value_error("Grid: expected halo_lo= and halo_hi= together");
+  } else {
+    widths = halox::halo_widths::uniform(1);
+  }
+  for (int d = 0; d < 3; ++d) {
+    if (n[d] <= 0)
+      throw nb::value_error(
+          ("Grid: expected a positive extent, got " + repr_of(extent)).c_str());
+    if (widths.lo[d] < 0 || widths.hi[d] < 0)
+      throw nb::value_error("Grid: expected halo widths >= 0");
+  }
+  new (self) py_grid{halox::local_grid(n, widths)};
+}
 
-NB_MODULE(_core, m) {
-  m.doc() = "halox core bindings: decomposition, grid, halo exchange on numpy arrays";
-
+// Errors, and what this build and machine offer.
+void bind_module_functions(nb::module_& m) {
   // Bad configurations are ValueErrors; run failures RuntimeErrors.
   nb::exception<halox::usage_error>(m, "UsageError", PyExc_ValueError);
   nb::exception<halox::run_error>(m, "RunError", PyExc_RuntimeError);
@@ -330,9 +363,19 @@ NB_MODULE(_core, m) {
   m.def(
       "algorithms",
       [] {
-        return std::vector<std::string>{"standard", "staged", "faces"};
+        std::vector<std::string> names;
+        for (const auto a : halox::all_algorithms) names.push_back(halox::to_string(a));
+        return names;
       },
       "Names of the exchange algorithms.");
+  m.def(
+      "field_modes",
+      [] {
+        std::vector<std::string> names;
+        for (const auto f : halox::all_field_modes) names.push_back(halox::to_string(f));
+        return names;
+      },
+      "Names of the field groupings (fields=).");
   m.def("mpi_library_version", &mpi_library_version,
         "The MPI library halox is built against (MPI_Get_library_version).");
   m.attr("default_transport") = halox::exchange_options{}.transport.name();
@@ -340,7 +383,9 @@ NB_MODULE(_core, m) {
   m.def("cuda_unavailable", &halox::cuda::unavailable,
         "Why CUDA arrays cannot be exchanged here (built without CUDA, no device); empty when "
         "they can.");
+}
 
+void bind_subdomain(nb::module_& m) {
   nb::class_<halox::subdomain>(m, "Subdomain", "This rank's part of the global domain, (x, y, z).")
       .def_prop_ro(
           "offset", [](const halox::subdomain& s) { return tuple_of(s.offset); },
@@ -356,7 +401,9 @@ NB_MODULE(_core, m) {
                ", extent=" + repr_of(tuple_of(s.extent)) +
                ", global_domain=" + repr_of(tuple_of(s.global)) + ")";
       });
+}
 
+void bind_decomposition(nb::module_& m) {
   nb::class_<py_decomposition>(m, "Decomposition",
                                "The Cartesian process grid (MPI_Dims_create / MPI_Cart_create).")
       .def(
@@ -414,35 +461,13 @@ NB_MODULE(_core, m) {
                ", coords=" + repr_of(tuple_of(s.d->coords())) +
                ", rank=" + std::to_string(s.d->rank()) + ")";
       });
+}
 
+void bind_grid(nb::module_& m) {
   nb::class_<py_grid>(m, "Grid", "One rank's field layout: interior extent and halo widths.")
       .def(
           "__init__",
-          [](py_grid* self, nb::handle extent, nb::handle halo, nb::handle halo_lo,
-             nb::handle halo_hi) {
-            ivec3 n = ivec3_of(extent, "extent", false);
-            halox::halo_widths widths;
-            if (!halo.is_none()) {
-              if (!halo_lo.is_none() || !halo_hi.is_none())
-                throw nb::value_error("Grid: expected halo=, or halo_lo= and halo_hi=, not both");
-              widths.lo = widths.hi = ivec3_of(halo, "halo", true);
-            } else if (!halo_lo.is_none() && !halo_hi.is_none()) {
-              widths.lo = ivec3_of(halo_lo, "halo_lo", true);
-              widths.hi = ivec3_of(halo_hi, "halo_hi", true);
-            } else if (!halo_lo.is_none() || !halo_hi.is_none()) {
-              throw nb::value_error("Grid: expected halo_lo= and halo_hi= together");
-            } else {
-              widths = halox::halo_widths::uniform(1);
-            }
-            for (int d = 0; d < 3; ++d) {
-              if (n[d] <= 0)
-                throw nb::value_error(
-                    ("Grid: expected a positive extent, got " + repr_of(extent)).c_str());
-              if (widths.lo[d] < 0 || widths.hi[d] < 0)
-                throw nb::value_error("Grid: expected halo widths >= 0");
-            }
-            new (self) py_grid{halox::local_grid(n, widths)};
-          },
+          &init_grid,
           "extent"_a, nb::kw_only(), "halo"_a = nb::none(), "halo_lo"_a = nb::none(),
           "halo_hi"_a = nb::none(),
           "extent: interior cells (x, y, z); halo: one width or (x, y, z), or per side "
@@ -481,7 +506,9 @@ NB_MODULE(_core, m) {
                ", halo_lo=" + repr_of(tuple_of(s.g.halo.lo)) +
                ", halo_hi=" + repr_of(tuple_of(s.g.halo.hi)) + ")";
       });
+}
 
+void bind_exchange(nb::module_& m) {
   nb::class_<py_exchange>(m, "HaloExchange",
                           "Exchanges the halos of numpy fields; collective over the "
                           "decomposition's communicator.")
@@ -524,4 +551,15 @@ NB_MODULE(_core, m) {
           "transport_path", [](const py_exchange& s) { return s.ex->transport_path(); },
           "How the data moved, e.g. shm(outbox)+mpi-p2p for fields in private memory.")
       .def_prop_ro("arrays", [](const py_exchange& s) { return s.arrays; });
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "halox core bindings: decomposition, grid, halo exchange on numpy arrays";
+  bind_module_functions(m);
+  bind_subdomain(m);
+  bind_decomposition(m);
+  bind_grid(m);
+  bind_exchange(m);
 }

@@ -14,7 +14,7 @@ namespace {
 
 constexpr const char* binding_hint =
     "bind each rank to its own cores (mpirun --bind-to core, srun --cpu-bind=cores), or plan "
-    "with --topology and --assume-binding";
+    "with placement_options::topology and placement_options::binding";
 
 std::string grid_text(const ivec3& g) {
   return fmt::format("{}x{}x{}", g[0], g[1], g[2]);
@@ -124,7 +124,7 @@ void check_node_count(const hw_grids& grids, int nodes) {
   if (grids.nodes() == nodes) return;
   throw usage_error(fmt::format(
       "node level: grid {} needs {} nodes, but the ranks are on {} node{} (nodes are "
-      "shared-memory nodes; --ranks-per-node N or HALOX_RANKS_PER_NODE=N groups N consecutive "
+      "shared-memory nodes; ranks_per_node N or HALOX_RANKS_PER_NODE=N groups N consecutive "
       "ranks as a node)",
       grid_text(grids.find(level::node)->dims), grids.nodes(), nodes, nodes == 1 ? "" : "s"));
 }
@@ -314,7 +314,8 @@ binding_policy effective_binding(const placement_options& options) {
   if (!options.binding) return this_machine ? binding_policy::real : binding_policy::spread;
   if (*options.binding == binding_policy::real && !this_machine)
     throw usage_error(fmt::format(
-        "--assume-binding real needs the topology of this machine, not '{}'", options.topology));
+        "placement_options::binding real needs the topology of this machine, not '{}'",
+        options.topology));
   return *options.binding;
 }
 

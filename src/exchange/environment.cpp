@@ -1,10 +1,10 @@
-// exchange_options' overrides from the environment, read in this one place.
+// exchange_options' overrides from the environment, applied in this one place;
+// the table of every HALOX_* variable.
 #include <fmt/core.h>
+#include <mpi.h>
 
-#include <cerrno>
-#include <cstdlib>
-#include <optional>
 #include <string>
+#include <vector>
 
 #include "halox/common/environment.hpp"
 #include "halox/common/error.hpp"
@@ -14,42 +14,56 @@ namespace halox {
 
 namespace {
 
-void fill_count(std::optional<size_t>& knob, std::string_view variable) {
-  if (knob) return;
-  const auto text = environment_value(variable);
-  if (!text) return;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long value = std::strtoull(text->c_str(), &end, 10);
-  if (end == text->c_str() || *end != '\0' || errno != 0 || text->front() == '-')
-    throw usage_error(fmt::format("{}='{}' is not a non-negative integer", variable, *text));
-  knob = static_cast<size_t>(value);
-}
-
-void fill_switch(std::optional<bool>& knob, std::string_view variable) {
-  if (knob) return;
-  const auto text = environment_value(variable);
-  if (!text) return;
-  if (*text != "0" && *text != "1")
-    throw usage_error(fmt::format("{}='{}' is not 0 or 1", variable, *text));
-  knob = *text == "1";
-}
+// The variables that are not transport knobs (those are transport_knobs').
+constexpr environment_variable option_variables[] = {
+    {"HALOX_TIMEOUT", "exchange_options::timeout_seconds",
+     "seconds a wait may last before the run fails naming the peer (600)"},
+    {"HALOX_RANKS_PER_NODE", "exchange_options::ranks_per_node",
+     "groups of N consecutive ranks count as nodes (0: real shared-memory nodes)"},
+    {"HALOX_WISDOM", "exchange_options::wisdom_file",
+     "file of earlier automatic choices, read before measuring and appended after"},
+    {"HALOX_CUDA_AWARE_MPI", "the MPI library's own answer",
+     "mpi-p2p on device fields: 1 hands device pointers to MPI, 0 stages through pinned host "
+     "memory"},
+};
 
 }  // namespace
+
+std::span<const environment_variable> environment_variables() {
+  static const std::vector<environment_variable> table = [] {
+    std::vector<environment_variable> all(std::begin(option_variables), std::end(option_variables));
+    for (const auto& knob : transport_knobs) all.push_back({knob.variable, knob.option, knob.meaning});
+    return all;
+  }();
+  return table;
+}
 
 exchange_options with_environment(exchange_options o) {
   if (o.timeout_seconds <= 0) o.timeout_seconds = wait_policy::default_timeout();
   if (o.wisdom_file.empty())
     if (auto file = environment_value("HALOX_WISDOM")) o.wisdom_file = *file;
-  auto& t = o.tuning;
-  fill_count(t.shm.direct_min_run, "HALOX_SHM_DIRECT_MIN_RUN");
-  fill_switch(t.shm.fetch_ahead, "HALOX_SHM_FETCH_AHEAD");
-  fill_switch(t.shm.push, "HALOX_SHM_PUSH");
-  fill_count(t.cma.direct_min_run, "HALOX_CMA_DIRECT_MIN_RUN");
-  fill_switch(t.cma.fetch_ahead, "HALOX_CMA_FETCH_AHEAD");
-  fill_count(t.rma.direct_min_run, "HALOX_RMA_DIRECT_MIN_RUN");
-  fill_switch(t.p2p.fetch_ahead, "HALOX_P2P_FETCH_AHEAD");
-  fill_switch(t.ucx.fetch_ahead, "HALOX_UCX_FETCH_AHEAD");
+  if (o.ranks_per_node < 0)
+    throw usage_error(fmt::format("ranks_per_node must be 0 or more, got {}", o.ranks_per_node));
+  if (o.ranks_per_node == 0)
+    if (auto n = environment_count("HALOX_RANKS_PER_NODE")) {
+      int world = 1, initialized = 0;
+      MPI_Initialized(&initialized);
+      if (initialized) MPI_Comm_size(MPI_COMM_WORLD, &world);
+      if (initialized && *n > 0 &&
+          (*n > static_cast<size_t>(world) || world % static_cast<int>(*n) != 0))
+        throw usage_error(fmt::format(
+            "HALOX_RANKS_PER_NODE={} does not divide the {} ranks into whole nodes", *n, world));
+      o.ranks_per_node = static_cast<int>(*n);
+    }
+  for (const auto& knob : transport_knobs) {
+    if (knob.count) {
+      auto& value = knob.count(o.tuning);
+      if (!value) value = environment_count(knob.variable);
+    } else {
+      auto& value = knob.on(o.tuning);
+      if (!value) value = environment_switch(knob.variable);
+    }
+  }
   return o;
 }
 

@@ -100,7 +100,7 @@ void require_memory_support(const transport_choice& choice, bool device) {
 
 struct halo_exchange::state {
   exchange_options options;
-  std::string tuning;
+  std::string choice_report;
   transport_choice choice;
   exchange_plan plan;
   field_set fields;
@@ -157,8 +157,11 @@ halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid
     problem = e.what();
   }
   require_all(decomp.comm(), problem);
+  // Rank 0's node grouping decides, as in node_communicator: ranks whose
+  // environments differ must not split the nodes differently.
+  MPI_Bcast(&s.options.ranks_per_node, 1, MPI_INT, 0, decomp.comm());
   if (options.auto_transport || options.auto_algorithm || options.auto_fields)
-    s.options = measured_choice(decomp, grid, type, fields, s.options, s.tuning);
+    s.options = measured_choice(decomp, grid, type, fields, s.options, s.choice_report);
   s.setup.measured_choice_s = MPI_Wtime() - begun;
   finish(decomp, grid, type, std::move(fields), s);
   s.setup.total_s = MPI_Wtime() - begun;
@@ -229,7 +232,7 @@ halo_exchange::~halo_exchange() = default;
 
 const exchange_plan& halo_exchange::plan() const { return state_->plan; }
 const exchange_options& halo_exchange::options() const { return state_->options; }
-const std::string& halo_exchange::tuning() const { return state_->tuning; }
+const std::string& halo_exchange::choice_report() const { return state_->choice_report; }
 std::string halo_exchange::transport_name() const { return state_->choice.name(); }
 std::string halo_exchange::transport_path() const { return state_->mover->path(); }
 std::string halo_exchange::transport_settings() const { return state_->mover->settings(); }

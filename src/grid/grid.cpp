@@ -1,8 +1,11 @@
 #include "halox/grid.hpp"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "halox/common/error.hpp"
 
@@ -62,10 +65,13 @@ box local_grid::allocated_box() const {
 }
 
 algorithm parse_algorithm(const std::string& name) {
-  if (name == "standard") return algorithm::standard;
-  if (name == "staged") return algorithm::staged;
-  if (name == "faces") return algorithm::faces;
-  throw usage_error(fmt::format("unknown algorithm '{}' (expected standard, staged or faces)", name));
+  std::vector<std::string> names;
+  for (const algorithm a : all_algorithms) {
+    if (to_string(a) == name) return a;
+    names.push_back(to_string(a));
+  }
+  throw usage_error(
+      fmt::format("unknown algorithm '{}' (expected {})", name, fmt::join(names, ", ")));
 }
 
 std::string to_string(algorithm a) {

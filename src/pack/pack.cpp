@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/stage_timer.hpp"
+#include "pack/walk_rules.hpp"
 
 namespace halox {
 
@@ -69,19 +70,18 @@ box_copy make_copy(const copy_end& from, const copy_end& to, const box& b, size_
 constexpr size_t rows_ahead = 96;
 
 // Whether one end of a copy (runs of `run` bytes, `row` bytes apart) is
-// fetched ahead: the rule of copy_list::fetched_runs.
+// fetched ahead: the rule of walk_rules::fetched_runs.
 bool fetched_end(size_t run, size_t row) {
-  return run >= copy_list::fetched_runs.first && run <= copy_list::fetched_runs.second && row > run;
+  const auto [shortest, longest] = walk_rules::fetched_runs;
+  return run >= shortest && run <= longest && row > run;
 }
 
 // Landing runs of up to 16 bytes (an x face 1-4 floats or 1-2 doubles wide)
 // into rows a line apart, each store misses its line and the misses follow
 // one another; the walk reads the lines of `landed_rows` rows first, so that
 // their misses overlap and the stores find the lines in L1. It replaces
-// fetching ahead there. Landing the x faces of a 64^3 float field took 0.8x
-// the time on an Intel Xeon (docs/results/2026-11-26-landing-short-runs.md);
-// 12- and 16-byte runs gained 2-9 % in exchanges, 20 and 32 bytes nothing or lost
-// (docs/results/2026-11-27-x-step.md).
+// fetching ahead there. Longer runs did not gain from it
+// (docs/results/2026-11-26-landing-short-runs.md, 2026-11-27-x-step.md).
 constexpr size_t landed_run_max = 16;
 constexpr int landed_rows = 8;
 
@@ -100,7 +100,8 @@ bool lands_short_runs(const size_t (&from_row)[K], const size_t (&to_row)[K]) {
 // The rows of one plane of K copies. The cursors are locals of a loop fully
 // unrolled over K, so they stay in registers: kept in arrays indexed by a
 // loop counter, they were stored and reloaded around every run (stores through
-// std::byte* may alias them), which made the x faces 1.7x slower.
+// std::byte* may alias them), which made the x faces much slower
+// (docs/results/2026-11-27-figures-from-comments.md).
 template <size_t RunBytes, int K, bool FetchAhead, bool ReadFirst = false, size_t... M>
 void walk_plane(const std::byte* (&f)[K], std::byte* (&t)[K], const size_t (&from_row)[K],
                 const size_t (&to_row)[K], const size_t (&from_ahead)[K],
@@ -154,7 +155,7 @@ void walk_plane(const std::byte* (&f)[K], std::byte* (&t)[K], const size_t (&fro
 // memcpy), row by row: the k-th row of every copy before the (k+1)-th. The
 // strides are read into locals first: stores through std::byte* may alias the
 // group.
-// With fetch_ahead, the strided ends of runs of copy_list::fetched_runs have
+// With fetch_ahead, the strided ends of runs of walk_rules::fetched_runs have
 // their first and last cache lines fetched rows_ahead rows early. Runs of
 // next_plane_min_run or more (a y face: 5 rows of a plane in one run) have
 // the next plane's source fetched while this plane copies: the hardware
@@ -232,7 +233,7 @@ constexpr auto walkers_of(std::index_sequence<Multiples...>) {
 template <class Group>
 void run_group(const Group& g, bool fetch_ahead) {
   using walker = void (*)(const Group&, bool);
-  static constexpr std::array<std::array<walker, fixed_sizes + 1>, copy_list::max_together> table{
+  static constexpr std::array<std::array<walker, fixed_sizes + 1>, walk_rules::max_together> table{
       walkers_of<Group, 1>(std::make_index_sequence<fixed_sizes>{}),
       walkers_of<Group, 2>(std::make_index_sequence<fixed_sizes>{}),
       walkers_of<Group, 3>(std::make_index_sequence<fixed_sizes>{}),
@@ -262,6 +263,16 @@ box_copy field_copy(const std::byte* from_field, const local_grid& from_grid, co
                    field_end(to_field, to_grid, to, element_bytes), from, element_bytes);
 }
 
+copy_list::copy_list() = default;
+copy_list::~copy_list() = default;
+copy_list::copy_list(const copy_list&) = default;
+copy_list::copy_list(copy_list&&) noexcept = default;
+copy_list& copy_list::operator=(const copy_list&) = default;
+copy_list& copy_list::operator=(copy_list&&) noexcept = default;
+
+bool copy_list::empty() const { return groups_.empty(); }
+size_t copy_list::walks() const { return groups_.size(); }
+
 void copy_list::add(const box_copy& c) {
   if (c.bytes() == 0) return;
   bytes_ += c.bytes();
@@ -270,11 +281,12 @@ void copy_list::add(const box_copy& c) {
   // measured slower than one box after the other.
   const bool packing = c.to_row == c.run && c.from_row != c.run;
   const bool together = !packing && !groups_.empty() && c.run <= 64 &&
-                        groups_.back().count < max_together && groups_.back().run == c.run &&
-                        groups_.back().rows == c.rows && groups_.back().planes == c.planes;
+                        groups_.back().count < walk_rules::max_together &&
+                        groups_.back().run == c.run && groups_.back().rows == c.rows &&
+                        groups_.back().planes == c.planes;
   if (!together) {
     groups_.emplace_back();
-    groups_.back().next_plane = c.run >= next_plane_min_run && c.planes > 1;
+    groups_.back().next_plane = c.run >= walk_rules::next_plane_min_run && c.planes > 1;
     groups_.back().run = c.run;
     groups_.back().rows = c.rows;
     groups_.back().planes = c.planes;
@@ -353,14 +365,6 @@ size_t unpack(const std::byte* buffer, std::span<const field_box> boxes, std::by
   const size_t bytes = add_unpack(list, buffer, boxes, fields, grid, element_bytes);
   list.run();
   return bytes;
-}
-
-void copy_box_between(const std::byte* from_field, const local_grid& from_grid, const box& from,
-                      std::byte* to_field, const local_grid& to_grid, const box& to,
-                      size_t element_bytes) {
-  copy_list list;
-  list.add(field_copy(from_field, from_grid, from, to_field, to_grid, to, element_bytes));
-  list.run();
 }
 
 void copy_boxes(std::span<const field_box> from, std::span<const field_box> to,

@@ -1,19 +1,24 @@
 #include "halox/plan.hpp"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "halox/common/error.hpp"
 
 namespace halox {
 
 field_mode parse_field_mode(const std::string& name) {
-  if (name == "compact") return field_mode::compact;
-  if (name == "sequence") return field_mode::sequence;
-  if (name == "cache") return field_mode::cache;
+  std::vector<std::string> names;
+  for (const field_mode m : all_field_modes) {
+    if (to_string(m) == name) return m;
+    names.push_back(to_string(m));
+  }
   throw usage_error(
-      fmt::format("unknown field mode '{}' (expected compact, sequence or cache)", name));
+      fmt::format("unknown field mode '{}' (expected {})", name, fmt::join(names, ", ")));
 }
 
 std::string to_string(field_mode m) {

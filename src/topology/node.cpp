@@ -2,9 +2,8 @@
 // (to test and plan multi-node layouts on one machine).
 #include <fmt/core.h>
 
-#include <cerrno>
-#include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "halox/common/environment.hpp"
 #include "halox/common/error.hpp"
@@ -12,48 +11,38 @@
 
 namespace halox {
 
-namespace {
-
-constexpr const char* ranks_per_node_variable = "HALOX_RANKS_PER_NODE";
-
-// Strict non-negative integer, or -1.
-int parse_count(const char* text) {
-  if (!text) return -1;
-  char* end = nullptr;
-  errno = 0;
-  long value = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || errno != 0 || value < 0 || value > (1 << 30)) return -1;
-  return static_cast<int>(value);
-}
-
-}  // namespace
+constexpr std::string_view ranks_per_node_variable = "HALOX_RANKS_PER_NODE";
 
 int resolve_ranks_per_node(MPI_Comm comm, int ranks_per_node) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   // Rank 0 decides, so that ranks with different environments cannot split differently.
   int decided[2] = {ranks_per_node, 0};  // value, from_environment
-  std::string env_text;
+  std::string problem;
   if (rank == 0 && ranks_per_node == 0) {
-    if (const auto env = environment_value(ranks_per_node_variable)) {
-      env_text = *env;
-      decided[0] = parse_count(env->c_str());
-      decided[1] = 1;
+    try {
+      if (const auto n = environment_count(ranks_per_node_variable)) {
+        decided[0] = *n > (size_t{1} << 30) ? -1 : static_cast<int>(*n);
+        decided[1] = 1;
+        if (decided[0] < 0)
+          problem = fmt::format("{}={} is too large", ranks_per_node_variable, *n);
+      }
+    } catch (const usage_error& e) {
+      problem = e.what();
     }
   }
+  require_all(comm, problem);
   MPI_Bcast(decided, 2, MPI_INT, 0, comm);
   const int value = decided[0];
   const bool from_env = decided[1] != 0;
   if (value < 0)
-    throw usage_error(from_env ? fmt::format("{}='{}' is not a non-negative integer",
-                                             ranks_per_node_variable, env_text)
-                               : fmt::format("--ranks-per-node must be positive, got {}", value));
+    throw usage_error(fmt::format("ranks_per_node must be 0 or more, got {}", value));
   int world_size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   if (value > 0 && world_size % value != 0)
-    throw usage_error(fmt::format("{} {} does not divide the {} ranks into whole nodes",
-                                  from_env ? ranks_per_node_variable : "--ranks-per-node", value,
-                                  world_size));
+    throw usage_error(fmt::format("ranks_per_node {}{} does not divide the {} ranks into whole "
+                                  "nodes",
+                                  value, from_env ? " (HALOX_RANKS_PER_NODE)" : "", world_size));
   return value;
 }
 

@@ -227,7 +227,7 @@ std::vector<int> topology::pus_of(level l, int index) const {
 std::vector<int> topology::current_binding() const {
   if (!this_machine_)
     throw usage_error(fmt::format(
-        "the real binding needs the topology of this machine, not {} (use --assume-binding)",
+        "the real binding needs the topology of this machine, not {} (set placement_options::binding)",
         source_));
   bitmap set;
   if (hwloc_get_cpubind(impl_->topo, set.set, 0) != 0)
@@ -287,7 +287,7 @@ std::vector<int> topology::assumed_binding(binding_policy policy, int local_rank
   auto too_many = [&](int available, const char* what) {
     return usage_error(fmt::format(
         "{} ranks per node do not fit on the {} {} of {} (assumed binding '{}'); use fewer "
-        "ranks per node or a larger --topology",
+        "ranks per node or a larger placement_options::topology",
         ranks_per_node, available, what, source_, to_string(policy)));
   };
   switch (policy) {
@@ -312,7 +312,7 @@ std::vector<int> topology::assumed_binding(binding_policy policy, int local_rank
       if (ranks_per_node > threads) throw too_many(threads, "hardware threads");
       throw usage_error(fmt::format(
           "cannot spread {} ranks evenly over the {} cores ({} hardware threads) of {}; choose a "
-          "number of ranks per node that divides them, or --assume-binding core",
+          "number of ranks per node that divides them, or placement_options::binding core",
           ranks_per_node, cores, threads, source_));
   }
   return {};

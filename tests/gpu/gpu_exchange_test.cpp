@@ -19,7 +19,8 @@
 #include "halox/device.hpp"
 #include "halox/exchange.hpp"
 #include "halox/transport/registry.hpp"
-#include "halox/verify.hpp"
+#include "halox_programs/verify.hpp"
+#include "halox_programs/device_memory.hpp"
 
 using namespace halox;
 

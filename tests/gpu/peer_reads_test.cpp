@@ -15,7 +15,7 @@
 #include "halox/decomposition.hpp"
 #include "halox/field_memory.hpp"
 #include "halox/plan.hpp"
-#include "halox/verify.hpp"
+#include "halox_programs/verify.hpp"
 
 using namespace halox;
 

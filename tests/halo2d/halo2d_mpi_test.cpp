@@ -4,8 +4,8 @@
 #include <mpi.h>
 
 #include "halox/common/error.hpp"
-#include "halox/halo2d/benchmark.hpp"
-#include "halox/halo2d/mesh.hpp"
+#include "halox_programs/halo2d/benchmark.hpp"
+#include "halox_programs/halo2d/mesh.hpp"
 
 using namespace halox::halo2d;
 

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "halox/common/error.hpp"
-#include "halox/halo2d/mesh.hpp"
-#include "halox/halo2d/message_content.hpp"
-#include "halox/halo2d/options.hpp"
-#include "halox/halo2d/report.hpp"
+#include "halox_programs/halo2d/mesh.hpp"
+#include "halox_programs/halo2d/message_content.hpp"
+#include "halox_programs/halo2d/options.hpp"
+#include "halox_programs/halo2d/report.hpp"
 
 using namespace halox::halo2d;
 

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "halox/common/error.hpp"
-#include "halox/ipc/layout.hpp"
-#include "halox/ipc/mapping_cache.hpp"
-#include "halox/ipc/mechanism.hpp"
-#include "halox/ipc/shared_arena.hpp"
+#include "halox_programs/ipc/layout.hpp"
+#include "halox_programs/ipc/mapping_cache.hpp"
+#include "halox_programs/ipc/mechanism.hpp"
+#include "halox_programs/ipc/shared_arena.hpp"
 
 namespace {
 

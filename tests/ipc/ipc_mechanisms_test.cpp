@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "halox/common/error.hpp"
-#include "halox/ipc/map.hpp"
-#include "halox/ipc/measure.hpp"
-#include "halox/ipc/mechanism.hpp"
-#include "halox/ipc/shared_arena.hpp"
+#include "halox_programs/ipc/map.hpp"
+#include "halox_programs/ipc/measure.hpp"
+#include "halox_programs/ipc/mechanism.hpp"
+#include "halox_programs/ipc/shared_arena.hpp"
 
 namespace {
 

@@ -3,12 +3,17 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "halox/common/error.hpp"
 #include "halox/exchange.hpp"
 #include "halox/field_memory.hpp"
-#include "halox/verify.hpp"
+#include "halox_programs/verify.hpp"
+#include "scoped_environment.hpp"
 
 using namespace halox;
 
@@ -96,4 +101,48 @@ TEST(Api, ErrorsAreTyped) {
   ex.start();
   EXPECT_THROW(ex.start(), std::logic_error);
   ex.wait();
+}
+
+// Every HALOX_* variable reaches the exchange through with_environment, so
+// options() shows what the environment set; an option set in code wins, and
+// a malformed value is a usage_error naming the variable on every rank.
+TEST(Api, EnvironmentShowsInTheOptions) {
+  auto s = make_setup(algorithm::standard);
+  std::vector<double> u(s.ctx.grid.cells());
+  scoped_environment environment;
+  environment.set("HALOX_RANKS_PER_NODE", "1");
+  environment.set("HALOX_TIMEOUT", "123");
+  environment.set("HALOX_SHM_PUSH", "0");
+  environment.set("HALOX_RMA_DIRECT_MIN_RUN", "64");
+  {
+    halo_exchange ex(s.decomp, s.ctx.grid, {u.data()});
+    EXPECT_EQ(ex.options().ranks_per_node, 1);
+    EXPECT_EQ(ex.options().timeout_seconds, 123);
+    EXPECT_EQ(ex.options().tuning.shm.push, std::optional<bool>(false));
+    EXPECT_EQ(ex.options().tuning.rma.direct_min_run, std::optional<size_t>(64));
+    EXPECT_EQ(ex.options().tuning.shm.direct_min_run, std::nullopt);
+  }
+  exchange_options set;
+  set.ranks_per_node = s.decomp.size();
+  set.tuning.shm.push = true;
+  EXPECT_EQ(with_environment(set).ranks_per_node, s.decomp.size());
+  EXPECT_EQ(with_environment(set).tuning.shm.push, std::optional<bool>(true));
+
+  environment.set("HALOX_RANKS_PER_NODE", "two");
+  try {
+    halo_exchange ex(s.decomp, s.ctx.grid, {u.data()});
+    ADD_FAILURE() << "a malformed HALOX_RANKS_PER_NODE was taken";
+  } catch (const usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("HALOX_RANKS_PER_NODE='two'"), std::string::npos)
+        << e.what();
+  }
+}
+
+// The environment table lists every variable once, the knobs' rows from transport_knobs.
+TEST(Api, EnvironmentTableHoldsEveryKnob) {
+  std::set<std::string_view> names;
+  for (const auto& v : environment_variables()) names.insert(v.name);
+  EXPECT_EQ(names.size(), environment_variables().size());
+  for (const auto& knob : transport_knobs) EXPECT_TRUE(names.contains(knob.variable)) << knob.variable;
+  EXPECT_TRUE(names.contains("HALOX_RANKS_PER_NODE") && names.contains("HALOX_CUDA_AWARE_MPI"));
 }

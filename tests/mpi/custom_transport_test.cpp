@@ -16,7 +16,7 @@
 #include "halox/pack.hpp"
 #include "halox/transport.hpp"
 #include "halox/transport/registry.hpp"
-#include "halox/verify.hpp"
+#include "halox_programs/verify.hpp"
 
 using namespace halox;
 

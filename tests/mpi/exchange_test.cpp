@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "halox/common/error.hpp"
-#include "halox/decomposition/options.hpp"
+#include "halox_programs/decomposition/options.hpp"
 #include "halox/field_memory.hpp"
-#include "halox/self_copy_reference.hpp"
+#include "halox_programs/self_copy_reference.hpp"
 #include "halox/transport/registry.hpp"
-#include "halox/verify.hpp"
+#include "halox_programs/verify.hpp"
 #include "scoped_environment.hpp"
 
 using namespace halox;
@@ -467,7 +467,7 @@ TEST(Exchange, AutomaticChoiceIsExactAndRemembered) {
     verify_context ctx{grid, sub, d.periodic(), algorithm::standard};
     fill_fields(fields, ctx, 0);
     halo_exchange ex(d, grid, fields, options);
-    EXPECT_NE(ex.tuning().find(expected), std::string::npos) << ex.tuning();
+    EXPECT_NE(ex.choice_report().find(expected), std::string::npos) << ex.choice_report();
     EXPECT_FALSE(ex.options().auto_transport || ex.options().auto_algorithm ||
                  ex.options().auto_fields);
     ctx.alg = ex.options().alg;
@@ -475,7 +475,7 @@ TEST(Exchange, AutomaticChoiceIsExactAndRemembered) {
     ex.exchange();
     size_t total = 1;
     check_fields(fields, ctx, 1, 1, &total);
-    EXPECT_EQ(total, 0u) << ex.tuning();
+    EXPECT_EQ(total, 0u) << ex.choice_report();
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (d.rank() == 0) std::remove(wisdom.c_str());

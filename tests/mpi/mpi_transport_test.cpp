@@ -17,7 +17,7 @@
 #include "halox/exchange.hpp"
 #include "halox/plan.hpp"
 #include "halox/transport/registry.hpp"
-#include "halox/verify.hpp"
+#include "halox_programs/verify.hpp"
 #include "scoped_environment.hpp"
 
 using namespace halox;

@@ -12,6 +12,7 @@
 
 #include "halox/common/error.hpp"
 #include "halox/exchange.hpp"
+#include "halox_programs/program.hpp"
 
 int main(int argc, char** argv) {
   return halox::run_mpi_program("halox-test-peer-timeout", argc, argv, [&](MPI_Comm world) {

@@ -10,7 +10,7 @@
 #include "halox/exchange.hpp"
 #include "halox/field_memory.hpp"
 #include "halox/transport/registry.hpp"
-#include "halox/verify.hpp"
+#include "halox_programs/verify.hpp"
 
 using namespace halox;
 

@@ -22,7 +22,7 @@
 #include "halox/common/error.hpp"
 #include "halox/exchange.hpp"
 #include "halox/transport/registry.hpp"
-#include "halox/verify.hpp"
+#include "halox_programs/verify.hpp"
 
 using namespace halox;
 

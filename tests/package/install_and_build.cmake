@@ -12,11 +12,15 @@ run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${PREFIX}-staging --config 
 file(RENAME ${PREFIX}-staging ${PREFIX})
 
 # The core's headers only; the programs' stay in the source tree.
-foreach(internal verify.hpp common/cli.hpp common/stats.hpp halo2d ipc decomposition/options.hpp)
+foreach(internal verify.hpp common/cli.hpp common/stats.hpp halo2d ipc decomposition/options.hpp
+         program.hpp device_memory.hpp options_json.hpp)
   if(EXISTS ${PREFIX}/include/halox/${internal})
     message(FATAL_ERROR "installed a programs' header: include/halox/${internal}")
   endif()
 endforeach()
+if(EXISTS ${PREFIX}/include/halox_programs)
+  message(FATAL_ERROR "installed the programs' headers: include/halox_programs")
+endif()
 foreach(file include/halox/exchange.hpp include/halox/field_memory.hpp bin/halox-bench)
   if(NOT EXISTS ${PREFIX}/${file})
     message(FATAL_ERROR "not installed: ${file}")
@@ -40,6 +44,18 @@ foreach(header ${headers})
   file(WRITE ${CONSUMER}/headers/${name}.cpp "#include \"${header}\"\n")
   run(${MPI_CXX_COMPILER} -std=c++20 -fsyntax-only
       ${CONSUMER}/headers/${name}.cpp -I${PREFIX}/include)
+endforeach()
+# An installed header includes only the standard library, MPI and halox/:
+# anything else would need a package the user's build is not told about.
+foreach(header ${headers})
+  file(STRINGS ${PREFIX}/include/${header} includes REGEX "^[ \t]*#[ \t]*include")
+  foreach(line ${includes})
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*[<\"]([^>\"]+)[>\"].*" "\\1" included "${line}")
+    if(NOT included MATCHES "^halox/" AND NOT included STREQUAL "mpi.h" AND included MATCHES "[./]")
+      message(FATAL_ERROR "installed header ${header} includes <${included}>, "
+                          "which is not the standard library, MPI or halox")
+    endif()
+  endforeach()
 endforeach()
 file(GLOB config ${PREFIX}/lib*/cmake/halox/halox-config.cmake ${PREFIX}/lib/*/cmake/halox/halox-config.cmake)
 if(NOT config)

@@ -29,7 +29,7 @@ def layer_of(path: str) -> int:
     p = path.removeprefix("include/").removeprefix("src/").removeprefix("halox/")
     first = re.split(r"[/.]", p)[0]
     # device.hpp: device memory of fields, at the transports' level (src/transport/cuda/).
-    names = {"field_memory": "memory", "options_json": "exchange", "device": "transport",
+    names = {"field_memory": "memory", "device": "transport",
              "exchange_profile": "exchange"}
     first = names.get(first, first)
     for rank, names_of_layer in enumerate(LAYERS):
@@ -181,3 +181,18 @@ def test_transport_names_are_written_in_the_registry_only(name):
     found = [path for path, text in library_files()
              if path not in ("src/transport/core/names.hpp", HELP_TEXTS) and any(names_in(literal, name) for literal in strings_of(text))]
     assert not found, f'"{name}" written outside src/transport/core/names.hpp: {found}'
+
+
+def test_every_halox_include_is_an_installed_header():
+    """`halox/...` is the library's prefix only: the programs' headers are `halox_programs/...`,
+    so an include of halox/X anywhere names include/halox/X."""
+    assert not list((ROOT / "apps").glob("*/include/halox")), "a program's header under halox/"
+    missing = []
+    for top in ("include", "src", "apps", "tests", "python/src", "benchmarks", "examples"):
+        for f in sorted((ROOT / top).rglob("*")):
+            if f.suffix in (".hpp", ".cpp", ".cu", ".cuh") and f.is_file():
+                for included in re.findall(r'^\s*#\s*include\s+[<"](halox/[^">]+)[">]',
+                                           f.read_text(errors="replace"), re.M):
+                    if not (ROOT / "include" / included).exists():
+                        missing.append(f"{f.relative_to(ROOT)}: {included}")
+    assert not missing, "includes of halox/ headers that are not the library's:\n" + "\n".join(missing)

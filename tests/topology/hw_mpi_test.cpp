@@ -9,7 +9,7 @@
 #include "halox/common/error.hpp"
 #include "halox/decomposition/auto.hpp"
 #include "halox/decomposition/hw.hpp"
-#include "halox/decomposition/options.hpp"
+#include "halox_programs/decomposition/options.hpp"
 
 namespace halox {
 namespace {
@@ -247,7 +247,7 @@ TEST(HwMpiErrors, ReportedOnEveryRank) {
   expect_usage_error_everywhere(o, "invalid synthetic topology");
   o = oversubscribed(size);
   o.binding = "real";
-  expect_usage_error_everywhere(o, "--assume-binding real needs the topology of this machine");
+  expect_usage_error_everywhere(o, "placement_options::binding real needs the topology of this machine");
   o = oversubscribed(size);
   o.ranks_per_node = 5;  // 5 ranks on the 4 cores of the synthetic node, or not a divisor
   o.level_grids = {};

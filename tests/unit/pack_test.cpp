@@ -7,6 +7,8 @@
 #include <numeric>
 #include <vector>
 
+#include "pack/walk_rules.hpp"
+
 using namespace halox;
 
 namespace {
@@ -183,7 +185,7 @@ TEST(Pack, FetchingAheadMovesTheSameBytes) {
       }
       const size_t run = static_cast<size_t>(h) * sizeof(double);
       const bool offered =
-          run >= copy_list::fetched_runs.first && run <= copy_list::fetched_runs.second;
+          run >= walk_rules::fetched_runs.first && run <= walk_rules::fetched_runs.second;
       EXPECT_EQ(copies.can_fetch_ahead(), offered) << "halo " << h;
       EXPECT_EQ(packs.can_fetch_ahead(), offered) << "halo " << h;
       copies.fetch_ahead(fetch_ahead);

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "halox/exchange.hpp"
-#include "halox/verify.hpp"
+#include "halox_programs/verify.hpp"
 
 using namespace halox;
 

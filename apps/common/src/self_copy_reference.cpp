@@ -1,4 +1,4 @@
-#include "halox/self_copy_reference.hpp"
+#include "halox_programs/self_copy_reference.hpp"
 
 
 namespace halox {

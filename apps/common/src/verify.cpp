@@ -1,4 +1,4 @@
-#include "halox/verify.hpp"
+#include "halox_programs/verify.hpp"
 
 #include <fmt/core.h>
 

@@ -1,4 +1,4 @@
-#include "halox/halo2d/benchmark.hpp"
+#include "halox_programs/halo2d/benchmark.hpp"
 
 #include <fmt/core.h>
 
@@ -7,8 +7,8 @@
 #include <span>
 
 #include "halox/common/error.hpp"
-#include "halox/halo2d/kernels.hpp"
-#include "halox/halo2d/message_content.hpp"
+#include "halox_programs/halo2d/kernels.hpp"
+#include "halox_programs/halo2d/message_content.hpp"
 
 namespace halox::halo2d {
 

@@ -1,4 +1,4 @@
-#include "halox/halo2d/kernels.hpp"
+#include "halox_programs/halo2d/kernels.hpp"
 
 #include <algorithm>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "halox/halo2d/mesh.hpp"
+#include "halox_programs/halo2d/mesh.hpp"
 
 #include <fmt/core.h>
 

@@ -1,4 +1,4 @@
-#include "halox/halo2d/message_content.hpp"
+#include "halox_programs/halo2d/message_content.hpp"
 
 #include <bit>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "halox/halo2d/options.hpp"
+#include "halox_programs/halo2d/options.hpp"
 
 #include <fmt/core.h>
 #include <mpi.h>
@@ -7,7 +7,8 @@
 #include <cctype>
 #include <limits>
 
-#include "halox/common/cli.hpp"
+#include "halox_programs/common/cli.hpp"
+#include "halox_programs/common/help_json.hpp"
 #include "halox/common/error.hpp"
 
 namespace halox::halo2d {
@@ -19,11 +20,15 @@ void add_options(CLI::App& app, options& opts) {
   app.add_flag("--periodic,!--no-periodic", opts.periodic,
                "wrap the mesh in both dimensions (default on: every process has all neighbours)");
   app.add_flag("--reorder", opts.reorder, "let MPI_Cart_create renumber the ranks (default off)");
+  std::vector<std::string> tests;
+  for (const auto test : all_tests) tests.emplace_back(name_of(test));
   app.add_option("--tests", opts.tests,
-                 "comma list of tests: " + test_names() + " (default: all of them)");
+                 "comma list of tests: " + test_names() + " (default: all of them)")
+      ->check(declared_values(tests));
   app.add_option("--neighbors,--neighbours", opts.neighbor_counts,
                  "comma list of neighbour counts: 2 (1-D), 4 (star), 8 (box)")
       ->delimiter(',')
+      ->check(declared_values({"2", "4", "8"}))
       ->capture_default_str();
   auto* min_size = app.add_option("--min-size", opts.min_size,
                                   "smallest message of the power-of-two range (B, or 4KiB, 1MiB)")

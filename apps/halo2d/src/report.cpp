@@ -1,4 +1,4 @@
-#include "halox/halo2d/report.hpp"
+#include "halox_programs/halo2d/report.hpp"
 
 #include <fmt/core.h>
 

@@ -1,4 +1,4 @@
-#include "halox/ipc/cma.hpp"
+#include "halox_programs/ipc/cma.hpp"
 
 #include <fmt/core.h>
 #include <sys/uio.h>

@@ -1,4 +1,4 @@
-#include "halox/ipc/layout.hpp"
+#include "halox_programs/ipc/layout.hpp"
 
 #include <fmt/core.h>
 

@@ -1,4 +1,4 @@
-#include "halox/ipc/map.hpp"
+#include "halox_programs/ipc/map.hpp"
 
 #include <fmt/core.h>
 

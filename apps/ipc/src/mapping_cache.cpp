@@ -1,4 +1,4 @@
-#include "halox/ipc/mapping_cache.hpp"
+#include "halox_programs/ipc/mapping_cache.hpp"
 
 #include <fmt/core.h>
 #include <sys/mman.h>

@@ -1,4 +1,4 @@
-#include "halox/ipc/measure.hpp"
+#include "halox_programs/ipc/measure.hpp"
 
 #include <fmt/core.h>
 

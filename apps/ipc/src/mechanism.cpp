@@ -1,4 +1,4 @@
-#include "halox/ipc/mechanism.hpp"
+#include "halox_programs/ipc/mechanism.hpp"
 
 #include <fmt/core.h>
 #include <unistd.h>
@@ -8,11 +8,11 @@
 #include <stdexcept>
 
 #include "halox/common/error.hpp"
-#include "halox/ipc/cma.hpp"
-#include "halox/ipc/map.hpp"
-#include "halox/ipc/mpi_datatype.hpp"
-#include "halox/ipc/shmem.hpp"
-#include "halox/ipc/xpmem.hpp"
+#include "halox_programs/ipc/cma.hpp"
+#include "halox_programs/ipc/map.hpp"
+#include "halox_programs/ipc/mpi_datatype.hpp"
+#include "halox_programs/ipc/shmem.hpp"
+#include "halox_programs/ipc/xpmem.hpp"
 
 namespace halox::ipc {
 

@@ -1,4 +1,4 @@
-#include "halox/ipc/mpi_datatype.hpp"
+#include "halox_programs/ipc/mpi_datatype.hpp"
 
 #include <vector>
 

@@ -1,4 +1,4 @@
-#include "halox/ipc/shared_arena.hpp"
+#include "halox_programs/ipc/shared_arena.hpp"
 
 #include <fmt/core.h>
 #include <sys/mman.h>

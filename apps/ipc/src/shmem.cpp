@@ -1,11 +1,11 @@
-#include "halox/ipc/shmem.hpp"
+#include "halox_programs/ipc/shmem.hpp"
 
 #include <fmt/core.h>
 
 #include <algorithm>
 
 #include "halox/common/error.hpp"
-#include "halox/ipc/spin_wait.hpp"
+#include "halox_programs/ipc/spin_wait.hpp"
 
 namespace halox::ipc {
 

@@ -1,7 +1,7 @@
 // XPMEM through libxpmem, loaded with dlopen: no build dependency, and the
 // columns say "n/a" where the module or the library is missing. The API
 // declarations follow xpmem.h of the XPMEM project (hpc/xpmem).
-#include "halox/ipc/xpmem.hpp"
+#include "halox_programs/ipc/xpmem.hpp"
 
 #include <dlfcn.h>
 #include <fmt/core.h>

@@ -93,15 +93,7 @@ void wait_policy::blocking(const std::function<void()>& call,
 }
 
 double wait_policy::default_timeout() {
-  const auto variable = environment_value("HALOX_TIMEOUT");
-  if (!variable) return 600;
-  const char* text = variable->c_str();
-  char* end = nullptr;
-  errno = 0;
-  double value = std::strtod(text, &end);
-  if (end == text || *end != '\0' || errno != 0 || !(value > 0))
-    throw usage_error(fmt::format("HALOX_TIMEOUT='{}' is not a positive number of seconds", text));
-  return value;
+  return environment_seconds("HALOX_TIMEOUT").value_or(600);
 }
 
 void wait_policy::spin_until(const std::function<bool()>& ready,

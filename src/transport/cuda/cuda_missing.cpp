@@ -45,20 +45,6 @@ std::string version() {
 bool is_device_pointer(const void*) {
   return false;
 }
-void* allocate(size_t) {
-  fail();
-}
-void release(void*) {}
-void copy_to_device(void*, const void*, size_t) {
-  fail();
-}
-void copy_to_host(void*, const void*, size_t) {
-  fail();
-}
-void copy_on_device(void*, const void*, size_t) {
-  fail();
-}
-void synchronize() {}
 }  // namespace cuda
 
 }  // namespace halox

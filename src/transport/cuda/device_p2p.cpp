@@ -10,6 +10,7 @@
 #include <mpi-ext.h>  // Open MPI declares MPIX_Query_cuda_support here
 #endif
 
+#include "halox/common/environment.hpp"
 #include "transport/cuda/cuda_transports.hpp"
 
 namespace halox {
@@ -21,8 +22,8 @@ namespace {
 // path is recorded once).
 bool cuda_aware_mpi(MPI_Comm comm) {
   int aware = 0;
-  if (const char* forced = std::getenv("HALOX_CUDA_AWARE_MPI"); forced && *forced) {
-    aware = std::string(forced) == "1";
+  if (const auto forced = environment_switch("HALOX_CUDA_AWARE_MPI")) {
+    aware = *forced;
   } else {
 #if defined(HALOX_HAVE_MPIX_QUERY_CUDA_SUPPORT)
     aware = MPIX_Query_cuda_support();

@@ -155,35 +155,5 @@ bool is_device_pointer(const void* p) {
   return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
 }
 
-void* allocate(size_t bytes) {
-  require_device();
-  void* p = nullptr;
-  if (cudaMalloc(&p, bytes) != cudaSuccess) {
-    cudaGetLastError();
-    throw std::bad_alloc();
-  }
-  return p;
-}
-
-void release(void* p) {
-  if (p) cudaFree(p);
-}
-
-void copy_to_device(void* device, const void* host, size_t bytes) {
-  device::check(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice),
-                "cudaMemcpy to the device");
-}
-void copy_to_host(void* host, const void* device, size_t bytes) {
-  device::check(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to the host");
-}
-void copy_on_device(void* to, const void* from, size_t bytes) {
-  device::check(cudaMemcpy(to, from, bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy on the device");
-  // A copy within the device returns before it is done: wait for it.
-  device::check(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
-}
-void synchronize() {
-  device::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-}
-
 }  // namespace cuda
 }  // namespace halox

@@ -10,7 +10,8 @@
 // its own (local), an x-run each, merged wherever consecutive runs touch in
 // memory (boxes spanning whole rows or planes of the allocated extent become
 // one run), then cut into batches of at most IOV_MAX per side. The kernel
-// walks the page tables once per remote iovec (0.1-0.3 us each), so a box
+// walks the page tables once per remote iovec (a cost per run, not per byte:
+// docs/results/2026-11-27-figures-from-comments.md), so a box
 // whose runs are short (a thin halo across x) is packed by its owner into a
 // private outbox and read as one run into an inbox, then unpacked. Which run
 // lengths go that way is measured when the transport is built, as for shm

@@ -1,4 +1,4 @@
-#include "halox/common/help_json.hpp"
+#include "halox_programs/common/help_json.hpp"
 
 #include <regex>
 #include <string>
@@ -8,10 +8,18 @@ namespace halox {
 
 namespace {
 
+nlohmann::json split_words(const std::string& text) {
+  nlohmann::json words = nlohmann::json::array();
+  for (auto& word : CLI::detail::split(text, ',')) words.push_back(CLI::detail::trim_copy(word));
+  return words;
+}
+
 // CLI11's validators say what they accept only in their descriptions:
-// IsMember "{a,b,c}", Range "INT in [1 - 1073741824]".
+// IsMember "{a,b,c}", Range "INT in [1 - 1073741824]", declared_values
+// "{a,b,c} or a count, all = {a,b}".
 void add_checks(CLI::Option& option, nlohmann::json& entry) {
   static const std::regex range(R"(in \[(\S+) - (\S+)\])");
+  static const std::regex declared(R"(^\{([^}]*)\}( or a count)?(, all = \{([^}]*)\})?$)");
   for (int i = 0;; ++i) {
     const CLI::Validator* validator = nullptr;
     try {
@@ -20,12 +28,13 @@ void add_checks(CLI::Option& option, nlohmann::json& entry) {
       break;
     }
     const std::string text = validator->get_description();
-    std::smatch bounds;
-    if (text.size() >= 2 && text.front() == '{' && text.back() == '}') {
-      nlohmann::json choices = nlohmann::json::array();
-      for (auto& choice : CLI::detail::split(text.substr(1, text.size() - 2), ','))
-        choices.push_back(CLI::detail::trim_copy(choice));
-      entry["choices"] = choices;
+    std::smatch bounds, words;
+    if (std::regex_match(text, words, declared) && (words[2].matched || words[3].matched)) {
+      entry["choices"] = split_words(words[1]);
+      if (words[2].matched) entry["counts"] = true;
+      if (words[3].matched) entry["all"] = split_words(words[4]);
+    } else if (text.size() >= 2 && text.front() == '{' && text.back() == '}') {
+      entry["choices"] = split_words(text.substr(1, text.size() - 2));
     } else if (std::regex_search(text, bounds, range)) {
       entry["range"] = {std::stod(bounds[1]), std::stod(bounds[2])};
     }
@@ -79,6 +88,20 @@ nlohmann::json option_schema(CLI::App& app) {
     if (!is_help(app, option) && !option->get_positional())
       options.push_back(option_entry(*option));
   return {{"program", app.get_name()}, {"options", options}};
+}
+
+CLI::Validator declared_values(const std::vector<std::string>& words, bool counts,
+                               const std::vector<std::string>& all) {
+  std::string text = "{";
+  for (size_t i = 0; i < words.size(); ++i) text += (i ? "," : "") + words[i];
+  text += "}";
+  if (counts) text += " or a count";
+  if (!all.empty()) {
+    text += ", all = {";
+    for (size_t i = 0; i < all.size(); ++i) text += (i ? "," : "") + all[i];
+    text += "}";
+  }
+  return CLI::Validator([](std::string&) { return std::string(); }, text);
 }
 
 }  // namespace halox

@@ -1,4 +1,4 @@
-#include "halox/common/memory.hpp"
+#include "halox_programs/common/memory.hpp"
 
 #include <sys/mman.h>
 

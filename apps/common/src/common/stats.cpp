@@ -1,4 +1,4 @@
-#include "halox/common/stats.hpp"
+#include "halox_programs/common/stats.hpp"
 
 #include <algorithm>
 #include <cmath>

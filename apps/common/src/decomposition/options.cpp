@@ -1,4 +1,4 @@
-#include "halox/decomposition/options.hpp"
+#include "halox_programs/decomposition/options.hpp"
 
 #include <fmt/core.h>
 

@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "halox/ipc/mapping_cache.hpp"
-#include "halox/ipc/mechanism.hpp"
+#include "halox_programs/ipc/mapping_cache.hpp"
+#include "halox_programs/ipc/mechanism.hpp"
 
 namespace halox::ipc {
 

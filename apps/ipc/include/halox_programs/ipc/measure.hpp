@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "halox/common/stats.hpp"
-#include "halox/ipc/mechanism.hpp"
+#include "halox_programs/common/stats.hpp"
+#include "halox_programs/ipc/mechanism.hpp"
 
 namespace halox::ipc {
 

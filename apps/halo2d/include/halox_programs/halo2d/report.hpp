@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "halox/halo2d/mesh.hpp"
+#include "halox_programs/halo2d/mesh.hpp"
 
 namespace halox::halo2d {
 

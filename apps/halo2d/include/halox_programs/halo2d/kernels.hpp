@@ -25,7 +25,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "halox/halo2d/mesh.hpp"
+#include "halox_programs/halo2d/mesh.hpp"
 
 namespace halox::halo2d {
 

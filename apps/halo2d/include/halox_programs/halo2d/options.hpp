@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "halox/halo2d/benchmark.hpp"
-#include "halox/halo2d/mesh.hpp"
+#include "halox_programs/halo2d/benchmark.hpp"
+#include "halox_programs/halo2d/mesh.hpp"
 
 namespace halox::halo2d {
 

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <map>
 
-#include "halox/ipc/shared_arena.hpp"
+#include "halox_programs/ipc/shared_arena.hpp"
 
 namespace halox::ipc {
 

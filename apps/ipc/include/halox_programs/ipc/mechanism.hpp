@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "halox/ipc/layout.hpp"
-#include "halox/ipc/shared_arena.hpp"
+#include "halox_programs/ipc/layout.hpp"
+#include "halox_programs/ipc/shared_arena.hpp"
 
 namespace halox::ipc {
 

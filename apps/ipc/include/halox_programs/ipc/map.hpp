@@ -16,8 +16,8 @@
 
 #include <memory>
 
-#include "halox/ipc/mapping_cache.hpp"
-#include "halox/ipc/mechanism.hpp"
+#include "halox_programs/ipc/mapping_cache.hpp"
+#include "halox_programs/ipc/mechanism.hpp"
 
 namespace halox::ipc {
 

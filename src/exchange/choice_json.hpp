@@ -1,7 +1,8 @@
-// exchange_options as JSON (nlohmann-json), the one format for automatic
-// choices: the wisdom file, the benchmark's records and the Python tools read
-// and write these objects. Include it where nlohmann-json is available; the
-// rest of halox does not need it.
+// exchange_options' choice as JSON (nlohmann-json), the one format for
+// automatic choices: the wisdom file, the benchmark's records and the Python
+// tools read and write these objects. Private: the public form is text
+// (choice_json and apply_choice_json in halox/exchange.hpp), so that
+// nlohmann-json stays out of the users' builds.
 //
 //   {"transport": "shm", "algorithm": "staged", "fields": "compact",
 //    "fields_per_message": 0, "fields_per_block": 8}

@@ -2,7 +2,7 @@
 //
 // Reference algorithm:
 //   key = machine, MPI library, rank grid, sub-domain, halo widths, fields, type, auto flags
-//         (JSON lines {"key": ..., "choice": ...}, halox/options_json.hpp)
+//         (JSON lines {"key": ..., "choice": ...}, src/exchange/choice_json.hpp)
 //   if the wisdom file has key: take its choice
 //   else for each candidate c (transports x algorithms x field groupings the flags open):
 //          build the exchange c on the caller's fields; 2 untimed exchanges;
@@ -28,7 +28,7 @@
 
 #include "halox/common/error.hpp"
 #include "halox/exchange.hpp"
-#include "halox/options_json.hpp"
+#include "exchange/choice_json.hpp"
 #include "halox/topology.hpp"
 #include "halox/transport/registry.hpp"
 #include "transport/core/trial.hpp"

@@ -9,7 +9,7 @@
 // btl_vader_single_copy_mechanism; MPICH/UCX: UCX_TLS); record them.
 #pragma once
 
-#include "halox/ipc/mechanism.hpp"
+#include "halox_programs/ipc/mechanism.hpp"
 
 namespace halox::ipc {
 

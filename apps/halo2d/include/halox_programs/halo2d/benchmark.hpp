@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "halox/halo2d/mesh.hpp"
-#include "halox/halo2d/report.hpp"
+#include "halox_programs/halo2d/mesh.hpp"
+#include "halox_programs/halo2d/report.hpp"
 
 namespace halox::halo2d {
 

@@ -18,6 +18,15 @@ inline constexpr const char* help_json_flag = "--help-json";
 //   help      the description; hidden: true when --help does not list it
 //   choices   the accepted values, where CLI11 checks them (IsMember)
 //   range     [min, max], where CLI11 checks it (Range)
+//   counts    true when a count is accepted besides the choices (declared_values)
+//   all       the choices that "all" stands for (declared_values)
 nlohmann::json option_schema(CLI::App& app);
+
+// Declares the words an option takes, for --help-json (choices, counts, all)
+// and --help, without checking them: the program checks its values itself,
+// with its own messages. `counts`: a positive count is accepted too; `all`:
+// what the word "all" stands for.
+CLI::Validator declared_values(const std::vector<std::string>& words, bool counts = false,
+                               const std::vector<std::string>& all = {});
 
 }  // namespace halox

@@ -13,7 +13,7 @@
 // cache line each; waits spin briefly, then yield.
 #pragma once
 
-#include "halox/ipc/mechanism.hpp"
+#include "halox_programs/ipc/mechanism.hpp"
 
 namespace halox::ipc {
 

@@ -14,7 +14,7 @@
 
 #include <vector>
 
-#include "halox/ipc/mechanism.hpp"
+#include "halox_programs/ipc/mechanism.hpp"
 
 namespace halox::ipc {
 
