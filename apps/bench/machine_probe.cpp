@@ -28,7 +28,6 @@ constexpr size_t line_stride = 128;               // a pair's line and the one b
 constexpr std::uint64_t stop_value = ~std::uint64_t{0};
 constexpr std::uint64_t ready_value = std::uint64_t{1} << 62;  // the responder has arrived
 constexpr int round_trips_per_batch = 100, batches = 3, warmup_round_trips = 20;
-constexpr double ping_pong_cap_s = 0.002;         // a descheduled partner ends it early
 constexpr size_t probe_copy_bytes = size_t{1} << 20;
 
 // With more ranks than cores the partner may need this core to answer: then

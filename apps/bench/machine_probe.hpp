@@ -17,6 +17,10 @@
 
 namespace halox::bench {
 
+// A round trip the partner did not answer within this long (it had lost its
+// core) ends the ping-pong; the time waited then stands for the round trip.
+inline constexpr double ping_pong_cap_s = 0.002;
+
 // Two ranks on one node whose cores pass a cache line back and forth.
 struct probe_pair {
   int rank_a = -1, rank_b = -1;

@@ -228,6 +228,17 @@ void print_breakdown(const std::vector<result>& results) {
   }
 }
 
+namespace {
+
+// A round trip at the ping-pong's cap was a partner without its core.
+std::string round_trip_text(double ns) {
+  return ns >= ping_pong_cap_s * 1e9 ? fmt::format("more than {:.0f} ms (a rank had lost its core)",
+                                                    ping_pong_cap_s * 1e3)
+                                     : fmt::format("{:.0f} ns", ns);
+}
+
+}  // namespace
+
 std::string instability_line(const std::vector<result>& results,
                              const std::vector<cell_verdict>& verdicts, int rounds) {
   size_t unstable = 0;
@@ -243,8 +254,8 @@ std::string instability_line(const std::vector<result>& results,
   const probe_spread s = spread_of(all);
   std::vector<std::string> why;
   if (s.round_trip_factor > mode_factor)
-    why.push_back(fmt::format("the inter-core round trip moved between {:.0f} and {:.0f} ns during "
-                              "the run", s.round_trip_low_ns, s.round_trip_high_ns));
+    why.push_back(fmt::format("the inter-core round trip moved between {:.0f} and {} during the run",
+                              s.round_trip_low_ns, round_trip_text(s.round_trip_high_ns)));
   if (s.copy_factor > mode_factor)
     why.push_back(fmt::format("the copy bandwidth moved x{:.1f}", s.copy_factor));
   if (s.worst_run_wait > run_wait_above)

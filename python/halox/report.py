@@ -219,6 +219,11 @@ def chosen(records: Sequence[Record], metric: str = "median",
                                for k in shape_keys]
                 rows.append((v, values))
             notes += stability_notes(cells, verdicts)
+            unsettled = [f"{r.variant} {r.shape_label}" for cell in cells.values() for r in cell
+                         if (r.raw.get("stability") or {}).get("settled") is False]
+            if unsettled:
+                notes.append("--rounds auto: did not settle within 5 % before the budget ran "
+                             f"out: {', '.join(unsettled)}")
             tables.append(Table(labels[toolchain], "transport/algorithm/fields", columns, kinds,
                                 rows, notes, suffixes=suffixes))
         sections.append(Section(_order_heading(first), [

@@ -24,6 +24,9 @@ from typing import Iterable, Sequence
 ROUNDS_DISAGREE_ABOVE = 0.10
 MODE_FACTOR = 1.5
 RUN_WAIT_ABOVE = 0.20
+# halox-bench's ping-pong gives up on a partner that has not answered for this long (it had
+# lost its core); the time waited then stands for the round trip.
+PING_PONG_CAP_NS = 2e6
 STEAL_ABOVE = 0.10
 
 
@@ -209,6 +212,12 @@ def widest_spread(turns_by_launch: dict[str, list[dict]]) -> tuple[str, ProbeSpr
     return run, worst
 
 
+def round_trip_text(ns: float) -> str:
+    if ns >= PING_PONG_CAP_NS:
+        return f"more than {PING_PONG_CAP_NS / 1e6:.0f} ms (a rank had lost its core)"
+    return f"{ns:.0f} ns"
+
+
 def instability_line(unstable: int, cells: int, s: ProbeSpread, worst_disagree: float,
                      rounds: int, during: str = "during the run") -> str:
     """The one closing line: how many cells are unstable and what moved ("" when none); `s` is
@@ -218,7 +227,7 @@ def instability_line(unstable: int, cells: int, s: ProbeSpread, worst_disagree: 
     why = []
     if s.round_trip_factor > MODE_FACTOR:
         why.append(f"the inter-core round trip moved between {s.round_trip_low_ns:.0f} and "
-                   f"{s.round_trip_high_ns:.0f} ns {during}")
+                   f"{round_trip_text(s.round_trip_high_ns)} {during}")
     if s.copy_factor > MODE_FACTOR:
         why.append(f"the copy bandwidth moved x{s.copy_factor:.1f}")
     if s.worst_run_wait > RUN_WAIT_ABOVE:

@@ -49,6 +49,14 @@ def test_a_probe_that_moved_a_mode_or_a_disturbed_turn_makes_a_cell_unstable(aft
     assert verdict.reasons == [reason]
 
 
+def test_the_closing_line_says_when_a_partner_did_not_answer_at_all():
+    spread = stability.probe_spread([turn(round_trip_ns=(2.0e6,))])
+    line = stability.instability_line(1, 4, spread, 0.0, 5)
+    assert line == ("1 of 4 cells unstable: the inter-core round trip moved between 60 and more "
+                    "than 2 ms (a rank had lost its core) during the run; compare within a "
+                    "launch, or rerun with --rounds 5")
+
+
 def test_a_probe_within_one_mode_leaves_a_cell_stable():
     # 1.4x apart, 15 % waited, 5 % stolen: below every threshold.
     turns = [turn(round_trip_ns=(84.0,), copy_GBps=7.5, run_wait=0.15, steal=0.05), turn()]
@@ -110,6 +118,10 @@ def test_report_shows_median_ratio_with_range_and_marks_unstable_cells():
     assert closing.startswith("2 of 3 cells unstable: the ranks waited up to 60 % of a turn")
     assert "rounds disagreed by up to 33 %" in closing
     assert report.closing_line(launch("run-2", 60.0)[:2]) == ""
+    assert "did not settle" not in text
+    recs[2].raw["stability"] = {"settled": False}
+    assert ("--rounds auto: did not settle within 5 % before the budget ran out: "
+            "mpi-p2p/staged/sequence h1f1") in report.render_text(report.build(recs, "chosen"))
 
 
 def test_launches_in_different_modes_are_shown_and_warned_about():
