@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # `make bench`: the default sweep (examples/sweeps/default.toml: 2 ranks pinned to cores, 64^3
 # cells per rank, halo 1 and 5, 1 and 8 fields, every transport x algorithm x field mode,
-# interleaved rounds, on the rank grid of MPI_Dims_create and on one split along z), then one
-# set of tables - the chosen-results layout with speed-ups over the plain-MPI baseline and the
-# efficiency against the single-copy floor - and a Markdown report with PNG plots under
-# results/. HALOX_BENCH_TIME and HALOX_BENCH_ROUNDS shorten or lengthen the measurement.
+# interleaved rounds until every cell's ratio settles, on the rank grid of MPI_Dims_create and
+# on one split along z), then one set of tables - the chosen-results layout with speed-ups over
+# the plain-MPI baseline, taken round by round, and the efficiency against the single-copy
+# floor - and a Markdown report with PNG plots under results/; the last line says which cells
+# were unstable, if any. HALOX_BENCH_TIME (seconds per configuration and round) and
+# HALOX_BENCH_ROUNDS (a count, or auto) shorten or lengthen the measurement.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 mpi=${HALOX_MPI:-openmpi}

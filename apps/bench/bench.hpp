@@ -23,11 +23,17 @@
 #include "halox/exchange.hpp"
 #include "halox/field_memory.hpp"
 #include "halox/transport/registry.hpp"
+#include "machine_probe.hpp"
+#include "stability.hpp"
 #include "stage_breakdown.hpp"
 
 namespace halox::bench {
 
 inline constexpr const char* program = "halox-bench";
+// The variant (xN) ratios refer to, unless --baseline names another: halox's
+// plain-MPI reference (its --help-json default and every record's
+// config.baseline carry it to halox report).
+inline constexpr const char* default_baseline = "mpi-types/staged/sequence";
 
 struct bench_options {
   std::vector<int> domain{64, 64, 64};
@@ -46,10 +52,13 @@ struct bench_options {
   double time_budget = 0;  // seconds per configuration; overrides nrep when > 0
   int warmup = 10;
   int rounds = 1;
+  std::string rounds_text = "1";  // --rounds as given: a number or auto
+  bool rounds_auto = false;    // --rounds auto: rounds until every cell's ratio settles
+  double rounds_budget = 0;    // seconds per shape for --rounds auto (0: twice its first rounds)
   bool no_check = false;
   std::string timing = "throughput";
   std::string json_path;
-  std::string baseline = "mpi-types/staged/sequence";
+  std::string baseline = default_baseline;
   bool quiet = false;
   std::string memory = "auto";
   std::string shared_memory_fallback;  // why auto took private memory, when it did
@@ -126,6 +135,10 @@ struct result {
   unsigned long long plan_to_same_host = 0, plan_to_other_hosts = 0;
   std::vector<transport_stats> sent;
   stage_breakdown breakdown;  // where each stage's time went (rank 0; --stage-times)
+  std::vector<turn_probes> round_probes;  // the machine probe around each round's turn
+  bool rechecked = false;     // auto's choice measured again (its trials' probes disagreed)
+  std::string rechosen;       // what it chose then
+  bool settled = true;        // --rounds auto: its per-round ratio settled
   setup_record setup;         // of the first round's exchange
 };
 
@@ -179,13 +192,31 @@ struct rank_spread {
 };
 std::optional<rank_spread> reference_spread(const result& r);
 void print_result(const result& r, const summary& s);
+// Per cell: its per-round ratios against the baseline of the same round (when
+// the baseline ran) and whether it is stable.
+struct cell_verdict {
+  std::optional<round_ratios> ratios;
+  cell_stability stability;
+};
+std::vector<cell_verdict> judge_cells(const std::vector<result>& results, const std::string& baseline);
 void print_summary(const std::vector<result>& results, const std::vector<summary>& stats,
-                   const std::string& baseline);
+                   const std::vector<cell_verdict>& verdicts, const std::string& baseline);
+// One closing line when a cell is unstable (nothing otherwise).
+std::string instability_line(const std::vector<result>& results,
+                             const std::vector<cell_verdict>& verdicts, int rounds);
 void print_breakdown(const std::vector<result>& results);
 
 // records.cpp
-nlohmann::json to_json_record(const result& r, const summary& s, const bench_options& o,
-                              const decomposition& decomp, const nlohmann::json& provenance,
-                              const std::string& run_id);
+// What every record of a launch carries of the machine probe.
+struct launch_probes {
+  probe_sample start, end;
+  nlohmann::json pairs;
+  double cost_s = 0, wall_s = 0;
+  int samples = 0;
+};
+nlohmann::json to_json_record(const result& r, const summary& s, const cell_verdict& verdict,
+                              const bench_options& o, const decomposition& decomp,
+                              const nlohmann::json& provenance, const std::string& run_id,
+                              const launch_probes& launch);
 
 }  // namespace halox::bench

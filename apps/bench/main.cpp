@@ -64,7 +64,7 @@ void print_header(const decomposition& decomp, const bench_options& o, size_t co
                          decomp.periodic()[2]),
              o.global_domain.empty() ? "domain per rank" : "global domain",
              fmt::join(o.global_domain.empty() ? o.domain : o.global_domain, "x"), o.timing,
-             configurations, o.rounds);
+             configurations, o.rounds_auto ? std::string("auto") : std::to_string(o.rounds));
   if (o.memory == "device") fmt::print("GPU {} (CUDA {})\n", cuda::device_name(), cuda::version());
   std::fflush(stdout);
 }
@@ -80,11 +80,49 @@ std::string agreed_run_id(MPI_Comm comm, const nlohmann::json& provenance) {
   return run_id;
 }
 
+// An automatic choice is measured again in the second round when the probe
+// before its trials and the one after its first timed exchanges disagree: the
+// trials then compared candidates on a different machine.
+bool recheck_choice(const result& r) {
+  if (!r.cfg.automatic() || r.round_probes.size() != 1) return false;
+  const probe_spread s = spread_of(r.round_probes);
+  return s.moved_mode() || s.disturbed();
+}
+
+// Collective: whether another round of the shape [first, end) is due; rank 0
+// decides from its per-round medians (--rounds auto) and tells the others.
+bool another_round(const bench_options& o, const decomposition& decomp, std::vector<result>& results,
+                   size_t first, size_t end, int rounds_done, double elapsed_s, double first_rounds_s) {
+  if (!o.rounds_auto) return rounds_done < o.rounds;
+  constexpr int most_rounds = 12;
+  int more = 0;
+  if (decomp.rank() == 0) {
+    const double budget = o.rounds_budget > 0 ? o.rounds_budget : 3 * first_rounds_s;
+    size_t base = end;
+    for (size_t i = first; i < end; ++i)
+      if (results[i].cfg.variant() == o.baseline) base = i;
+    bool all_settled = true;
+    for (size_t i = first; i < end; ++i) {
+      const auto ratios =
+          base < end ? per_round_ratios(results[base].round_medians, results[i].round_medians)
+                     : std::nullopt;
+      results[i].settled = settled(ratios ? ratios->per_round : results[i].round_medians);
+      all_settled = all_settled && results[i].settled;
+    }
+    more = rounds_done < settle_min_rounds ||
+           (!all_settled && rounds_done < most_rounds && elapsed_s < budget);
+  }
+  MPI_Bcast(&more, 1, MPI_INT, 0, decomp.comm());
+  return more != 0;
+}
+
 // Shape by shape (the matrix lists them in blocks): every round runs all
-// variants of the shape on its memory; the first round verifies.
+// variants of the shape on its memory, the machine probed around each turn;
+// the first round verifies.
 std::vector<result> run_matrix(const decomposition& decomp, const bench_options& o,
                                const std::vector<config>& matrix,
-                               const std::vector<std::string>& hosts) {
+                               const std::vector<std::string>& hosts, machine_probe& probe,
+                               probe_sample& last) {
   std::vector<result> results(matrix.size());
   for (size_t first = 0; first < matrix.size();) {
     size_t end = first + 1;
@@ -92,34 +130,78 @@ std::vector<result> run_matrix(const decomposition& decomp, const bench_options&
            matrix[end].halo == matrix[first].halo)
       ++end;
     shape_memory mem;
-    for (int round = 0; round < o.rounds; ++round)
+    const double shape_start = MPI_Wtime();
+    double first_rounds_s = 0;
+    for (int round = 0; another_round(o, decomp, results, first, end, round,
+                                      MPI_Wtime() - shape_start, first_rounds_s);
+         ++round) {
       for (size_t i = first; i < end; ++i) {
-        result r = run_any(decomp, o, matrix[i], round == 0 ? std::nullopt : results[i].decided,
-                           hosts, mem, !o.no_check);
-        if (round == 0)
+        const bool recheck = round == 1 && recheck_choice(results[i]);
+        result r = run_any(decomp, o, matrix[i],
+                           round == 0 || recheck ? std::nullopt : results[i].decided, hosts, mem,
+                           !o.no_check);
+        const probe_sample before = last;
+        last = probe.take();
+        r.round_probes.push_back({before, last});
+        if (round == 0) {
           results[i] = std::move(r);
-        else
-          merge(results[i], r);
+          continue;
+        }
+        if (recheck) {
+          results[i].rechecked = true;
+          results[i].rechosen = r.chosen;
+          results[i].decided = r.decided;
+        }
+        merge(results[i], r);
       }
+      if (round + 1 == settle_min_rounds) first_rounds_s = MPI_Wtime() - shape_start;
+    }
     first = end;
   }
   return results;
 }
 
-// Rank 0: every configuration, the records, the summary and the breakdown.
+void print_probe_cost(const launch_probes& launch) {
+  fmt::print("\nmachine probe: {} samples, {:.1f} ms, {:.2f} % of the run's {:.1f} s\n",
+             launch.samples, launch.cost_s * 1e3,
+             launch.wall_s > 0 ? 100 * launch.cost_s / launch.wall_s : 0.0, launch.wall_s);
+}
+
+// --rounds auto: the cells whose per-round ratio did not settle.
+void print_unsettled(const std::vector<result>& results, const bench_options& o) {
+  if (!o.rounds_auto) return;
+  std::vector<std::string> cells;
+  for (const auto& r : results)
+    if (!r.settled) cells.push_back(fmt::format("{} [{}]", r.cfg.variant(), r.cfg.shape()));
+  if (cells.empty())
+    fmt::print("rounds auto: every cell's per-round ratio settled within {:.0f} %\n",
+               100 * settle_within);
+  else
+    fmt::print("rounds auto: {} of {} cells did not settle within {:.0f} % before the budget ran "
+               "out: {}\n",
+               cells.size(), results.size(), 100 * settle_within, fmt::join(cells, ", "));
+}
+
+// Rank 0: every configuration, the records, the summary, the breakdown and,
+// when a cell is unstable, one closing line.
 void report(const std::vector<result>& results, const bench_options& o,
             const decomposition& decomp, const nlohmann::json& provenance,
-            const std::string& run_id) {
+            const std::string& run_id, const launch_probes& launch) {
   std::vector<summary> stats;
   for (const auto& r : results) stats.push_back(summarize(r.samples));
+  const std::vector<cell_verdict> verdicts = judge_cells(results, o.baseline);
   for (size_t i = 0; i < results.size(); ++i) {
     if (!o.quiet) print_result(results[i], stats[i]);
     if (!o.json_path.empty())
-      append_json_line(o.json_path,
-                       to_json_record(results[i], stats[i], o, decomp, provenance, run_id));
+      append_json_line(o.json_path, to_json_record(results[i], stats[i], verdicts[i], o, decomp,
+                                                   provenance, run_id, launch));
   }
-  print_summary(results, stats, o.baseline);
+  print_summary(results, stats, verdicts, o.baseline);
   if (o.breakdown_table) print_breakdown(results);
+  print_probe_cost(launch);
+  print_unsettled(results, o);
+  const std::string line = instability_line(results, verdicts, o.rounds_auto ? 6 : o.rounds * 2 + 1);
+  if (!line.empty()) fmt::print("\n{}\n", line);
 }
 
 int bench_main(MPI_Comm world, int argc, char** argv) {
@@ -157,8 +239,18 @@ int bench_main(MPI_Comm world, int argc, char** argv) {
   const std::string run_id = agreed_run_id(decomp.comm(), provenance);
   std::vector<std::string> hosts;
   for (const auto& entry : provenance["rank_map"]) hosts.push_back(entry["host"].get<std::string>());
-  const std::vector<result> results = run_matrix(decomp, o, matrix, hosts);
-  if (decomp.rank() == 0) report(results, o, decomp, provenance, run_id);
+  machine_probe probe(decomp);
+  launch_probes launch;
+  launch.pairs = probe.pairs_json();
+  const double launch_start = MPI_Wtime();
+  launch.start = probe.take();
+  probe_sample last = launch.start;
+  const std::vector<result> results = run_matrix(decomp, o, matrix, hosts, probe, last);
+  launch.end = probe.take();
+  launch.wall_s = MPI_Wtime() - launch_start;
+  launch.cost_s = probe.total_cost_s();
+  launch.samples = probe.samples_taken();
+  if (decomp.rank() == 0) report(results, o, decomp, provenance, run_id, launch);
   return exit_ok;
 }
 

@@ -351,6 +351,7 @@ void merge(result& into, const result& more) {
                                more.round_references.end());
   into.reference_seconds = summarize(into.round_references).median;
   into.verified = into.verified && more.verified;
+  into.round_probes.insert(into.round_probes.end(), more.round_probes.begin(), more.round_probes.end());
   merge(into.breakdown, more.breakdown);
 }
 

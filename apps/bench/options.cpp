@@ -117,14 +117,31 @@ void add_variant_options(CLI::App& app, bench_options& o) {
       ->delimiter(',');
 }
 
+int parse_rounds(const std::string& text) {
+  size_t used = 0;
+  int n = 0;
+  try {
+    n = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty())
+    throw usage_error(fmt::format("--rounds takes a positive number or auto, got '{}'", text));
+  return n;
+}
+
 // How long and how to time.
 void add_timing_options(CLI::App& app, bench_options& o) {
   app.add_option("--nrep", o.nrep, "Timed exchanges per configuration")->capture_default_str();
   app.add_option("--time", o.time_budget, "Seconds of timed exchanges per configuration (replaces --nrep)");
   app.add_option("--warmup", o.warmup, "Untimed exchanges before timing")->capture_default_str();
-  app.add_option("--rounds", o.rounds, "Run the variants of each shape (type, halo, fields) this "
-                 "many times, interleaved, on the same memory; the floor is measured in every round")
+  app.add_option("--rounds", o.rounds_text, "Run the variants of each shape (type, halo, "
+                 "fields) this many times, interleaved, on the same memory; the floor and the "
+                 "machine probe are measured in every round; auto: at least 3 rounds, more until "
+                 "every cell's per-round ratio settles within 5 % or --rounds-budget runs out")
       ->capture_default_str();
+  app.add_option("--rounds-budget", o.rounds_budget, "With --rounds auto: seconds each shape may "
+                 "spend on its rounds (default: three times what its first 3 rounds took)");
   app.add_option("--timing", o.timing, "throughput: back-to-back exchanges; latency: a barrier "
                  "before each; compute: before each (untimed), every halo cell of every field "
                  "read and every interior cell rewritten, then a barrier, so that each exchange "
@@ -246,6 +263,7 @@ void check_values(const bench_options& o) {
   if (o.time_budget < 0) throw usage_error("--time must not be negative");
   if (o.warmup < 0) throw usage_error("--warmup must not be negative");
   if (o.rounds <= 0) throw usage_error("--rounds must be positive");
+  if (o.rounds_budget < 0) throw usage_error("--rounds-budget must not be negative");
   if (o.timing != "throughput" && o.timing != "latency" && o.timing != "compute")
     throw usage_error(
         fmt::format("unknown timing '{}' (expected throughput, latency or compute)", o.timing));
@@ -281,6 +299,8 @@ std::vector<variant_names> variants_of(const bench_options& o,
 }  // namespace
 
 std::vector<config> build_matrix(bench_options& o, const std::vector<std::string>& transports_here) {
+  o.rounds_auto = o.rounds_text == "auto";
+  if (!o.rounds_auto) o.rounds = parse_rounds(o.rounds_text);
   check_values(o);
   std::vector<halo_widths> halos;
   std::vector<int> labels;

@@ -2,6 +2,7 @@
 #include "bench.hpp"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -102,23 +103,62 @@ void print_result(const result& r, const summary& s) {
   fmt::print("  verification: {}\n", r.verified ? "passed (first and last exchange)" : "skipped");
 }
 
+std::vector<cell_verdict> judge_cells(const std::vector<result>& results, const std::string& baseline) {
+  std::vector<cell_verdict> out(results.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    const result& r = results[i];
+    for (const auto& b : results)
+      if (b.cfg.variant() == baseline && b.cfg.shape() == r.cfg.shape() && b.cfg.halo == r.cfg.halo)
+        out[i].ratios = per_round_ratios(b.round_medians, r.round_medians);
+    out[i].stability =
+        judge_cell(out[i].ratios ? out[i].ratios->per_round : r.round_medians, r.round_probes);
+  }
+  return out;
+}
+
+namespace {
+
+// A cell of the summary: the median time, the median of the per-round ratios
+// with their range, the efficiency, and * where the cell is unstable.
+std::string summary_cell(const result& r, double median, const cell_verdict& v) {
+  std::string cell = us(median) + (v.stability.stable ? "" : "*");
+  if (v.ratios) {
+    cell += fmt::format(" (x{:.2f}", v.ratios->median);
+    if (v.ratios->per_round.size() > 1) cell += fmt::format(" {:.2f}-{:.2f}", v.ratios->min, v.ratios->max);
+    cell += ")";
+  }
+  if (median > 0) cell += fmt::format(" {:3.0f}%", 100.0 * efficiency(r));
+  return cell;
+}
+
+}  // namespace
+
 void print_summary(const std::vector<result>& results, const std::vector<summary>& stats,
-                   const std::string& baseline) {
+                   const std::vector<cell_verdict>& verdicts, const std::string& baseline) {
   std::vector<std::string> variants, shapes;
-  std::map<std::pair<std::string, std::string>, double> median, floor;
+  std::map<std::pair<std::string, std::string>, std::string> cells;
+  bool have_baseline = false, several_rounds = false, any_unstable = false;
   for (size_t i = 0; i < results.size(); ++i) {
     auto v = results[i].cfg.variant(), sh = results[i].cfg.shape();
     if (std::find(variants.begin(), variants.end(), v) == variants.end()) variants.push_back(v);
     if (std::find(shapes.begin(), shapes.end(), sh) == shapes.end()) shapes.push_back(sh);
-    median[{v, sh}] = stats[i].median;
-    floor[{v, sh}] = efficiency(results[i]);
+    cells[{v, sh}] = summary_cell(results[i], stats[i].median, verdicts[i]);
+    have_baseline = have_baseline || v == baseline;
+    several_rounds = several_rounds || results[i].round_medians.size() > 1;
+    any_unstable = any_unstable || !verdicts[i].stability.stable;
   }
-  bool have_baseline = std::find(variants.begin(), variants.end(), baseline) != variants.end();
   size_t width = 22;
   for (const auto& sh : shapes) width = std::max(width, sh.size() + 2);
+  for (const auto& [key, cell] : cells) width = std::max(width, cell.size() + 2);
   fmt::print("\nSummary: median time per exchange [us] of the slowest rank{}; N% = efficiency "
-             "(the single-copy floor over the time)\n",
-             have_baseline ? fmt::format("; (xN) = speed-up over {}", baseline_text(baseline)) : "");
+             "(the single-copy floor over the time){}\n",
+             have_baseline
+                 ? fmt::format("; (xN) = speed-up over {}{}", baseline_text(baseline),
+                               several_rounds ? ", each round against the baseline of the same "
+                                                "round: median and range over the rounds"
+                                              : "")
+                 : "",
+             any_unstable ? "; * = unstable (docs/bench.md, Stability)" : "");
   size_t name_width = 34;
   for (const auto& v : variants) name_width = std::max(name_width, v.size() + 2);
   fmt::print("{:<{}}", "transport/algorithm/fields", name_width);
@@ -127,16 +167,8 @@ void print_summary(const std::vector<result>& results, const std::vector<summary
   for (const auto& v : variants) {
     fmt::print("{:<{}}", v, name_width);
     for (const auto& sh : shapes) {
-      auto it = median.find({v, sh});
-      if (it == median.end()) {
-        fmt::print("{:>{}}", "-", width);
-        continue;
-      }
-      std::string cell = us(it->second);
-      if (have_baseline && median.count({baseline, sh}) && it->second > 0)
-        cell += fmt::format(" (x{:.2f})", median[{baseline, sh}] / it->second);
-      if (it->second > 0) cell += fmt::format(" {:3.0f}%", 100.0 * floor[{v, sh}]);
-      fmt::print("{:>{}}", cell, width);
+      auto it = cells.find({v, sh});
+      fmt::print("{:>{}}", it == cells.end() ? std::string("-") : it->second, width);
     }
     fmt::print("\n");
   }
@@ -169,6 +201,9 @@ void print_summary(const std::vector<result>& results, const std::vector<summary
     std::string line = fmt::format("{} [{}]: {}; {:.2f} us ({:.0f}%)", c.variant(), shape,
                                    results[i].chosen, stats[i].median * 1e6,
                                    100 * efficiency(results[i]));
+    if (results[i].rechecked)
+      line += fmt::format(" (measured again in round 2, the probe having moved during its trials: "
+                          "{})", results[i].rechosen);
     if (best != results.size()) line += " against the fastest named variant, " + versus(best);
     if (best_any != best)
       line += (best != results.size() ? "; on any memory " : " against ") + versus(best_any);
@@ -191,6 +226,47 @@ void print_breakdown(const std::vector<result>& results) {
                describe_split(slowest_rank(r.breakdown)), describe_split(median_rank(r.breakdown)),
                describe_busiest(r.breakdown));
   }
+}
+
+namespace {
+
+// A round trip at the ping-pong's cap was a partner without its core.
+std::string round_trip_text(double ns) {
+  return ns >= ping_pong_cap_s * 1e9 ? fmt::format("more than {:.0f} ms (a rank had lost its core)",
+                                                    ping_pong_cap_s * 1e3)
+                                     : fmt::format("{:.0f} ns", ns);
+}
+
+}  // namespace
+
+std::string instability_line(const std::vector<result>& results,
+                             const std::vector<cell_verdict>& verdicts, int rounds) {
+  size_t unstable = 0;
+  double disagree = 0;
+  std::vector<turn_probes> all;
+  for (size_t i = 0; i < results.size(); ++i) {
+    all.insert(all.end(), results[i].round_probes.begin(), results[i].round_probes.end());
+    if (verdicts[i].stability.stable) continue;
+    ++unstable;
+    disagree = std::max(disagree, verdicts[i].stability.rounds_disagree);
+  }
+  if (unstable == 0) return "";
+  const probe_spread s = spread_of(all);
+  std::vector<std::string> why;
+  if (s.round_trip_factor > mode_factor)
+    why.push_back(fmt::format("the inter-core round trip moved between {:.0f} and {} during the run",
+                              s.round_trip_low_ns, round_trip_text(s.round_trip_high_ns)));
+  if (s.copy_factor > mode_factor)
+    why.push_back(fmt::format("the copy bandwidth moved x{:.1f}", s.copy_factor));
+  if (s.worst_run_wait > run_wait_above)
+    why.push_back(fmt::format("the ranks waited up to {:.0f} % of a turn for their cores (another "
+                              "process ran there)", 100 * s.worst_run_wait));
+  if (s.worst_steal > steal_above)
+    why.push_back(fmt::format("the hypervisor stole up to {:.0f} % of a turn", 100 * s.worst_steal));
+  if (disagree > rounds_disagree_above)
+    why.push_back(fmt::format("rounds disagreed by up to {:.0f} %", 100 * disagree));
+  return fmt::format("{} of {} cells unstable: {}; compare within a launch, or rerun with --rounds {}",
+                     unstable, results.size(), fmt::format("{}", fmt::join(why, "; ")), rounds);
 }
 
 }  // namespace halox::bench

@@ -7,9 +7,55 @@
 
 namespace halox::bench {
 
-nlohmann::json to_json_record(const result& r, const summary& s, const bench_options& o,
-                              const decomposition& decomp, const nlohmann::json& provenance,
-                              const std::string& run_id) {
+namespace {
+
+// Per round: the median exchange, its floor, its ratio to the baseline of the
+// same round, and the probe around its turn; then the cell's verdict.
+void add_rounds(nlohmann::json& j, const result& r, const cell_verdict& v, const launch_probes& launch) {
+  nlohmann::json probes = nlohmann::json::array();
+  for (const auto& t : r.round_probes) {
+    // Marks of the turn alone: disturbed while it ran, or the probe moved a mode across it.
+    const probe_spread s = spread_of({t});
+    probes.push_back({{"before", to_json(t.before)},
+                      {"after", to_json(t.after)},
+                      {"disturbed", s.disturbed()},
+                      {"moved", s.moved_mode()}});
+  }
+  j["machine_probe"] = probes;
+  // An automatic choice's trials ran right after the first probe of its first
+  // turn, its first timed exchanges right before the second.
+  if (r.cfg.automatic() && !r.round_probes.empty())
+    j["auto_trials_probe"] = {{"before_trials", to_json(r.round_probes.front().before)},
+                              {"after_first_timed", to_json(r.round_probes.front().after)},
+                              {"rechecked", r.rechecked}};
+  j["round_medians_s"] = r.round_medians;
+  j["round_floors_s"] = r.round_floors;
+  const summary spread = summarize(r.round_medians);
+  j["round_spread"] = {{"min_s", spread.min}, {"max_s", spread.max},
+                       {"relative", spread.median > 0 ? (spread.max - spread.min) / spread.median : 0.0}};
+  if (v.ratios)
+    j["ratio_to_baseline"] = {{"per_round", v.ratios->per_round}, {"median", v.ratios->median},
+                              {"min", v.ratios->min}, {"max", v.ratios->max}};
+  else
+    j["ratio_to_baseline"] = nullptr;
+  j["stable"] = v.stability.stable;
+  j["stability"] = {{"rounds_disagree", v.stability.rounds_disagree},
+                    {"reasons", v.stability.reasons},
+                    {"settled", r.settled}};
+  j["launch_probe"] = {{"pairs", launch.pairs},
+                       {"start", to_json(launch.start)},
+                       {"end", to_json(launch.end)},
+                       {"samples", launch.samples},
+                       {"cost_s", launch.cost_s},
+                       {"wall_s", launch.wall_s}};
+}
+
+}  // namespace
+
+nlohmann::json to_json_record(const result& r, const summary& s, const cell_verdict& verdict,
+                              const bench_options& o, const decomposition& decomp,
+                              const nlohmann::json& provenance, const std::string& run_id,
+                              const launch_probes& launch) {
   nlohmann::json j = provenance;
   j["tool"] = program;
   j["run_id"] = run_id;
@@ -32,7 +78,11 @@ nlohmann::json to_json_record(const result& r, const summary& s, const bench_opt
                  {"global_domain", o.global_domain},
                  {"timing", o.timing},
                  {"warmup", o.warmup},
-                 {"rounds", o.rounds},
+                 {"rounds", static_cast<int>(r.round_medians.size())},
+                 {"rounds_asked", o.rounds_auto ? nlohmann::json("auto") : nlohmann::json(o.rounds)},
+                 {"baseline", o.baseline},
+                 {"rechecked", r.rechecked},
+                 {"rechosen", r.rechosen},
                  {"check", !o.no_check},
                  {"memory", r.memory},
                  {"memory_fallback", o.shared_memory_fallback},
@@ -83,6 +133,7 @@ nlohmann::json to_json_record(const result& r, const summary& s, const bench_opt
   }
   j["stage_breakdown"] = to_json(r.breakdown);
   j["setup"] = to_json(r.setup);
+  add_rounds(j, r, verdict, launch);
   return j;
 }
 

@@ -52,9 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="halox-bench: chosen: a row per variant, a column per halo x fields "
                         "(default); full: per variant, rows = halo, columns = fields (+ staged / "
                         "second toolchain); decomposition: columns = decomposition x toolchain")
-    r.add_argument("--baseline", default=rep.DEFAULT_BASELINE, metavar="T/A/F|PEER",
+    r.add_argument("--baseline", default=None, metavar="T/A/F|PEER",
                    help="variant, or peer program of the sweep's [[peers]], that the (xN) "
-                        "ratios refer to (default %(default)s)")
+                        "ratios refer to (default: the one the records name, halox-bench's --baseline)")
     r.add_argument("--efficiency", action="store_true",
                    help="chosen layout: add 'eff' columns, the fraction of the single-copy floor "
                         "(a memcpy of the same bytes in the same run) each cell reaches")
@@ -178,6 +178,9 @@ def report_main(args) -> int:
             return _fail(prog, f"cannot write to {args.save}: {e.strerror}")
         sys.stdout.flush()
         print(f"\nreport: {path}\nplots:  " + "\n        ".join(str(p) for p in plots))
+    closing = rep.closing_line(records, args.baseline) if records else ""
+    if closing:
+        print(f"\n{closing}")
     return 0
 
 

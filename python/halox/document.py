@@ -53,6 +53,10 @@ def write(loaded: LoadResult, bench: Sequence[Record], out_dir: str | pathlib.Pa
     md = ["# halox report", "",
           f"Generated {stamp} from {', '.join(f'`{f}`' for f in files)} "
           f"(`halox report {shlex.join(files)}`).", ""]
+    closing = report.closing_line(bench, baseline) if bench else ""
+    if closing:
+        md += [f"**{closing}** Unstable cells are marked \\* in the tables and hatched in the "
+               "plots (docs/bench.md, Stability).", ""]
 
     if bench:
         images: dict[int, list[str]] = {}
@@ -68,16 +72,6 @@ def write(loaded: LoadResult, bench: Sequence[Record], out_dir: str | pathlib.Pa
         md += [f"## halox-bench: {title}", "",
                report.render_markdown(tables, level=3,
                                       images=images if layout == "chosen" else None)]
-        # Where the time goes, wherever the records carry it (halox-bench's default).
-        images = {}
-        for i, srecs in enumerate(report_breakdown.contexts(bench)):
-            path = plot.bench_breakdown(srecs, out_dir / f"breakdown-{len(plots) + 1}.png")
-            plots.append(path)
-            images[i] = [path.name]
-        if images:
-            md += ["## halox-bench: where the time goes", "",
-                   report.render_markdown(report_breakdown.breakdown(bench), level=3,
-                                          images=images)]
         placement = _placement_groups(bench)
         if placement:
             md += ["## halox-bench: placement (the same exchanges on each rank grid)", ""]
@@ -87,6 +81,23 @@ def write(loaded: LoadResult, bench: Sequence[Record], out_dir: str | pathlib.Pa
                 plots.append(path)
                 md += [report.render_markdown(report.decomposition(group, metric), level=3),
                        f"![placement]({path.name})", ""]
+        # Where the time goes, wherever the records carry it (halox-bench's default): the
+        # tables of every record are long, so they go to a file of their own.
+        images = {}
+        for i, srecs in enumerate(report_breakdown.contexts(bench)):
+            path = plot.bench_breakdown(srecs, out_dir / f"breakdown-{len(plots) + 1}.png")
+            plots.append(path)
+            images[i] = [path.name]
+        if images:
+            breakdown_md = out_dir / "breakdown.md"
+            breakdown_md.write_text("\n".join([
+                "# halox-bench: where the time goes", "",
+                f"Part of [the report](report.md) of {', '.join(f'`{f}`' for f in files)}.", "",
+                report.render_markdown(report_breakdown.breakdown(bench), level=2,
+                                       images=images)]).rstrip() + "\n")
+            md += ["## halox-bench: where the time goes", "",
+                   "Every record's split of its time into packing, copying, waiting and the "
+                   f"rest, with its plots: [breakdown.md]({breakdown_md.name}).", ""]
 
     for name, runs, module, draw in (
             ("halox-halo2d: Gropp's halo-exchange tests", loaded.halo2d, report_halo2d,

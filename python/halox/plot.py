@@ -60,7 +60,7 @@ def _unit_label(metric: str) -> str:
 
 
 def plot(records: Sequence[Record], out: str | pathlib.Path, metric: str = "median",
-         baseline: str = report.DEFAULT_BASELINE) -> pathlib.Path:
+         baseline: str | None = None) -> pathlib.Path:
     """Writes a PNG and returns its path."""
     chosen = report.chosen(records, metric, baseline)
     panels = [(section, table) for section in chosen.sections for table in section.tables]
@@ -117,6 +117,12 @@ def bench_variants(records: Sequence[Record], out: str | pathlib.Path,
     cells: dict[tuple, list[Record]] = {}
     for r in records:
         cells.setdefault((rec.shape_key(r), r.transport, r.algorithm, r.fields), []).append(r)
+    verdicts = report.record_verdicts(records)
+
+    def unstable(cell: Sequence[Record]) -> bool:
+        return any(not verdicts[r.source][1].stable for r in cell if r.source in verdicts)
+
+    any_unstable = False
     ncols = min(2, len(shapes))
     nrows = math.ceil(len(shapes) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(6.5 * ncols, 3.6 * nrows + 1.2),
@@ -131,16 +137,27 @@ def bench_variants(records: Sequence[Record], out: str | pathlib.Path,
                        for t in transports]
             floors = [_floor(cells.get((key, t, algorithm, fields), []), metric)
                       for t in transports]
-            ax.bar(offsets, heights, width, color=cmap(j % 10), label=f"{algorithm}/{fields}")
+            bars = ax.bar(offsets, heights, width, color=cmap(j % 10),
+                          label=f"{algorithm}/{fields}")
+            for bar, t in zip(bars, transports):
+                if unstable(cells.get((key, t, algorithm, fields), [])):
+                    bar.set_hatch("xxx")
+                    bar.set_edgecolor("red")
+                    any_unstable = True
             ax.hlines(floors, offsets - width / 2, offsets + width / 2, colors="black",
                       linewidth=1.5, label="memcpy floor" if j == 0 else None)
-        ax.set_xticks(x, transports)
+        # Transport names are long (mpi-rma-fence): slanted, they never run into each other.
+        ax.set_xticks(x, transports, rotation=30, ha="right", rotation_mode="anchor",
+                      fontsize=8)
         ax.set_title(label, fontsize=10)
         ax.set_ylabel(_unit_label(metric))
         ax.grid(axis="y", alpha=0.3)
     for ax in list(axes.flat)[len(shapes):]:
         ax.axis("off")
     handles, labels = axes.flat[0].get_legend_handles_labels()
+    if any_unstable:
+        handles.append(Patch(facecolor="white", edgecolor="red", hatch="xxx"))
+        labels.append("unstable (*)")
     fig.legend(handles, labels, fontsize=8, loc="lower center", ncols=min(7, len(labels)))
     first = records[0]
     _suptitle(fig, f"transports and algorithms: {report.context_details(first)}",

@@ -32,6 +32,10 @@ METRICS: dict[str, tuple[str, str, float]] = {
                           "s", 1.0),
 }
 
+# Records name the baseline of their (xN) ratios (config.baseline, from halox-bench's
+# --baseline); those written before they did used this one.
+BASELINE_BEFORE_RECORDED = "mpi-types/staged/sequence"
+
 ALGORITHM_ORDER = ["standard", "staged", "faces", "auto"]
 FIELDS_ORDER = ["compact", "sequence", "cache", "whole", "auto"]
 DECOMPOSITION_NAMES = {"cart": "mpicart", "hw": "hwcart"}
@@ -448,6 +452,15 @@ def sort_variants(variants: Iterable[str]) -> list[str]:
         t, a, f = (v.split("/") + ["", "", ""])[:3]
         return (t, order_rank(a, ALGORITHM_ORDER), order_rank(f, FIELDS_ORDER))
     return sorted(set(variants), key=key)
+
+
+def baseline_of(records: Iterable[Record]) -> str:
+    """The baseline the records' halox-bench runs took (the first one named)."""
+    for r in records:
+        named = (r.raw.get("config") or {}).get("baseline")
+        if named and not r.peer:
+            return str(named)
+    return BASELINE_BEFORE_RECORDED
 
 
 def shape_key(r: Record) -> tuple:

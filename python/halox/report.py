@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 from . import records as rec
+from . import stability
 from .records import Record
 
 LAYOUTS = ("chosen", "full", "decomposition")
-DEFAULT_BASELINE = "mpi-types/staged/sequence"
 # The programs the plain-MPI variants follow (docs/peers.md), named beside their ratios.
 BASELINE_ALGORITHMS = {
     "mpi-types/staged/sequence": "the algorithm of cartex mpi_comm --MPI-datatypes",
@@ -30,6 +30,13 @@ class Table:
     notes: list[str] = field(default_factory=list)
     groups: list[tuple[str, int]] = field(default_factory=list)  # titles over column spans
     label_header: bool = False        # print row_header over the labels in text too
+    # Text after a cell's value, by (row, column): "*" (unstable), " [1.65-1.74]" (range).
+    suffixes: dict[tuple[int, int], str] = field(default_factory=dict)
+
+    def cell_texts(self, row: int) -> list[str]:
+        _, values = self.rows[row]
+        return [format_value(v, k) + self.suffixes.get((row, i), "")
+                for i, (v, k) in enumerate(zip(values, self.kinds))]
 
 
 @dataclass
@@ -130,12 +137,15 @@ SELF_COPY_NOTE = ("self = time of every rank filling the same halos from its own
 
 
 def chosen(records: Sequence[Record], metric: str = "median",
-           baseline: str = DEFAULT_BASELINE, efficiency: bool = False,
+           baseline: str | None = None, efficiency: bool = False,
            self_copy: bool = False) -> Report:
     """Per numbering order / decomposition: a table per toolchain, a row per variant, a column
     per (halo, nfields); "(xN)" columns = baseline / variant when the table is one run; with
     `efficiency`, "eff" columns = the fraction of the single-copy floor each cell reaches; with
-    `self_copy`, "self" columns = the fraction of the self-copy reference."""
+    `self_copy`, "self" columns = the fraction of the self-copy reference. The ratios are the
+    median of per-round ratios (each round against the baseline of the same round) with their
+    range; "*" marks a cell that is unstable (stability.py)."""
+    baseline = baseline or rec.baseline_of(records)
     labels = rec.toolchain_labels(records)
     sections = []
     for _, srecs in rec.group(records, context_key).items():
@@ -163,7 +173,11 @@ def chosen(records: Sequence[Record], metric: str = "median",
                 notes.append(f"(xN) = {baseline}{named} / variant, measured in one run "
                              f"({run_ids[0]})"
                              + (f" with the peer programs run beside it in the same job "
-                                f"({', '.join(peers_beside)})" if peers_beside else ""))
+                                f"({', '.join(peers_beside)})" if peers_beside else "")
+                             + ("; each round against the baseline of the same round: the "
+                                "median of the rounds' ratios, [their range]"
+                                if any(len(stability.round_medians(r.raw)) > 1 for r in trecs
+                                       if not r.peer) else ""))
             if peers_beside:
                 notes.append("peer programs: the statistic of their own timing (each exchange "
                              "timed alone after a barrier, on rank 0), parsed from their output")
@@ -182,13 +196,21 @@ def chosen(records: Sequence[Record], metric: str = "median",
                 kinds += ["ratio"] * len(shape_keys)
                 notes.append(SELF_COPY_NOTE)
             rows = []
-            for v in variants:
+            suffixes: dict[tuple[int, int], str] = {}
+            verdicts = cell_verdicts(cells, baseline if with_ratios else None)
+            for row, v in enumerate(variants):
                 values = [rec.cell_value(cells.get((v, k), []), metric) for k in shape_keys]
-                times = list(values)
+                for col, k in enumerate(shape_keys):
+                    verdict = verdicts.get((v, k))
+                    if verdict and not verdict[1].stable:
+                        suffixes[(row, col)] = "*"
                 if with_ratios:
-                    base = [rec.cell_value(cells.get((baseline, k), []), metric)
-                            for k in shape_keys]
-                    values += [b / x if x > 0 else math.nan for b, x in zip(base, times)]
+                    for col, k in enumerate(shape_keys):
+                        ratios = (verdicts.get((v, k)) or (None, None))[0]
+                        values.append(ratios.median if ratios else math.nan)
+                        if ratios and len(ratios.per_round) > 1:
+                            suffixes[(row, len(shape_keys) + col)] = \
+                                f" [{ratios.min:.2f}-{ratios.max:.2f}]"
                 if efficiency:
                     values += [_efficiency(cells.get((v, k), [])) for k in shape_keys]
                 if self_copy:
@@ -196,11 +218,80 @@ def chosen(records: Sequence[Record], metric: str = "median",
                                                  for r in cells.get((v, k), [])])
                                for k in shape_keys]
                 rows.append((v, values))
+            notes += stability_notes(cells, verdicts)
+            unsettled = [f"{r.variant} {r.shape_label}" for cell in cells.values() for r in cell
+                         if (r.raw.get("stability") or {}).get("settled") is False]
+            if unsettled:
+                notes.append("--rounds auto: did not settle within 5 % before the budget ran "
+                             f"out: {', '.join(unsettled)}")
             tables.append(Table(labels[toolchain], "transport/algorithm/fields", columns, kinds,
-                                rows, notes))
+                                rows, notes, suffixes=suffixes))
         sections.append(Section(_order_heading(first), [
             context_details(first), _records_context(srecs, metric, labels)], tables))
     return Report(_preamble(records, metric, labels), sections)
+
+
+def cell_verdicts(cells: dict[tuple, list[Record]], baseline: str | None
+                  ) -> dict[tuple, tuple[stability.RoundRatios | None, stability.Stability]]:
+    """Per (variant, shape) cell of one run: its per-round ratios against the baseline of the
+    same run (None without one) and its stability; cells combining runs are left out."""
+    out = {}
+    for (v, k), cell in cells.items():
+        if len(cell) != 1 or cell[0].peer:
+            continue
+        base = cells.get((baseline, k), []) if baseline else []
+        base_raw = base[0].raw if len(base) == 1 and base[0].run_id == cell[0].run_id else None
+        out[(v, k)] = stability.judge_record(cell[0].raw, base_raw)
+    return out
+
+
+def record_verdicts(records: Sequence[Record], baseline: str | None = None) -> dict[str, tuple]:
+    """Per record (by its source): its per-round ratios against the baseline record of its run
+    and shape (None without one) and its stability."""
+    baseline = baseline or rec.baseline_of(records)
+    bases = {(r.run_id, rec.shape_key(r)): r for r in records if r.variant == baseline}
+    out = {}
+    for r in records:
+        if r.peer:
+            continue
+        base = bases.get((r.run_id, rec.shape_key(r)))
+        out[r.source] = stability.judge_record(r.raw, base.raw if base else None)
+    return out
+
+
+def closing_line(records: Sequence[Record], baseline: str | None = None) -> str:
+    """The one line a report ends with when cells are unstable ("" otherwise)."""
+    verdicts = record_verdicts(records, baseline)
+    unstable = [v for v in verdicts.values() if not v[1].stable]
+    return _closing(records, len(unstable), len(verdicts),
+                    max((v[1].rounds_disagree for v in unstable), default=0.0))
+
+
+def _closing(records: Iterable[Record], unstable: int, cells: int, worst_disagree: float) -> str:
+    by_launch: dict[str, list[dict]] = {}
+    rounds = 1
+    for r in records:
+        if r.peer:
+            continue
+        by_launch.setdefault(r.run_id, []).extend(r.raw.get("machine_probe") or [])
+        rounds = max(rounds, len(stability.round_medians(r.raw)))
+    run, spread = stability.widest_spread(by_launch)
+    during = "during the run" if len(by_launch) == 1 else f"during run {run}"
+    return stability.instability_line(unstable, cells, spread, worst_disagree,
+                                      max(2 * rounds + 1, 5), during)
+
+
+def stability_notes(cells: dict[tuple, list[Record]], verdicts: dict) -> list[str]:
+    """"* = unstable" and the closing line, when a cell is."""
+    unstable = [key for key, (_, s) in verdicts.items() if not s.stable]
+    if not unstable:
+        return []
+    worst = max(verdicts[k][1].rounds_disagree for k in unstable)
+    return ["* = unstable: " + "; ".join(
+                f"{v} {cells[(v, k)][0].shape_label}: "
+                f"{', '.join(verdicts[(v, k)][1].reasons)}" for v, k in unstable),
+            _closing((r for c in cells.values() for r in c), len(unstable), len(verdicts),
+                     worst)]
 
 
 def _efficiency(cell: Sequence[Record]) -> float:
@@ -358,7 +449,7 @@ def _order_heading(r: Record) -> str:
 
 
 def build(records: Sequence[Record], layout: str = "chosen", metric: str = "median",
-          baseline: str = DEFAULT_BASELINE, efficiency: bool = False,
+          baseline: str | None = None, efficiency: bool = False,
           self_copy: bool = False) -> Report:
     if layout == "chosen":
         return chosen(records, metric, baseline, efficiency, self_copy)
@@ -379,12 +470,33 @@ def _preamble(records: Sequence[Record], metric: str, labels: dict[str, str]) ->
              + (f" ({runs[0]})" if len(runs) == 1 else "")
              + (f", {peer_records} of them of peer programs run beside halox-bench"
                 if peer_records else "") + f"; {library_legend(labels)}."]
+    lines += launch_probe_lines(records)
     skipped = sum(1 for r in records if r.verification != "passed" and not r.peer)
     if skipped:
         lines.append(f"{skipped} records were not verified (--no-check).")
     unchecked = sum(1 for r in records if r.verification != "passed" and r.peer)
     if unchecked:
         lines.append(f"{unchecked} peer records were not checked (their command has no --check).")
+    return lines
+
+
+def launch_probe_lines(records: Sequence[Record]) -> list[str]:
+    """Each launch's machine probe, and a warning when launches ran in different modes."""
+    probes = []
+    for run_id, rs in ordered_groups((r for r in records if not r.peer), lambda r: r.run_id
+                                     ).items():
+        probe = stability.launch_probe([r.raw for r in rs])
+        if probe is not None:
+            probes.append((run_id, probe))
+    lines = [f"Machine probe of run {run_id}: {probe.text()}." for run_id, probe in probes]
+    differ = [(a, b) for i, (a, pa) in enumerate(probes) for b, pb in probes[i + 1:]
+              if stability.modes_differ(pa, pb)]
+    if differ:
+        lines.append("WARNING: launches ran with the machine in different modes (median round "
+                     "trip or copy bandwidth more than "
+                     f"{stability.MODE_FACTOR}x apart): "
+                     + ", ".join(f"{a} and {b}" for a, b in differ)
+                     + "; compare their cells within each launch, not across them.")
     return lines
 
 
@@ -423,7 +535,7 @@ def _group_header(table: Table, widths: list[int]) -> str:
 
 
 def render_table_text(table: Table) -> list[str]:
-    cells = [[format_value(v, k) for v, k in zip(values, table.kinds)] for _, values in table.rows]
+    cells = [table.cell_texts(i) for i in range(len(table.rows))]
     label_width = max([len(label) for label, _ in table.rows] +
                       [len(table.row_header) if table.label_header else 0]) + 4
     widths = []
@@ -468,7 +580,7 @@ def render_text(report: Report) -> str:
 
 
 def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
+    return text.replace("|", "\\|").replace("*", "\\*")
 
 
 def render_table_markdown(table: Table) -> list[str]:
@@ -485,8 +597,8 @@ def render_table_markdown(table: Table) -> list[str]:
     header = [table.row_header] + columns
     lines.append("| " + " | ".join(_md_escape(h) for h in header) + " |")
     lines.append("|" + "|".join([":---"] + ["---:"] * len(table.columns)) + "|")
-    for label, values in table.rows:
-        cells = [format_value(v, k) for v, k in zip(values, table.kinds)]
+    for row, (label, _) in enumerate(table.rows):
+        cells = [_md_escape(c) for c in table.cell_texts(row)]
         lines.append("| " + " | ".join([_md_escape(label)] + cells) + " |")
     for note in table.notes:
         lines += ["", f"_{_md_escape(note)}_"]

@@ -61,7 +61,8 @@ BENCH = Program(
     values={
         "domain": "xyz_pos", "global_domain": "xyz_pos", "halo_lo": "xyz_nonneg",
         "halo_hi": "xyz_nonneg", "nrep": "pos_int", "time": "pos_number", "warmup": "nonneg_int",
-        "rounds": "pos_int", "timing": "timing", "baseline": "variant",
+        "rounds": "rounds", "rounds_budget": "pos_number", "timing": "timing",
+        "baseline": "variant",
         "fields_per_block": "nonneg_int", "mpicart": "xyz_nonneg", "node": "xyz_pos",
         "socket": "xyz_pos", "numa": "xyz_pos", "l3": "xyz_pos", "l2": "xyz_pos",
         "l1": "xyz_pos", "core": "xyz_pos", "hwthread": "xyz_pos", "slot": "xyz_pos",
@@ -181,7 +182,10 @@ _CHOICES = {"timing": ("throughput", "latency", "compute"),
 
 
 def check_scalar(where: str, kind: str, v: Any, choices: tuple[str, ...] = ()) -> None:
-    if kind in ("int", "pos_int", "nonneg_int"):
+    if kind == "rounds":  # halox-bench --rounds: a count, or auto (until the ratios settle)
+        if v != "auto":
+            check_scalar(where, "pos_int", v) if _is_int(v) else _fail_rounds(where, v)
+    elif kind in ("int", "pos_int", "nonneg_int"):
         if not _is_int(v):
             raise SpecError(f"{where} must be an integer, not {_type_name(v)} ({v!r})")
         if kind == "pos_int" and v <= 0:
@@ -215,6 +219,10 @@ def check_scalar(where: str, kind: str, v: Any, choices: tuple[str, ...] = ()) -
             raise SpecError(f"{where} must be one of {', '.join(allowed)}, got {v!r}")
         if kind == "variant" and v.count("/") != 2:
             raise SpecError(f"{where} must be transport/algorithm/fields, got {v!r}")
+
+
+def _fail_rounds(where: str, v: Any) -> None:
+    raise SpecError(f"{where} must be a positive integer or \"auto\", got {v!r}")
 
 
 def _option_words(where: str, kind: str, v: Any, choices: tuple[str, ...] = ()) -> list[str]:
@@ -737,7 +745,10 @@ def _estimate(program: Program, lists: dict, known: dict, bench_opts: dict):
                 configurations *= len(words)
     estimate = None
     if "time" in bench_opts and configurations:
-        estimate = configurations * float(bench_opts["time"]) * int(bench_opts.get("rounds", 1))
+        rounds = bench_opts.get("rounds", 1)
+        # --rounds auto: at least 3 rounds (more where cells have not settled).
+        estimate = configurations * float(bench_opts["time"]) * (3 if rounds == "auto"
+                                                                 else int(rounds))
     return configurations, estimate
 
 

@@ -41,6 +41,8 @@ BENCH = [
     (["--periodic", "2", "1", "1"], "--periodic"),
     (["--nrep", "0"], "--nrep must be positive"),
     (["--rounds", "0"], "--rounds must be positive"),
+    (["--rounds", "often"], "--rounds takes a positive number or auto, got 'often'"),
+    (["--rounds", "auto", "--rounds-budget", "-1"], "--rounds-budget must not be negative"),
     (["--warmup", "-1"], "--warmup must not be negative"),
     (["--time", "-1"], "--time must not be negative"),
     (["--timeout", "-1"], "--timeout must not be negative"),

@@ -55,6 +55,35 @@ def test_summary_reports_ratios_against_the_baseline(run_mpi):
     assert baseline_row and "(x1.00)" in baseline_row[0]
 
 
+def test_rounds_auto_records_the_rounds_their_ratios_and_the_probe(run_mpi, tmp_path):
+    out = tmp_path / "auto.jsonl"
+    run = run_mpi(2, BENCH, *SMALL, "--transport", "mpi-p2p,mpi-types", "--algorithm", "staged",
+                  "--fields", "sequence", "--rounds", "auto", "--rounds-budget", "0.5",
+                  "--quiet", "--json", str(out))
+    assert run.returncode == 0, run.stderr
+    records = {r["config"]["transport"]: r for r in map(json.loads, out.read_text().splitlines())}
+    base, p2p = records["mpi-types"], records["mpi-p2p"]
+    assert base["config"]["baseline"] == "mpi-types/staged/sequence"
+    assert base["config"]["rounds_asked"] == "auto"
+    rounds = len(p2p["round_medians_s"])
+    assert 3 <= rounds <= 12 and p2p["config"]["rounds"] == rounds
+    # Each round's ratio is that round's baseline over that round's variant.
+    assert p2p["ratio_to_baseline"]["per_round"] == pytest.approx(
+        [b / v for b, v in zip(base["round_medians_s"], p2p["round_medians_s"])])
+    assert base["ratio_to_baseline"]["per_round"] == [1.0] * rounds
+    assert len(p2p["machine_probe"]) == rounds
+    turn = p2p["machine_probe"][0]
+    assert turn["before"]["unix_s"] <= turn["after"]["unix_s"]
+    assert len(turn["after"]["round_trip_ns"]) == 1 and turn["after"]["round_trip_ns"][0] > 0
+    assert turn["after"]["copy_GBps"] > 0
+    assert p2p["launch_probe"]["pairs"][0]["ranks"] == [0, 1]
+    assert p2p["launch_probe"]["samples"] == 2 + 2 * rounds
+    assert isinstance(p2p["stable"], bool) and "settled" in p2p["stability"]
+    assert "machine probe: " in run.stdout and "rounds auto: " in run.stdout
+    unstable = sum(not r["stable"] for r in records.values())
+    assert (f"{unstable} of 2 cells unstable:" in run.stdout) == (unstable > 0)
+
+
 def test_latency_timing_time_budget_and_per_side_halos(run_mpi):
     run = run_mpi(3, BENCH, "--global-domain", "10", "7", "9", "--halo-lo", "1", "0", "2",
                   "--halo-hi", "2", "1", "0", "--timing", "latency", "--time", "0.05",
@@ -186,9 +215,17 @@ def test_automatic_variant_records_its_choice_against_the_named_ones(run_mpi, tm
     assert auto["config"]["chosen"].startswith("chose ")
     assert auto["config"]["memory"] == "shared"  # so that shm competes copying in place
     assert auto["verification"] == "passed"
-    # Measured once, in the first round: the second builds the same choice, verified again.
-    # (once when built in the first round, once in the summary)
-    assert run.stdout.count("auto/auto/auto [double h1f2]: chose ") == 2
+    # Measured once, in the first round: the second builds the same choice, verified again
+    # (once when built in the first round, once in the summary) - unless the machine probe
+    # moved during its trials: then the second round measures it again, and says so.
+    first = auto["machine_probe"][0]
+    moved = first["moved"] or first["disturbed"]
+    assert auto["config"]["rechecked"] == moved
+    assert auto["auto_trials_probe"]["rechecked"] == moved
+    assert auto["auto_trials_probe"]["before_trials"] == first["before"]
+    assert run.stdout.count("auto/auto/auto [double h1f2]: chose ") == (3 if moved else 2)
+    assert ("measured again in round 2, the probe having moved during its trials: chose "
+            in run.stdout) == moved
     assert sum(1 for r in records if r["config"]["transport"] == "mpi-p2p") == 1
     [line] = [l for l in run.stdout.splitlines()
               if l.startswith("auto/auto/auto [") and " against " in l]

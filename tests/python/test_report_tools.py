@@ -187,13 +187,18 @@ def test_save_adds_where_the_time_goes_with_its_plot(capsys, tmp_path):
                                                                        "breakdown-2.png"]
     width, height = png_size(tmp_path / "r" / "breakdown-2.png")
     assert width > 500 and height > 300
-    assert "## halox-bench: where the time goes" in md and "](breakdown-2.png)" in md
-    assert "| shm/staged/sequence stage 2 |" in md
+    # The summary first; every record's breakdown in a file of its own, linked from it.
+    breakdown = (tmp_path / "r" / "breakdown.md").read_text()
+    assert "## halox-bench: where the time goes" in md and "](breakdown.md)" in md
+    assert md.index("halox-bench: chosen results") < md.index("where the time goes")
+    assert "| shm/staged/sequence stage 2 |" not in md
+    assert "](breakdown-2.png)" in breakdown and "](report.md)" in breakdown
+    assert "| shm/staged/sequence stage 2 |" in breakdown
 
     # Of records that carry none: no such section or plot.
     code, out, err = report(capsys, DATA / "bench.jsonl", "--save", tmp_path / "without")
     assert code == 0, err
-    assert not list((tmp_path / "without").glob("breakdown-*.png"))
+    assert not list((tmp_path / "without").glob("breakdown*"))
     assert "where the time goes" not in (tmp_path / "without" / "report.md").read_text()
 
 

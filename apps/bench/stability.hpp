@@ -1,0 +1,66 @@
+// Whether a cell (variant x shape of one launch) can be trusted: ratios taken
+// round by round against the baseline of the same round, and the rules that
+// mark a cell unstable (docs/bench.md, "Stability"; python/halox/stability.py
+// applies the same rules to records).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "machine_probe.hpp"
+
+namespace halox::bench {
+
+// Rounds disagree when their largest ratio (or median, without a baseline) is
+// more than this much above their smallest.
+inline constexpr double rounds_disagree_above = 0.10;
+// The probe changed mode when a pair's round trip, or the copy bandwidth, of
+// two probes differ by more than this factor.
+inline constexpr double mode_factor = 1.5;
+// A turn was disturbed when the ranks waited this share of it for their cores,
+// or the hypervisor stole this share of their CPUs' time.
+inline constexpr double run_wait_above = 0.20, steal_above = 0.10;
+// --rounds auto: a cell has settled when, after at least this many rounds, its
+// per-round ratios (the lowest and highest left out from 5 rounds on) lie
+// within this share of their median.
+inline constexpr int settle_min_rounds = 3;
+inline constexpr double settle_within = 0.05;
+
+struct round_ratios {
+  std::vector<double> per_round;  // baseline / variant, each round against its own baseline
+  double median = 0, min = 0, max = 0;
+};
+
+// Per round k: baseline[k] / variant[k] (rounds missing on either side are skipped).
+std::optional<round_ratios> per_round_ratios(const std::vector<double>& baseline_round_medians,
+                                             const std::vector<double>& round_medians);
+
+// The probes around one turn (a variant's timed exchanges in one round).
+struct turn_probes {
+  probe_sample before, after;
+};
+
+// How far apart a list of probes is: the largest max/min of any pair's round
+// trip and of the copy bandwidth, and the worst disturbance of the turns.
+struct probe_spread {
+  double round_trip_factor = 1, copy_factor = 1;
+  double round_trip_low_ns = 0, round_trip_high_ns = 0;  // of the pair that moved most
+  double worst_run_wait = 0, worst_steal = 0;
+  bool moved_mode() const { return round_trip_factor > mode_factor || copy_factor > mode_factor; }
+  bool disturbed() const { return worst_run_wait > run_wait_above || worst_steal > steal_above; }
+};
+probe_spread spread_of(const std::vector<turn_probes>& turns);
+
+struct cell_stability {
+  bool stable = true;
+  double rounds_disagree = 0;  // max/min - 1 of the per-round ratios (or medians)
+  std::vector<std::string> reasons;
+};
+
+cell_stability judge_cell(const std::vector<double>& per_round, const std::vector<turn_probes>& turns);
+
+// --rounds auto: the ratios lie within settle_within of their median.
+bool settled(const std::vector<double>& per_round);
+
+}  // namespace halox::bench

@@ -1,0 +1,151 @@
+"""The stability rules and the per-round ratios (halox.stability, as halox-bench applies them) on
+synthetic records, and how halox report shows them: marked cells, ranges, the closing line,
+each launch's probe and the warning when launches ran in different modes."""
+import copy
+
+import pytest
+
+from halox import records, report, stability
+
+
+def sample(round_trip_ns=(60.0,), copy_GBps=10.0, run_wait=0.0, steal=0.0):
+    return {"at_s": 0.0, "round_trip_ns": list(round_trip_ns), "copy_GBps": copy_GBps,
+            "steal_share": steal, "run_wait_share": run_wait, "load1": 0.5, "cost_s": 1e-4}
+
+
+def turn(**after):
+    return {"before": sample(), "after": sample(**after)}
+
+
+def test_ratios_are_taken_round_by_round_against_the_same_round():
+    # The machine doubled its speed between the rounds: the times halve, the ratio stays.
+    r = stability.per_round_ratios([100e-6, 50e-6, 100e-6], [50e-6, 25e-6, 52e-6])
+    assert r.per_round == pytest.approx([2.0, 2.0, 100 / 52])
+    assert r.median == pytest.approx(2.0)
+    assert (r.min, r.max) == pytest.approx((100 / 52, 2.0))
+    # Ratios of whole medians would mix rounds of different machines.
+    assert stability.per_round_ratios([1.0], [0.0]) is None
+    assert stability.per_round_ratios([2.0, 1.0], [1.0]).per_round == [2.0]
+
+
+def test_rounds_that_disagree_by_more_than_ten_percent_are_unstable():
+    assert stability.judge([2.0, 2.1, 2.05], []).stable
+    verdict = stability.judge([2.0, 2.3], [])
+    assert not verdict.stable
+    assert verdict.rounds_disagree == pytest.approx(0.15)
+    assert verdict.reasons == ["rounds disagree by 15 %"]
+    assert stability.judge([2.0], []).stable  # one round: nothing to disagree with
+
+
+@pytest.mark.parametrize("after, reason", [
+    ({"round_trip_ns": (95.0,)}, "round trip moved 60-95 ns"),
+    ({"copy_GBps": 5.0}, "copy bandwidth moved x2.0"),
+    ({"run_wait": 0.5}, "ranks waited 50 % of a turn for their cores"),
+    ({"steal": 0.3}, "30 % of a turn stolen"),
+])
+def test_a_probe_that_moved_a_mode_or_a_disturbed_turn_makes_a_cell_unstable(after, reason):
+    verdict = stability.judge([2.0, 2.0], [turn(), turn(**after)])
+    assert not verdict.stable
+    assert verdict.reasons == [reason]
+
+
+def test_the_closing_line_says_when_a_partner_did_not_answer_at_all():
+    spread = stability.probe_spread([turn(round_trip_ns=(2.0e6,))])
+    line = stability.instability_line(1, 4, spread, 0.0, 5)
+    assert line == ("1 of 4 cells unstable: the inter-core round trip moved between 60 and more "
+                    "than 2 ms (a rank had lost its core) during the run; compare within a "
+                    "launch, or rerun with --rounds 5")
+
+
+def test_a_probe_within_one_mode_leaves_a_cell_stable():
+    # 1.4x apart, 15 % waited, 5 % stolen: below every threshold.
+    turns = [turn(round_trip_ns=(84.0,), copy_GBps=7.5, run_wait=0.15, steal=0.05), turn()]
+    assert stability.judge([2.0, 2.0], turns).stable
+    # A pair beside the one that moved is measured on its own.
+    two = [{"before": sample((60.0, 300.0)), "after": sample((61.0, 310.0))}]
+    assert stability.judge([1.0], two).stable
+
+
+def bench_record(variant, rounds, probes, run_id="run-1", halo=1, baseline=None):
+    transport, algorithm, fields = variant.split("/")
+    raw = {
+        "schema_version": 1, "tool": "halox-bench", "run_id": run_id, "ranks": 2,
+        "mpi_library": "Open MPI v4.1.4", "machine": {"cpu_model": "Intel Xeon", "cpus": 2},
+        "host": "vm",
+        "config": {"transport": transport, "algorithm": algorithm, "fields": fields,
+                   "type": "double", "halo": halo, "halo_lo": [halo] * 3, "halo_hi": [halo] * 3,
+                   "nfields": 1, "domain": [64, 64, 64], "global_domain": [],
+                   "timing": "throughput", "baseline": baseline or "mpi-types/staged/sequence"},
+        "decomposition": {"kind": "cart", "dims": [2, 1, 1], "periodic": [True] * 3,
+                          "order": "ZYX"},
+        "time_per_exchange_s": {"median": sorted(rounds)[len(rounds) // 2], "mean": rounds[0]},
+        "seconds_per_10000": 1.0, "efficiency": 0.5, "verification": "passed",
+        "round_medians_s": rounds, "machine_probe": probes,
+        "launch_probe": {"pairs": [{"role": "nearest", "ranks": [0, 1], "cpus": [0, 1]}],
+                         "start": probes[0]["before"], "end": probes[-1]["after"],
+                         "samples": 2 * len(probes), "cost_s": 1e-3, "wall_s": 1.0},
+    }
+    return records.parse_record(raw, f"synthetic:{run_id}:{variant}:{halo}")
+
+
+BASE = "mpi-types/staged/sequence"
+
+
+def launch(run_id, round_trip_ns, disturbed_shm=False):
+    calm = [turn(round_trip_ns=(round_trip_ns,)), turn(round_trip_ns=(round_trip_ns,))]
+    for t in calm:
+        t["before"]["round_trip_ns"] = [round_trip_ns]
+    shm_turns = copy.deepcopy(calm)
+    if disturbed_shm:
+        shm_turns[1]["after"]["run_wait_share"] = 0.6
+    return [bench_record(BASE, [100e-6, 50e-6], calm, run_id),
+            bench_record("shm/staged/sequence", [50e-6, 25e-6], shm_turns, run_id),
+            bench_record("mpi-p2p/staged/sequence", [80e-6, 30e-6], calm, run_id)]
+
+
+def test_report_shows_median_ratio_with_range_and_marks_unstable_cells():
+    recs = launch("run-1", 60.0, disturbed_shm=True)
+    text = report.render_text(report.build(recs, "chosen"))
+    rows = {line.split()[0]: line for line in text.splitlines()
+            if line.startswith("    ") and "/" in line}
+    assert "2.00" in rows["shm/staged/sequence"]
+    assert "*" in rows["shm/staged/sequence"]  # its second turn was disturbed
+    assert "*" in rows["mpi-p2p/staged/sequence"]  # 1.25 then 1.67: rounds disagree
+    assert "*" not in rows[BASE]
+    assert "[1.25-1.67]" in rows["mpi-p2p/staged/sequence"]
+    assert "ranks waited 60 % of a turn for their cores" in text
+    closing = report.closing_line(recs)
+    assert closing.startswith("2 of 3 cells unstable: the ranks waited up to 60 % of a turn")
+    assert "rounds disagreed by up to 33 %" in closing
+    assert report.closing_line(launch("run-2", 60.0)[:2]) == ""
+    assert "did not settle" not in text
+    recs[2].raw["stability"] = {"settled": False}
+    assert ("--rounds auto: did not settle within 5 % before the budget ran out: "
+            "mpi-p2p/staged/sequence h1f1") in report.render_text(report.build(recs, "chosen"))
+
+
+def test_launches_in_different_modes_are_shown_and_warned_about():
+    recs = launch("fast", 60.0) + launch("slow", 300.0)
+    lines = report.launch_probe_lines(recs)
+    assert any(l.startswith("Machine probe of run fast: round trip nearest ranks 0-1 60 ns")
+               for l in lines)
+    assert any("slow" in l and "300 ns" in l for l in lines)
+    assert "WARNING: launches ran with the machine in different modes" in lines[-1]
+    # Each launch's probe held still: the closing line does not mix the two launches.
+    assert "round trip moved" not in report.closing_line(recs)
+    assert not any("WARNING" in l for l in report.launch_probe_lines(
+        launch("a", 60.0) + launch("b", 80.0)))
+
+
+def test_the_baseline_comes_from_the_records():
+    recs = launch("run-1", 60.0)
+    assert records.baseline_of(recs) == BASE
+    other = [bench_record(r.variant, records_rounds(r), r.raw["machine_probe"], "run-1",
+                          baseline="mpi-p2p/staged/sequence") for r in recs]
+    assert records.baseline_of(other) == "mpi-p2p/staged/sequence"
+    text = report.render_text(report.build(other, "chosen"))
+    assert "(xN) = mpi-p2p/staged/sequence" in text
+
+
+def records_rounds(r):
+    return r.raw["round_medians_s"]
