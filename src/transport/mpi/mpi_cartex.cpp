@@ -16,9 +16,13 @@ namespace {
 // kept as written there: pack_x/unpack_x write both x faces in one pass over
 // the rows, pack_y/unpack_y both y faces in one pass over z, every element
 // addressed through memory::operator[](unsigned int) with int offsets
-// recomputed per row. halos = {x lo, x hi, y lo, y hi, z lo, z hi}.
+// recomputed per row. halos = {x lo, x hi, y lo, y hi, z lo, z hi}. Out of
+// line and reading their bounds through `this`, as cartex's member functions
+// do, so that the compiler makes the same code of them (the flags are the
+// same: cartex's Release build is -O3 -DNDEBUG -fPIC, C++17).
 template <class T>
 struct cartex_memory {
+  unsigned int m_size;  // cartex's memory<T> layout: the size, then the host pointer
   T* m_host_memory;
   T& operator[](unsigned int i) { return m_host_memory[i]; }
 };
@@ -33,7 +37,7 @@ struct cartex_loops {
   domain_t d;
   std::array<int, 3> ext_buffer;
 
-  void pack_x(memory_type& field, memory_type& buffer_left, memory_type& buffer_right) {
+  [[gnu::noinline]] void pack_x(memory_type& field, memory_type& buffer_left, memory_type& buffer_right) {
     for (int z = 0; z < d.domain_ext[2]; ++z) {
       for (int y = 0; y < d.domain_ext[1]; ++y) {
         const auto offset = ext_buffer[0] * (y + m_halos[2] + (z + m_halos[4]) * ext_buffer[1]);
@@ -45,7 +49,7 @@ struct cartex_loops {
     }
   }
 
-  void unpack_x(memory_type& field, memory_type& buffer_left, memory_type& buffer_right) {
+  [[gnu::noinline]] void unpack_x(memory_type& field, memory_type& buffer_left, memory_type& buffer_right) {
     for (int z = 0; z < d.domain_ext[2]; ++z) {
       for (int y = 0; y < d.domain_ext[1]; ++y) {
         const auto offset = ext_buffer[0] * (y + m_halos[2] + (z + m_halos[4]) * ext_buffer[1]);
@@ -58,7 +62,7 @@ struct cartex_loops {
     }
   }
 
-  void pack_y(memory_type& field, memory_type& buffer_left, memory_type& buffer_right) {
+  [[gnu::noinline]] void pack_y(memory_type& field, memory_type& buffer_left, memory_type& buffer_right) {
     for (int z = 0; z < d.domain_ext[2]; ++z) {
       for (int y = 0; y < m_halos[2]; ++y) {
         const auto offset = ext_buffer[0] * (y + d.domain_ext[1] + (z + m_halos[4]) * ext_buffer[1]);
@@ -73,7 +77,7 @@ struct cartex_loops {
     }
   }
 
-  void unpack_y(memory_type& field, memory_type& buffer_left, memory_type& buffer_right) {
+  [[gnu::noinline]] void unpack_y(memory_type& field, memory_type& buffer_left, memory_type& buffer_right) {
     for (int z = 0; z < d.domain_ext[2]; ++z) {
       for (int y = 0; y < m_halos[2]; ++y) {
         const auto offset = ext_buffer[0] * (y + (z + m_halos[4]) * ext_buffer[1]);
@@ -247,9 +251,11 @@ mpi_cartex_transport::mpi_cartex_transport(const transport_context& ctx)
 template <class T>
 void mpi_cartex_transport::copy_faces(const stage_transfers& st, bool to_buffers) const {
   auto memory = [](const transfer& t) {
-    return cartex_memory<T>{reinterpret_cast<T*>(const_cast<std::byte*>(t.buffer.data()))};
+    return cartex_memory<T>{static_cast<unsigned>(t.bytes / sizeof(T)),
+                            reinterpret_cast<T*>(const_cast<std::byte*>(t.buffer.data()))};
   };
-  cartex_memory<T> field{reinterpret_cast<T*>(fields_[static_cast<size_t>(st.sends[0].boxes[0].field)])};
+  cartex_memory<T> field{static_cast<unsigned>(grid_.cells()),
+                         reinterpret_cast<T*>(fields_[static_cast<size_t>(st.sends[0].boxes[0].field)])};
   cartex_loops<T> loops = loops_of<T>(grid_);
   // cartex's names: packing, buffer_left goes toward +d (it fills that neighbour's
   // left halo); unpacking, buffer_left came from -d. Sends are in -d, +d order,
