@@ -52,9 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="halox-bench: chosen: a row per variant, a column per halo x fields "
                         "(default); full: per variant, rows = halo, columns = fields (+ staged / "
                         "second toolchain); decomposition: columns = decomposition x toolchain")
-    r.add_argument("--baseline", default=rep.DEFAULT_BASELINE, metavar="T/A/F|PEER",
+    r.add_argument("--baseline", metavar="T/A/F|PEER",
                    help="variant, or peer program of the sweep's [[peers]], that the (xN) "
-                        "ratios refer to (default %(default)s)")
+                        f"ratios refer to (default: the real program {rep.DEFAULT_BASELINE} "
+                        "follows where it ran beside, else that baseline)")
     r.add_argument("--efficiency", action="store_true",
                    help="chosen layout: add 'eff' columns, the fraction of the single-copy floor "
                         "(a memcpy of the same bytes in the same run) each cell reaches")
@@ -138,7 +139,11 @@ def report_main(args) -> int:
     if loaded.records and not records:
         return _fail(prog, f"none of the {len(loaded.records)} records match the selection")
     render = rep.render_markdown if args.markdown else rep.render_text
+    from . import report_fidelity
+    args.baseline = report_fidelity.reference(records, args.baseline)
     parts = []
+    if records and report_fidelity.has_fidelity(records):
+        parts.append(render(report_fidelity.fidelity(records)))
     if records:
         parts.append(render(rep.build(records, args.layout, args.metric, args.baseline,
                                       args.efficiency, args.self_copy)))
