@@ -6,7 +6,8 @@
 # the plain-MPI baseline, taken round by round, and the efficiency against the single-copy
 # floor - and a Markdown report with PNG plots under results/; the last line says which cells
 # were unstable, if any. HALOX_BENCH_TIME (seconds per configuration and round) and
-# HALOX_BENCH_ROUNDS (a count, or auto) shorten or lengthen the measurement.
+# HALOX_BENCH_ROUNDS (a count, or auto) shorten or lengthen the measurement; HALOX_CARTEX adds
+# the real cartex programs and the baselines' fidelity to them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 mpi=${HALOX_MPI:-openmpi}
@@ -16,6 +17,10 @@ out=$here/results/bench-$mpi-$(date +%Y%m%d-%H%M%S).jsonl
 overrides=()
 [[ -n ${HALOX_BENCH_TIME:-} ]] && overrides+=(--set "bench.time=$HALOX_BENCH_TIME")
 [[ -n ${HALOX_BENCH_ROUNDS:-} ]] && overrides+=(--set "bench.rounds=$HALOX_BENCH_ROUNDS")
+# HALOX_CARTEX (docs/peers.md): the real cartex programs run beside the baselines and become
+# the (xN) reference; every variant is then timed as they time themselves (a barrier before each
+# exchange), so that the ratios compare like with like.
+[[ -n ${HALOX_CARTEX:-} ]] && overrides+=(--set "bench.timing=latency")
 
 status=0
 "$halox" sweep "$here/examples/sweeps/default.toml" --mpi "$mpi" --build-dir "$build" \

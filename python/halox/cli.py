@@ -54,7 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "second toolchain); decomposition: columns = decomposition x toolchain")
     r.add_argument("--baseline", default=None, metavar="T/A/F|PEER",
                    help="variant, or peer program of the sweep's [[peers]], that the (xN) "
-                        "ratios refer to (default: the one the records name, halox-bench's --baseline)")
+                        "ratios refer to (default: the real program that the records' baseline "
+                        "follows, where it ran beside them, else that baseline: halox-bench's "
+                        "--baseline)")
     r.add_argument("--efficiency", action="store_true",
                    help="chosen layout: add 'eff' columns, the fraction of the single-copy floor "
                         "(a memcpy of the same bytes in the same run) each cell reaches")
@@ -138,7 +140,11 @@ def report_main(args) -> int:
     if loaded.records and not records:
         return _fail(prog, f"none of the {len(loaded.records)} records match the selection")
     render = rep.render_markdown if args.markdown else rep.render_text
+    from . import report_fidelity
+    args.baseline = report_fidelity.reference(records, args.baseline)
     parts = []
+    if records and report_fidelity.has_fidelity(records):
+        parts.append(render(report_fidelity.fidelity(records)))
     if records:
         parts.append(render(rep.build(records, args.layout, args.metric, args.baseline,
                                       args.efficiency, args.self_copy)))

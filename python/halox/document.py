@@ -9,7 +9,7 @@ from typing import Sequence
 
 from . import records as rec
 from . import report
-from . import report_breakdown, report_halo2d, report_ipc
+from . import report_breakdown, report_fidelity, report_halo2d, report_ipc
 from .records import LoadResult, Record
 
 
@@ -72,6 +72,9 @@ def write(loaded: LoadResult, bench: Sequence[Record], out_dir: str | pathlib.Pa
         md += [f"## halox-bench: {title}", "",
                report.render_markdown(tables, level=3,
                                       images=images if layout == "chosen" else None)]
+        if report_fidelity.has_fidelity(bench):
+            md += ["## halox-bench: the baselines beside the real programs", "",
+                   report.render_markdown(report_fidelity.fidelity(bench), level=3)]
         placement = _placement_groups(bench)
         if placement:
             md += ["## halox-bench: placement (the same exchanges on each rank grid)", ""]

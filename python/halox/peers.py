@@ -29,6 +29,7 @@ import pathlib
 import re
 import shlex
 import shutil
+import sys
 from typing import Any, Callable
 
 PEER_TOOL = "halox-peer"
@@ -305,6 +306,70 @@ def parse_peers(value: Any, spec_dir: pathlib.Path, types: list[str],
             timeout = float(table["timeout"])
         out.append(Peer(name, tuple(command), fmt, element, tuple(env.items()), timeout))
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The real cartex programs from HALOX_CARTEX
+
+
+CARTEX_VARIABLE = "HALOX_CARTEX"
+# cartex's mpi_comm runtime by element type (CARTEX_FLOAT): the file names HALOX_CARTEX's folder
+# holds them under; float is the build of the Betzy results.
+CARTEX_PROGRAMS = {"float": "benchmark_mpi_comm", "double": "benchmark_mpi_comm_double"}
+# The peers HALOX_CARTEX adds, by the halox baseline each one's output stands beside.
+CARTEX_PEERS = (("cartex-mpi", []), ("cartex-mpi-datatypes", ["--MPI-datatypes"]))
+
+
+def cartex_programs(value: str, flavor: str) -> dict[str, pathlib.Path]:
+    """The cartex mpi_comm programs HALOX_CARTEX names, by element type: a program (float, or
+    double when its name ends in _double), or a folder holding benchmark_mpi_comm and/or
+    benchmark_mpi_comm_double, directly or under a folder named after the MPI library
+    (openmpi/, mpich/: each build runs under its own MPI only)."""
+    path = pathlib.Path(value).expanduser()
+    def runnable(p: pathlib.Path) -> bool:
+        return p.is_file() and os.access(p, os.X_OK)
+    if not path.is_dir():
+        if not runnable(path):
+            raise PeerError(f"{CARTEX_VARIABLE}={value} is neither a program nor a folder")
+        return {"double" if path.name.endswith("_double") else "float": path.resolve()}
+    found = {}
+    for folder in (path / flavor, path):
+        for element, name in CARTEX_PROGRAMS.items():
+            if element not in found and runnable(folder / name):
+                found[element] = (folder / name).resolve()
+    if not found:
+        raise PeerError(f"{CARTEX_VARIABLE}={value} holds no {' or '.join(CARTEX_PROGRAMS.values())}"
+                        f" (nor under {flavor}/); docs/peers.md says how to build them")
+    return found
+
+
+def cartex_tables(flavor: str, types: list[str], nrep: int,
+                  environ: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """[[peers]] tables for the real programs the two baselines follow, from HALOX_CARTEX (none
+    when it is unset, or when no program has an element type of the sweep): benchmark_mpi_comm (beside mpi-cartex/staged/sequence) and
+    benchmark_mpi_comm --MPI-datatypes (beside mpi-types/staged/sequence), for each element type
+    of the sweep that a program was built for."""
+    value = (os.environ if environ is None else environ).get(CARTEX_VARIABLE, "")
+    if not value:
+        return []
+    programs = cartex_programs(value, flavor)
+    usable = [t for t in types if t in programs]
+    if not usable:
+        # The sweep itself is fine: say why nothing runs beside it rather than refuse it.
+        print(f"halox sweep: note: {CARTEX_VARIABLE}: no program for the sweep's type "
+              f"({', '.join(types)}), only for {', '.join(sorted(programs))}: the baselines run "
+              f"alone (cartex built with -DCARTEX_FLOAT=double is {CARTEX_PROGRAMS['double']})",
+              file=sys.stderr)
+        return []
+    tables = []
+    for element in usable:
+        for name, extra in CARTEX_PEERS:
+            tables.append({
+                "name": name if element == "float" else f"{name}-{element}",
+                "command": [str(programs[element]), "{grid}", "{domain}", "--halo", "{halo}",
+                            "--nfields", "{nfields}", "--nrep", str(nrep), "--check", *extra],
+                "format": "cartex", "type": element})
+    return tables
 
 
 @dataclasses.dataclass

@@ -795,16 +795,31 @@ def _make_plan(spec_path, spec, output, build_dir, mpi, launcher_name, timeout,
                 slurm, configurations, invocations, estimate, known, peer_runs)
 
 
+def _nrep_of(bench_words: list[str]) -> int:
+    """The exchanges halox-bench times (--nrep), for the peer programs; 1000 when timed by
+    --time."""
+    if "--nrep" in bench_words:
+        return int(bench_words[bench_words.index("--nrep") + 1])
+    return 1000
+
+
 def _peer_runs(spec, spec_path, program, lists, bench_words, invocations, work, name, flavor,
                require_build) -> dict[int, list]:
     """[[peers]]: their runs beside each halox-bench invocation (see peers.py)."""
     from . import peers
-    if "peers" not in spec:
+    try:
+        # A spec's own [[peers]] win; else HALOX_CARTEX's programs beside the baselines.
+        tables = spec.get("peers") or (peers.cartex_tables(
+            flavor, lists.get("type", ["double"]), _nrep_of(bench_words))
+            if program is BENCH else [])
+    except peers.PeerError as e:
+        raise SpecError(str(e)) from None
+    if not tables:
         return {}
     if program is not BENCH:
         raise SpecError(f"[[peers]] run beside halox-bench only, not {program.name}")
     try:
-        listed = peers.parse_peers(spec["peers"], spec_path.resolve().parent,
+        listed = peers.parse_peers(tables, spec_path.resolve().parent,
                                    lists.get("type", ["double"]), check_scalar, _env_table,
                                    require_build)
         out = {}

@@ -122,3 +122,10 @@ def run_recording_exit_codes(ranks: int, program: str, args: list[str], tmp_path
         pytest.fail(f"{program} {' '.join(args)} hung for {timeout} s")
     codes = [int(p.read_text()) for p in tmp_path.glob("rank.*")]
     return RecordedRun(completed, codes)
+
+
+@pytest.fixture(autouse=True)
+def _no_cartex_peers_unless_asked(monkeypatch):
+    """HALOX_CARTEX adds the real cartex programs to every sweep; the tests that want them set
+    it themselves (test_peers.py reads the session's value at import)."""
+    monkeypatch.delenv("HALOX_CARTEX", raising=False)

@@ -1,7 +1,8 @@
 """Peer programs in a sweep (peers.py): the cartex output parser on real captured outputs, the
 rank grid in cartex's options, [[peers]] checks, a sweep with a peer program that prints a
-captured output (records, resume across a peer, the report's layout), and - where the real
-cartex program is present (HALOX_CARTEX) - a sweep with it."""
+captured output (records, resume across a peer, the report's layout), the programs HALOX_CARTEX
+adds beside the baselines and the report's fidelity section, and - where the real cartex
+programs are present (HALOX_CARTEX) - a sweep with them."""
 import json
 import os
 import pathlib
@@ -16,6 +17,7 @@ from conftest import ROOT, build_dir, mpi_flavor
 from halox import peers
 from halox import records as rec
 from halox import report as rep
+from halox import report_fidelity as fid
 
 DATA = ROOT / "tests" / "python" / "data" / "peers"
 CAPTURED = sorted(DATA.glob("cartex-mpi_comm-*-h5f8.txt"))
@@ -321,6 +323,157 @@ def test_peer_without_halo_placeholder_or_program_is_an_error(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
+# HALOX_CARTEX: the real programs beside the baselines, and the report's fidelity section
+
+
+STAND_IN = """\
+#!{python}
+# Prints on rank 0 the captured output of the cartex program its arguments ask for (packed, or
+# --MPI-datatypes), as cartex does.
+import os, sys
+rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
+kind = "datatypes" if "--MPI-datatypes" in sys.argv else "packed"
+if rank == 0:
+    sys.stdout.write(open({data!r} + "/cartex-mpi_comm-" + kind + "-openmpi-h5f8.txt").read())
+"""
+
+
+def cartex_folder(tmp_path, *names):
+    """A folder laid out as HALOX_CARTEX may name it, each program a stand-in."""
+    for name in names:
+        path = tmp_path / "cartex" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(STAND_IN.format(python=sys.executable, data=str(DATA)))
+        path.chmod(0o755)
+    return tmp_path / "cartex"
+
+
+def test_halox_cartex_names_a_program_or_a_folder(tmp_path, capsys):
+    folder = cartex_folder(tmp_path, "openmpi/benchmark_mpi_comm", "benchmark_mpi_comm_double",
+                           "mpich/benchmark_mpi_comm")
+    assert peers.cartex_programs(str(folder), "openmpi") == {
+        "float": folder / "openmpi/benchmark_mpi_comm", "double": folder / "benchmark_mpi_comm_double"}
+    assert peers.cartex_programs(str(folder), "mpich")["float"] == folder / "mpich/benchmark_mpi_comm"
+    assert peers.cartex_programs(str(folder / "benchmark_mpi_comm_double"), "mpich") == {
+        "double": folder / "benchmark_mpi_comm_double"}
+    with pytest.raises(peers.PeerError, match="holds no benchmark_mpi_comm"):
+        peers.cartex_programs(str(tmp_path), "openmpi")
+    with pytest.raises(peers.PeerError, match="neither a program nor a folder"):
+        peers.cartex_programs(str(tmp_path / "none"), "openmpi")
+    env = {"HALOX_CARTEX": str(folder)}
+    tables = peers.cartex_tables("openmpi", ["float"], 300, env)
+    assert [t["name"] for t in tables] == ["cartex-mpi", "cartex-mpi-datatypes"]
+    assert ["--MPI-datatypes" in t["command"] for t in tables] == [False, True]
+    assert all(t["command"][t["command"].index("--nrep") + 1] == "300" for t in tables)
+    assert peers.cartex_tables("openmpi", ["float"], 300, {}) == []
+    float_only = {"HALOX_CARTEX": str(folder / "openmpi")}
+    assert peers.cartex_tables("openmpi", ["double"], 300, float_only) == []
+    assert "no program for the sweep's type (double)" in capsys.readouterr().err
+
+
+def fidelity_spec(tmp_path):
+    path = tmp_path / "baselines.toml"
+    path.write_text(textwrap.dedent(f"""
+        [sweep]
+        ranks = 2
+        name = "fidelity"
+        mpi = "{mpi_flavor()}"
+        build_dir = "{build_dir()}"
+
+        [[sweep.run]]
+        name = "x-split"
+        args = ["--mpicart", "2", "1", "1"]
+
+        [matrix]
+        halo = [1]
+        nfields = [1]
+        type = ["float"]
+        transport = ["mpi-types", "mpi-cartex"]
+        algorithm = ["staged"]
+        fields = ["sequence"]
+
+        [bench]
+        nrep = 20
+        warmup = 2
+        timing = "latency"
+        quiet = true
+    """))
+    return path
+
+
+def rewrite(path, change):
+    """Rewrites each record of a JSON Lines file through change(record)."""
+    got = objects(path)
+    for o in got:
+        change(o)
+    path.write_text("".join(json.dumps(o) + "\n" for o in got))
+
+
+@needs_bench
+def test_halox_cartex_runs_the_programs_beside_the_baselines_and_reports_fidelity(tmp_path):
+    folder = cartex_folder(tmp_path, f"{mpi_flavor()}/benchmark_mpi_comm")
+    out = tmp_path / "out.jsonl"
+    env = dict(os.environ, HALOX_ROOT=str(ROOT), HALOX_CARTEX=str(folder))
+    r = subprocess.run([sys.executable, "-m", "halox.cli", "sweep", str(fidelity_spec(tmp_path)),
+                        "--output", str(out)], capture_output=True, text=True, timeout=300,
+                       env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = objects(out)
+    peer = {o["peer"]: o for o in got if o["tool"] == "halox-peer"}
+    assert set(peer) == {"cartex-mpi", "cartex-mpi-datatypes"}
+    assert "--MPI-datatypes" in peer["cartex-mpi-datatypes"]["command"]
+    assert "--MPI-datatypes" not in peer["cartex-mpi"]["command"]
+    halox_us = {o["config"]["transport"]: o["time_per_exchange_s"]["median"] * 1e6
+                for o in got if o["tool"] == "halox-bench"}
+    program_us = {name: line_value((DATA / f"cartex-mpi_comm-{kind}-openmpi-h5f8.txt")
+                                   .read_text(), "median (s)") * 1e6
+                  for name, kind in (("cartex-mpi", "packed"),
+                                     ("cartex-mpi-datatypes", "datatypes"))}
+
+    loaded = rec.load([out])
+    report = fid.fidelity(loaded.records)
+    (table,) = report.sections[0].tables
+    rows = {label.split("  <<")[0]: (label, values) for label, values in table.rows}
+    for baseline, program in (("mpi-types/staged/sequence", "cartex-mpi-datatypes"),
+                              ("mpi-cartex/staged/sequence", "cartex-mpi")):
+        label, values = rows[f"{baseline} / {program} float h1f1"]
+        ratio = halox_us[baseline.split("/")[0]] / program_us[program]
+        assert values == pytest.approx([halox_us[baseline.split("/")[0]], program_us[program],
+                                        ratio, ratio, ratio, 1])
+        # the captured outputs are of h5f8, far slower than an h1f1 exchange: flagged
+        assert label.endswith("<< outside 0.9-1.1")
+    # the real program is the (xN) reference when it ran beside
+    assert fid.reference(loaded.records, None) == "cartex-mpi-datatypes"
+    assert fid.reference(loaded.records, "mpi-p2p/staged/sequence") == "mpi-p2p/staged/sequence"
+    text = halox("report", out)
+    assert text.returncode == 0, text.stderr
+    assert "2 of 2 baseline ratios are outside 0.9-1.1" in text.stdout
+    assert "(xN) = cartex-mpi-datatypes /" in text.stdout
+
+    # a program within 10 %: not flagged; the machine probe of the records is shown; a halox
+    # run timed otherwise than the program is named
+    def near(o):
+        if o["tool"] == "halox-peer":
+            base = halox_us["mpi-types" if "--MPI-datatypes" in o["command"] else "mpi-cartex"]
+            o["time_per_exchange_s"]["median"] = base / 1.05 * 1e-6
+        elif o["tool"] == "halox-bench":
+            o["machine_probe"] = {"round_trip_ns": 67.5}
+            if o["config"]["transport"] == "mpi-cartex":
+                o["config"]["timing"] = "throughput"
+    rewrite(out, near)
+    report = fid.fidelity(rec.load([out]).records)
+    tables = [t for section in report.sections for t in section.tables]
+    rows = [row for t in tables for row in t.rows]
+    notes = [n for t in tables for n in t.notes]
+    assert [values[2] for _, values in rows] == pytest.approx([1.05, 1.05])
+    assert not any("<<" in label for label, _ in rows)
+    assert report.preamble == ["0 of 2 baseline ratios are outside 0.9-1.1."]
+    assert "machine probe: round_trip_ns 67.5" in notes
+    assert any(n.startswith("mpi-cartex/staged/sequence h1f1: halox timed throughput")
+               for n in notes)
+
+
+# ---------------------------------------------------------------------------------------------
 # The real cartex program, where it is built
 
 
@@ -328,11 +481,13 @@ CARTEX = os.environ.get("HALOX_CARTEX")
 
 
 @needs_bench
-@pytest.mark.skipif(not CARTEX, reason="HALOX_CARTEX does not name a cartex benchmark built "
-                                       "with CARTEX_RUNTIME=mpi_comm and CARTEX_FLOAT=float "
+@pytest.mark.skipif(not CARTEX, reason="HALOX_CARTEX does not name the cartex benchmark built "
+                                       "with CARTEX_RUNTIME=mpi_comm and CARTEX_FLOAT=float, nor "
+                                       "a folder holding it as benchmark_mpi_comm "
                                        "(docs/peers.md says how to build it)")
 def test_sweep_with_the_real_cartex_program(tmp_path):
-    spec = peer_spec(tmp_path, pathlib.Path(CARTEX).resolve())
+    program = peers.cartex_programs(CARTEX, mpi_flavor())["float"]
+    spec = peer_spec(tmp_path, program)
     out = tmp_path / "out.jsonl"
     r = halox("sweep", spec, "--output", out)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -341,3 +496,15 @@ def test_sweep_with_the_real_cartex_program(tmp_path):
     for o in peer:
         assert o["runtime"] == "mpi_comm" and o["verification"] == "passed"
         assert 0 < o["time_per_exchange_s"]["median"] < 1.0
+    # both programs beside both baselines, from HALOX_CARTEX
+    out = tmp_path / "fidelity.jsonl"
+    env = dict(os.environ, HALOX_ROOT=str(ROOT), HALOX_CARTEX=CARTEX)
+    r = subprocess.run([sys.executable, "-m", "halox.cli", "sweep", str(fidelity_spec(tmp_path)),
+                        "--output", str(out)], capture_output=True, text=True, timeout=300,
+                       env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (table,) = fid.fidelity(rec.load([out]).records).sections[0].tables
+    assert sorted(label.split(" float")[0] for label, _ in table.rows) == [
+        "mpi-cartex/staged/sequence / cartex-mpi",
+        "mpi-types/staged/sequence / cartex-mpi-datatypes"]
+    assert all(values[2] > 0 for _, values in table.rows)

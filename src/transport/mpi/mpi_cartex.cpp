@@ -5,17 +5,130 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <array>
 #include <string>
 
 namespace halox {
 
 namespace {
 
-// cartex's element loops: z, then y, then the x run of a row, one element at a
-// time, every element addressed through a 32-bit unsigned offset computed
-// afresh for each row, as cartex's memory::operator[](unsigned int) is. (cartex
-// writes both x faces in one pass over the rows; packing each face on its own
-// measured closer to the program at halo 1 and 5, see docs/peers.md.)
+// The element loops of cartex's mpi_comm runtime (runtime.cpp, host path),
+// kept as written there: pack_x/unpack_x write both x faces in one pass over
+// the rows, pack_y/unpack_y both y faces in one pass over z, every element
+// addressed through memory::operator[](unsigned int) with int offsets
+// recomputed per row. halos = {x lo, x hi, y lo, y hi, z lo, z hi}. Out of
+// line and reading their bounds through `this`, as cartex's member functions
+// do, so that the compiler makes the same code of them (the flags are the
+// same: cartex's Release build is -O3 -DNDEBUG -fPIC, C++17).
+template <class T>
+struct cartex_memory {
+  unsigned int m_size;  // cartex's memory<T> layout: the size, then the host pointer
+  T* m_host_memory;
+  T& operator[](unsigned int i) { return m_host_memory[i]; }
+};
+
+template <class T>
+struct cartex_loops {
+  using memory_type = cartex_memory<T>;
+  struct domain_t {
+    std::array<int, 3> domain_ext;
+  };
+  std::array<int, 6> m_halos;
+  domain_t d;
+  std::array<int, 3> ext_buffer;
+
+  [[gnu::noinline]] void pack_x(memory_type& field, memory_type& buffer_left, memory_type& buffer_right) {
+    for (int z = 0; z < d.domain_ext[2]; ++z) {
+      for (int y = 0; y < d.domain_ext[1]; ++y) {
+        const auto offset = ext_buffer[0] * (y + m_halos[2] + (z + m_halos[4]) * ext_buffer[1]);
+        const auto offset_l = m_halos[0] * (y + d.domain_ext[1] * z);
+        const auto offset_r = m_halos[1] * (y + d.domain_ext[1] * z);
+        for (int x = 0; x < m_halos[0]; ++x) buffer_left[x + offset_l] = field[x + d.domain_ext[0] + offset];
+        for (int x = 0; x < m_halos[1]; ++x) buffer_right[x + offset_r] = field[x + m_halos[0] + offset];
+      }
+    }
+  }
+
+  [[gnu::noinline]] void unpack_x(memory_type& field, memory_type& buffer_left, memory_type& buffer_right) {
+    for (int z = 0; z < d.domain_ext[2]; ++z) {
+      for (int y = 0; y < d.domain_ext[1]; ++y) {
+        const auto offset = ext_buffer[0] * (y + m_halos[2] + (z + m_halos[4]) * ext_buffer[1]);
+        const auto offset_l = m_halos[0] * (y + d.domain_ext[1] * z);
+        const auto offset_r = m_halos[1] * (y + d.domain_ext[1] * z);
+        for (int x = 0; x < m_halos[0]; ++x) field[x + offset] = buffer_left[x + offset_l];
+        for (int x = 0; x < m_halos[1]; ++x)
+          field[x + m_halos[0] + d.domain_ext[0] + offset] = buffer_right[x + offset_r];
+      }
+    }
+  }
+
+  [[gnu::noinline]] void pack_y(memory_type& field, memory_type& buffer_left, memory_type& buffer_right) {
+    for (int z = 0; z < d.domain_ext[2]; ++z) {
+      for (int y = 0; y < m_halos[2]; ++y) {
+        const auto offset = ext_buffer[0] * (y + d.domain_ext[1] + (z + m_halos[4]) * ext_buffer[1]);
+        const auto offset_l = ext_buffer[0] * (y + m_halos[2] * z);
+        for (int x = 0; x < ext_buffer[0]; ++x) buffer_left[x + offset_l] = field[x + offset];
+      }
+      for (int y = 0; y < m_halos[3]; ++y) {
+        const auto offset = ext_buffer[0] * (y + m_halos[2] + (z + m_halos[4]) * ext_buffer[1]);
+        const auto offset_r = ext_buffer[0] * (y + m_halos[3] * z);
+        for (int x = 0; x < ext_buffer[0]; ++x) buffer_right[x + offset_r] = field[x + offset];
+      }
+    }
+  }
+
+  [[gnu::noinline]] void unpack_y(memory_type& field, memory_type& buffer_left, memory_type& buffer_right) {
+    for (int z = 0; z < d.domain_ext[2]; ++z) {
+      for (int y = 0; y < m_halos[2]; ++y) {
+        const auto offset = ext_buffer[0] * (y + (z + m_halos[4]) * ext_buffer[1]);
+        const auto offset_l = ext_buffer[0] * (y + m_halos[2] * z);
+        for (int x = 0; x < ext_buffer[0]; ++x) field[x + offset] = buffer_left[x + offset_l];
+      }
+      for (int y = 0; y < m_halos[3]; ++y) {
+        const auto offset =
+            ext_buffer[0] * (y + m_halos[2] + d.domain_ext[1] + (z + m_halos[4]) * ext_buffer[1]);
+        const auto offset_r = ext_buffer[0] * (y + m_halos[3] * z);
+        for (int x = 0; x < ext_buffer[0]; ++x) field[x + offset] = buffer_right[x + offset_r];
+      }
+    }
+  }
+};
+
+template <class T>
+cartex_loops<T> loops_of(const local_grid& grid) {
+  const ivec3 alloc = grid.allocated();
+  return {{grid.halo.lo[0], grid.halo.hi[0], grid.halo.lo[1], grid.halo.hi[1], grid.halo.lo[2],
+           grid.halo.hi[2]},
+          {{grid.interior[0], grid.interior[1], grid.interior[2]}},
+          {alloc[0], alloc[1], alloc[2]}};
+}
+
+// The boxes cartex's loops of dimension `dim` (0: x, 1: y) pack and unpack:
+// the interior faces sent toward -d and +d, the halos filled from -d and +d.
+struct face_boxes {
+  box to_minus, to_plus, from_minus, from_plus;
+};
+
+face_boxes cartex_faces(const local_grid& grid, int dim) {
+  const ivec3 n = grid.interior;
+  const ivec3 lo = grid.halo.lo, hi = grid.halo.hi;
+  box slab{{0, 0, 0}, n};
+  if (dim == 1) {  // y faces span the x halos (filled by the x stage before)
+    slab.lo[0] = -lo[0];
+    slab.hi[0] = n[0] + hi[0];
+  }
+  auto cut = [&](int from, int to) {
+    box b = slab;
+    b.lo[dim] = from;
+    b.hi[dim] = to;
+    return b;
+  };
+  return {cut(0, hi[dim]), cut(n[dim] - lo[dim], n[dim]), cut(-lo[dim], 0),
+          cut(n[dim], n[dim] + hi[dim])};
+}
+
+// Elements one box at a time, in cartex's z, y, x order and addressing (32-bit
+// offsets per row), for the messages cartex's own loops do not cover.
 template <class T>
 void copy_boxes(const std::vector<field_box>& boxes, const local_grid& grid,
                 const std::vector<std::byte*>& fields, std::byte* buffer, bool to_buffer) {
@@ -39,6 +152,33 @@ void copy_boxes(const std::vector<field_box>& boxes, const local_grid& grid,
       }
     packed += b.volume();
   }
+}
+
+
+// 0 (1) when a stage is cartex's x (y) step of one field: a send toward -d and
+// +d and a receive from +d and -d (in posting order), each the face cartex's
+// pack_x (pack_y) loops cover; -1 otherwise.
+template <class Transfer>
+int cartex_faces_dimension(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs,
+                           const local_grid& grid) {
+  if (sends.size() != 2 || recvs.size() != 2) return -1;
+  const int field = sends[0].boxes.front().field;
+  for (const auto* list : {&sends, &recvs})
+    for (const auto& t : *list)
+      if (t.boxes.size() != 1 || t.in_place || t.boxes.front().field != field) return -1;
+  for (int dim = 0; dim < 2; ++dim) {
+    ivec3 minus{0, 0, 0}, plus{0, 0, 0};
+    minus[dim] = -1;
+    plus[dim] = 1;
+    const face_boxes f = cartex_faces(grid, dim);
+    auto is = [](const Transfer& t, const ivec3& direction, const box& region) {
+      return t.direction == direction && t.boxes.front().region == region;
+    };
+    if (is(sends[0], minus, f.to_minus) && is(sends[1], plus, f.to_plus) &&
+        is(recvs[0], plus, f.from_plus) && is(recvs[1], minus, f.from_minus))
+      return dim;
+  }
+  return -1;
 }
 
 }  // namespace
@@ -102,33 +242,80 @@ mpi_cartex_transport::mpi_cartex_transport(const transport_context& ctx)
       if (std::find(peers.begin(), peers.end(), t.peer) == peers.end()) peers.push_back(t.peer);
     std::string from;
     for (int p : peers) from += (from.empty() ? "rank " : ", rank ") + std::to_string(p);
+    st.faces_dim = cartex_faces_dimension(st.sends, st.recvs, grid_);
     st.what = fmt::format("the messages of stage {} from {} ({})", stages_.size(), from, name());
     stages_.push_back(std::move(st));
   }
 }
 
-void mpi_cartex_transport::pack(const transfer& t) const {
-  const stage_timer::part_span packing(stage_timer::pack);
-  auto* buffer = const_cast<std::byte*>(t.buffer.data());
-  if (element_bytes_ == 4)
-    copy_boxes<float>(t.boxes, grid_, fields_, buffer, true);
-  else
-    copy_boxes<double>(t.boxes, grid_, fields_, buffer, true);
+template <class T>
+void mpi_cartex_transport::copy_faces(const stage_transfers& st, bool to_buffers) const {
+  auto memory = [](const transfer& t) {
+    return cartex_memory<T>{static_cast<unsigned>(t.bytes / sizeof(T)),
+                            reinterpret_cast<T*>(const_cast<std::byte*>(t.buffer.data()))};
+  };
+  cartex_memory<T> field{static_cast<unsigned>(grid_.cells()),
+                         reinterpret_cast<T*>(fields_[static_cast<size_t>(st.sends[0].boxes[0].field)])};
+  cartex_loops<T> loops = loops_of<T>(grid_);
+  // cartex's names: packing, buffer_left goes toward +d (it fills that neighbour's
+  // left halo); unpacking, buffer_left came from -d. Sends are in -d, +d order,
+  // receives in +d, -d order.
+  if (to_buffers) {
+    cartex_memory<T> left = memory(st.sends[1]), right = memory(st.sends[0]);
+    if (st.faces_dim == 0)
+      loops.pack_x(field, left, right);
+    else
+      loops.pack_y(field, left, right);
+  } else {
+    cartex_memory<T> left = memory(st.recvs[1]), right = memory(st.recvs[0]);
+    if (st.faces_dim == 0)
+      loops.unpack_x(field, left, right);
+    else
+      loops.unpack_y(field, left, right);
+  }
 }
 
-void mpi_cartex_transport::unpack(const transfer& t) const {
+void mpi_cartex_transport::pack(const stage_transfers& st) const {
+  const stage_timer::part_span packing(stage_timer::pack);
+  if (st.faces_dim >= 0) {
+    if (element_bytes_ == 4)
+      copy_faces<float>(st, true);
+    else
+      copy_faces<double>(st, true);
+    return;
+  }
+  for (const auto& t : st.sends) {
+    if (t.in_place) continue;
+    auto* buffer = const_cast<std::byte*>(t.buffer.data());
+    if (element_bytes_ == 4)
+      copy_boxes<float>(t.boxes, grid_, fields_, buffer, true);
+    else
+      copy_boxes<double>(t.boxes, grid_, fields_, buffer, true);
+  }
+}
+
+void mpi_cartex_transport::unpack(const stage_transfers& st) const {
   const stage_timer::part_span copying(stage_timer::copy);
-  auto* buffer = const_cast<std::byte*>(t.buffer.data());
-  if (element_bytes_ == 4)
-    copy_boxes<float>(t.boxes, grid_, fields_, buffer, false);
-  else
-    copy_boxes<double>(t.boxes, grid_, fields_, buffer, false);
+  if (st.faces_dim >= 0) {
+    if (element_bytes_ == 4)
+      copy_faces<float>(st, false);
+    else
+      copy_faces<double>(st, false);
+    return;
+  }
+  for (const auto& t : st.recvs) {
+    if (t.in_place) continue;
+    auto* buffer = const_cast<std::byte*>(t.buffer.data());
+    if (element_bytes_ == 4)
+      copy_boxes<float>(t.boxes, grid_, fields_, buffer, false);
+    else
+      copy_boxes<double>(t.boxes, grid_, fields_, buffer, false);
+  }
 }
 
 void mpi_cartex_transport::start(size_t stage_index) {
   stage_transfers& st = stages_[stage_index];
-  for (const auto& t : st.sends)
-    if (!t.in_place) pack(t);
+  pack(st);
   size_t i = 0;
   for (auto& t : st.recvs)
     MPI_Irecv(t.data, static_cast<int>(t.bytes), MPI_BYTE, t.peer, t.tag, comm_, &st.requests[i++]);
@@ -144,8 +331,7 @@ void mpi_cartex_transport::wait(size_t stage_index) {
         MPI_Waitall(static_cast<int>(st.requests.size()), st.requests.data(), MPI_STATUSES_IGNORE);
       },
       [&] { return st.what; });
-  for (const auto& t : st.recvs)
-    if (!t.in_place) unpack(t);
+  unpack(st);
 }
 
 }  // namespace halox

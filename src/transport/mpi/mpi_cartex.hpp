@@ -9,11 +9,12 @@
 //
 // Reference algorithm per stage (a dimension of the staged algorithm; one
 // field of it in sequence mode, as cartex loops over the fields):
-//   for s in sends: pack s.boxes -> s.buffer (z, y, x element loops), unless in place
+//   pack the sends: the x (y) faces of one field with cartex's pack_x (pack_y),
+//     any other box by element loops (z, y, x), a box of whole planes not at all
 //   for r in recvs (from +d first): MPI_Irecv(r.buffer, r.bytes, MPI_BYTE, r.peer)
 //   for s in sends (to -d first):   MPI_Isend(s.buffer, s.bytes, MPI_BYTE, s.peer)
 //   MPI_Waitall(recvs and sends)   (under halox's watchdog: a timeout names the peers)
-//   for r in recvs: unpack r.buffer -> r.boxes, unless in place
+//   unpack the receives likewise (cartex's unpack_x, unpack_y)
 #pragma once
 
 #include <cstddef>
@@ -47,9 +48,12 @@ class mpi_cartex_transport final : public transport {
     std::vector<transfer> recvs, sends;
     std::vector<MPI_Request> requests;  // receives first, then sends
     std::string what;                   // for a timeout: the stage and its peers
+    int faces_dim = -1;  // 0 or 1: the x or y faces of one field, in cartex's loops
   };
-  void pack(const transfer& t) const;
-  void unpack(const transfer& t) const;
+  void pack(const stage_transfers& st) const;
+  void unpack(const stage_transfers& st) const;
+  template <class T>
+  void copy_faces(const stage_transfers& st, bool to_buffers) const;
 
   std::vector<stage_transfers> stages_;
   const local_grid grid_;

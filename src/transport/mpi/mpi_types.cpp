@@ -2,69 +2,106 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+
 #include "transport/mpi/mpi_datatypes.hpp"
 
 namespace halox {
 
-mpi_types_transport::mpi_types_transport(const transport_context& ctx) : waits_(ctx.waits) {
+namespace {
+
+// The peers a stage receives from, for the timeout's message.
+template <class Post>
+std::string peers_of(const std::vector<Post>& recvs) {
+  std::vector<int> peers;
+  for (const auto& p : recvs)
+    if (std::find(peers.begin(), peers.end(), p.peer) == peers.end()) peers.push_back(p.peer);
+  std::string out;
+  for (int p : peers) out += (out.empty() ? "rank " : ", rank ") + std::to_string(p);
+  return out;
+}
+
+}  // namespace
+
+mpi_types_transport::mpi_types_transport(const transport_context& ctx)
+    : comm_(ctx.comm), waits_(ctx.waits) {
   const exchange_plan& plan = ctx.plan;
   const auto& fields = ctx.fields.pointers;
-  MPI_Comm comm = ctx.comm;
   int self = 0;
-  MPI_Comm_rank(comm, &self);
+  MPI_Comm_rank(comm_, &self);
   const MPI_Datatype element = mpi_element_type(plan.element_bytes);
-  auto add = [&](stage_requests& r, const std::vector<field_box>& boxes, int peer, int tag,
-                 bool receive, const ivec3& direction) {
-    r.what.push_back(fmt::format("a message {} rank {} (direction {},{},{}, {})",
-                                 receive ? "from" : "to", peer, direction[0], direction[1],
-                                 direction[2], transport_names::mpi_types));
-    MPI_Datatype type = make_boxes_type(boxes, plan.grid, element, fields);
-    types_.push_back(type);
-    r.requests.emplace_back();
-    if (receive)
-      MPI_Recv_init(MPI_BOTTOM, 1, type, peer, tag, comm, &r.requests.back());
-    else
-      MPI_Send_init(MPI_BOTTOM, 1, type, peer, tag, comm, &r.requests.back());
+  auto make = [&](const std::vector<field_box>& boxes, int peer, int tag, const ivec3& direction) {
+    post p;
+    p.peer = peer;
+    p.tag = tag;
+    p.direction = direction;
+    if (boxes.size() == 1) {
+      p.data = fields[static_cast<size_t>(boxes.front().field)];
+      p.type = make_box_type(boxes.front().region, plan.grid, element);
+    } else {
+      p.data = MPI_BOTTOM;
+      p.type = make_boxes_type(boxes, plan.grid, element, fields);
+    }
+    return p;
   };
   for (const auto& s : plan.stages) {
-    stage_requests r;
+    stage_posts st;
     // A message's tag names its field slot and first direction; each
     // direction's own message names its own.
     for (const auto& m : s.recvs) {
       const int slot = m.tag / direction_count;
       for (const auto& [d, boxes] : by_direction(m)) {
         const ivec3 from = direction_of(d);
-        add(r, boxes, m.peer, message_tag(slot, opposite(from)), true, from);
+        st.recvs.push_back(make(boxes, m.peer, message_tag(slot, opposite(from)), from));
       }
     }
-    // A self-neighbour is a message to ourselves, as in a plain MPI code.
-    for (const auto& c : s.copies)
-      add(r, c.to, self, direction_index(c.direction), true, c.direction);
     for (const auto& m : s.sends) {
       const int slot = m.tag / direction_count;
       for (const auto& [d, boxes] : by_direction(m))
-        add(r, boxes, m.peer, message_tag(slot, direction_of(d)), false, direction_of(d));
+        st.sends.push_back(make(boxes, m.peer, message_tag(slot, direction_of(d)), direction_of(d)));
     }
-    for (const auto& c : s.copies)
-      add(r, c.from, self, direction_index(c.direction), false, c.direction);
-    stages_.push_back(std::move(r));
+    // A self-neighbour is a message to ourselves, as in a plain MPI code.
+    for (const auto& c : s.copies) {
+      st.recvs.push_back(make(c.to, self, direction_index(c.direction), c.direction));
+      st.sends.push_back(make(c.from, self, direction_index(c.direction), c.direction));
+    }
+    // cartex posts the receive from the right neighbour first and the send to the left first.
+    std::stable_sort(st.recvs.begin(), st.recvs.end(), [](const post& a, const post& b) {
+      return direction_index(a.direction) > direction_index(b.direction);
+    });
+    std::stable_sort(st.sends.begin(), st.sends.end(), [](const post& a, const post& b) {
+      return direction_index(a.direction) < direction_index(b.direction);
+    });
+    st.requests.assign(st.recvs.size() + st.sends.size(), MPI_REQUEST_NULL);
+    st.what = fmt::format("the messages of stage {} from {} ({})", stages_.size(),
+                          peers_of(st.recvs), name());
+    stages_.push_back(std::move(st));
   }
 }
 
 mpi_types_transport::~mpi_types_transport() {
-  for (auto& s : stages_)
-    for (auto& r : s.requests) MPI_Request_free(&r);
-  for (auto& t : types_) MPI_Type_free(&t);
+  for (auto& s : stages_) {
+    for (auto& p : s.recvs) MPI_Type_free(&p.type);
+    for (auto& p : s.sends) MPI_Type_free(&p.type);
+  }
 }
 
 void mpi_types_transport::start(size_t stage_index) {
-  auto& r = stages_[stage_index].requests;
-  if (!r.empty()) MPI_Startall(static_cast<int>(r.size()), r.data());
+  stage_posts& st = stages_[stage_index];
+  size_t i = 0;
+  for (auto& p : st.recvs) MPI_Irecv(p.data, 1, p.type, p.peer, p.tag, comm_, &st.requests[i++]);
+  for (auto& p : st.sends) MPI_Isend(p.data, 1, p.type, p.peer, p.tag, comm_, &st.requests[i++]);
 }
 
 void mpi_types_transport::wait(size_t stage_index) {
-  auto& r = stages_[stage_index];
-  waits_.wait_all(r.requests, {}, [&](size_t i) { return r.what[i]; });
+  stage_posts& st = stages_[stage_index];
+  if (st.requests.empty()) return;
+  // cartex's MPI_Waitall; a watchdog ends the run naming the stage's peers after the timeout.
+  waits_.blocking(
+      [&] {
+        MPI_Waitall(static_cast<int>(st.requests.size()), st.requests.data(), MPI_STATUSES_IGNORE);
+      },
+      [&] { return st.what; });
 }
 
 }  // namespace halox
