@@ -1,7 +1,7 @@
 """The library's layers point down only, and its public headers are the concepts.
 
 Layers, lowest first: common < topology, grid < decomposition < plan < pack <
-memory < transport < exchange. Every `#include "..."` under include/ and src/
+memory < transport < exchange < capi (the C API). Every `#include "..."` under include/ and src/
 is read; an include from a lower layer of a higher one fails, as does a public
 header that includes a private one, the router and the registry including each
 other, or a built-in transport's name written as a string outside the registry.
@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ["common", "topology|grid", "decomposition", "plan", "pack", "memory", "transport", "exchange"]
+LAYERS = ["common", "topology|grid", "decomposition", "plan", "pack", "memory", "transport", "exchange",
+          "capi"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -22,7 +23,7 @@ def layer_of(path: str) -> int:
     first = re.split(r"[/.]", p)[0]
     # device/: device memory and the device transports (CUDA), at the transports' level.
     names = {"field_memory": "memory", "options_json": "exchange", "device": "transport",
-             "exchange_profile": "exchange"}
+             "exchange_profile": "exchange", "halox": "capi"}
     first = names.get(first, first)
     for rank, names_of_layer in enumerate(LAYERS):
         if first in names_of_layer.split("|"):
