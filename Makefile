@@ -9,12 +9,14 @@ JOBS ?= $(shell nproc)
 ifeq ($(MPI),openmpi)
   MPICXX := mpicxx.openmpi
   MPICC := mpicc.openmpi
+  MPIFC := mpif90.openmpi
   MPIEXEC := mpiexec.openmpi
   MPI_LIBRARY := Open MPI
   DEFAULT_VENV := .venv
 else ifeq ($(MPI),mpich)
   MPICXX := mpicxx.mpich
   MPICC := mpicc.mpich
+  MPIFC := mpif90.mpich
   MPIEXEC := mpiexec.mpich
   MPI_LIBRARY := MPICH
   DEFAULT_VENV := .venv-mpich
@@ -73,6 +75,7 @@ configure-only:
 	@mkdir -p $(BUILD_DIR)
 	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
 	  -DMPI_C_COMPILER=$(MPICC) -DMPI_CXX_COMPILER=$(MPICXX) \
+	  $$(command -v $(MPIFC) >/dev/null && echo -DMPI_Fortran_COMPILER=$(MPIFC)) \
 	  -DMPIEXEC_EXECUTABLE=$$(command -v $(MPIEXEC)) \
 	  $$(command -v ccache >/dev/null && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache) \
 	  > $(BUILD_DIR)/configure.log 2>&1 \

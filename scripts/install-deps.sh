@@ -9,7 +9,8 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config git python3 python3-venv python3-pip python3-dev
   libopenmpi-dev openmpi-bin libmpich-dev mpich libhwloc-dev hwloc
   libucx-dev libcli11-dev libfmt-dev nlohmann-json3-dev
-  libgtest-dev libgmock-dev libbenchmark-dev)
+  libgtest-dev libgmock-dev libbenchmark-dev
+  gfortran)  # the Fortran module (HALOX_FORTRAN=AUTO builds it when gfortran is here)
 # Only the tests need these: a Slurm (slurmctld, slurmd, the clients, munge) for the tests of
 # halox sweep under sbatch and salloc, and test hosts in network namespaces
 # (scripts/testhosts.sh) with a two-node Slurm on them (scripts/slurm-testhosts.sh).

@@ -1,4 +1,5 @@
-# cmake -DBUILD_DIR= -DPREFIX= -DCONSUMER= -DEXAMPLES= -DMPI_CXX_COMPILER= -DCONFIG= -DSOURCE_DIR= -P this
+# cmake -DBUILD_DIR= -DPREFIX= -DCONSUMER= -DEXAMPLES= -DMPI_CXX_COMPILER= -DCONFIG= -DSOURCE_DIR=
+#       -DMPI_C_COMPILER= [-DMPI_Fortran_COMPILER= -DFORTRAN_MODULE_FOLDER=] -P this
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
   if(NOT rc EQUAL 0)
@@ -80,15 +81,62 @@ file(MAKE_DIRECTORY ${CONSUMER}/pkgconfig)
 run(${MPI_CXX_COMPILER} -std=c++20 -O2 ${EXAMPLES}/stencil/heat3d.cpp ${flags}
     -o ${CONSUMER}/pkgconfig/halox-example-heat3d)
 
+# C and Fortran projects: find_package(halox) from `LANGUAGES C` / `LANGUAGES
+# Fortran` alone, and the MPI wrappers with pkg-config (halox, halox-fortran).
+function(build_c_and_fortran prefix suffix)
+  file(GLOB pc_dir ${prefix}/lib*/pkgconfig ${prefix}/lib/*/pkgconfig)
+  set(languages c)
+  if(MPI_Fortran_COMPILER)
+    list(APPEND languages fortran)
+    if(NOT EXISTS ${prefix}/include/halox/fortran/${FORTRAN_MODULE_FOLDER}/halox.mod)
+      message(FATAL_ERROR "not installed: include/halox/fortran/${FORTRAN_MODULE_FOLDER}/halox.mod")
+    endif()
+  endif()
+  foreach(language ${languages})
+    run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/${language} -B ${CONSUMER}/${language}-cmake${suffix}
+        -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release -DEXAMPLES=${EXAMPLES}
+        -DMPI_C_COMPILER=${MPI_C_COMPILER} -DMPI_Fortran_COMPILER=${MPI_Fortran_COMPILER})
+    run(${CMAKE_COMMAND} --build ${CONSUMER}/${language}-cmake${suffix})
+    if(language STREQUAL "c")
+      set(module halox)
+      set(compiler ${MPI_C_COMPILER})
+      set(source ${EXAMPLES}/stencil/heat3d.c)
+    else()
+      set(module halox-fortran)
+      set(compiler ${MPI_Fortran_COMPILER})
+      set(source ${EXAMPLES}/stencil/heat3d.f90)
+    endif()
+    execute_process(COMMAND ${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${pc_dir}
+                            pkg-config --cflags --libs ${module}
+      RESULT_VARIABLE rc OUTPUT_VARIABLE flags ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "pkg-config ${module} failed: ${err}")
+    endif()
+    separate_arguments(flags UNIX_COMMAND "${flags}")
+    file(MAKE_DIRECTORY ${CONSUMER}/${language}-pkgconfig${suffix})
+    get_filename_component(libdir ${pc_dir} DIRECTORY)
+    run(${compiler} -O2 ${source} ${flags} -lm -Wl,-rpath,${libdir}
+        -o ${CONSUMER}/${language}-pkgconfig${suffix}/halox-example-heat3d-${language})
+  endforeach()
+endfunction()
+if(SOURCE_DIR)
+  build_c_and_fortran(${PREFIX} "")
+endif()
+
 # A shared libhalox installs and serves the same consumer: the library alone,
 # configured from the same sources.
 if(SOURCE_DIR)
   set(shared_build ${CONSUMER}/shared-build)
   set(shared_prefix ${CONSUMER}/shared-prefix)
+  set(fortran -DHALOX_FORTRAN=OFF)
+  if(MPI_Fortran_COMPILER)
+    set(fortran -DHALOX_FORTRAN=ON -DMPI_Fortran_COMPILER=${MPI_Fortran_COMPILER})
+  endif()
   run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${shared_build} -DCMAKE_BUILD_TYPE=Release
       -DBUILD_SHARED_LIBS=ON -DHALOX_BUILD_PROGRAMS=OFF -DHALOX_BUILD_TESTS=OFF
       -DHALOX_BUILD_BENCHMARKS=OFF -DHALOX_BUILD_EXAMPLES=OFF
-      -DMPI_CXX_COMPILER=${MPI_CXX_COMPILER} ${LAUNCHER})
+      -DMPI_CXX_COMPILER=${MPI_CXX_COMPILER} -DMPI_C_COMPILER=${MPI_C_COMPILER} ${fortran}
+      ${LAUNCHER})
   run(${CMAKE_COMMAND} --build ${shared_build} --parallel 2)
   run(${CMAKE_COMMAND} --install ${shared_build} --prefix ${shared_prefix})
   file(GLOB shared_library ${shared_prefix}/lib*/libhalox.so ${shared_prefix}/lib/*/libhalox.so)
@@ -98,4 +146,5 @@ if(SOURCE_DIR)
   run(${CMAKE_COMMAND} -S ${EXAMPLES} -B ${CONSUMER}/shared -DCMAKE_PREFIX_PATH=${shared_prefix}
       -DCMAKE_BUILD_TYPE=Release)
   run(${CMAKE_COMMAND} --build ${CONSUMER}/shared)
+  build_c_and_fortran(${shared_prefix} "-shared")
 endif()

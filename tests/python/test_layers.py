@@ -1,12 +1,12 @@
 """The library's layers point down only, and its public headers are the concepts.
 
 Layers, lowest first: common < topology, grid < decomposition < plan < pack <
-memory < transport < exchange. Every `#include "..."` under include/ and src/
-is read and must name a file that exists; an include from a lower layer of a
-higher one fails, as does a public header that includes a private one, the
-router and the registry including each other (either way), a transport family
-including another family, or a built-in transport's name written in a string
-outside the registry's names.
+memory < transport < exchange < capi (the C API). Every `#include "..."` under
+include/ and src/ is read and must name a file that exists; an include from a
+lower layer of a higher one fails, as does a public header that includes a
+private one, the router and the registry including each other (either way), a
+transport family including another family, or a built-in transport's name
+written in a string outside the registry's names.
 
 Transport families: src/transport/<family>/ (mpi, node, ucx, cuda). They share
 src/transport/core/ (the base, the registry, the router) and
@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ["common", "topology|grid", "decomposition", "plan", "pack", "memory", "transport", "exchange"]
+LAYERS = ["common", "topology|grid", "decomposition", "plan", "pack", "memory", "transport", "exchange",
+          "capi"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -30,7 +31,7 @@ def layer_of(path: str) -> int:
     first = re.split(r"[/.]", p)[0]
     # device.hpp: device memory of fields, at the transports' level (src/transport/cuda/).
     names = {"field_memory": "memory", "device": "transport",
-             "exchange_profile": "exchange"}
+             "exchange_profile": "exchange", "halox": "capi"}
     first = names.get(first, first)
     for rank, names_of_layer in enumerate(LAYERS):
         if first in names_of_layer.split("|"):

@@ -1,0 +1,632 @@
+! halox for Fortran: halo exchange of 3-D real32 and real64 arrays, built on
+! the C API (halox/halox.h) with iso_c_binding. See docs/fortran.md.
+!
+!   call halox_decomposition_create(decomp, MPI_COMM_WORLD, global=[64, 48, 32])
+!   call halox_subdomain(decomp, extent, offset)
+!   allocate(u(1-2:extent(1)+2, 1-2:extent(2)+2, 1-2:extent(3)+2))   ! target
+!   call halox_exchange_create(ex, decomp, [halox_field(u)], halo=2, transport="shm")
+!   call halox_start(ex)   ! interior work here
+!   call halox_wait(ex)    ! every halo cell is final
+!
+! Errors follow Fortran's allocate: with stat= (and errmsg=) a failing call
+! sets them and returns; without stat=, it stops the program with the
+! message. The arrays handed to halox_field must have the TARGET attribute
+! and stay allocated while the exchange lives.
+module halox
+  use, intrinsic :: iso_c_binding
+  use, intrinsic :: iso_fortran_env, only: real32, real64, int64
+  use mpi_f08, only: MPI_Comm
+  implicit none
+  private
+
+  public :: halox_decomposition, halox_exchange, halox_field
+  public :: halox_decomposition_create, halox_decomposition_destroy, halox_subdomain
+  public :: halox_exchange_create, halox_exchange_destroy
+  public :: halox_start, halox_wait, halox_exchange_halos
+  public :: halox_transport, halox_algorithm, halox_field_grouping, halox_bytes
+  public :: halox_available_transports
+
+  ! The C API's status codes (halox_status)
+  integer, parameter, public :: HALOX_SUCCESS = 0
+  integer, parameter, public :: HALOX_ERROR_USAGE = 1
+  integer, parameter, public :: HALOX_ERROR_STATE = 2
+  integer, parameter, public :: HALOX_ERROR_TIMEOUT = 3
+  integer, parameter, public :: HALOX_ERROR_ALLOCATION = 4
+  integer, parameter, public :: HALOX_ERROR_INTERNAL = 5
+
+  integer(c_int), parameter :: HALOX_FLOAT = 1, HALOX_DOUBLE = 2
+
+  type :: halox_decomposition
+    type(c_ptr), private :: handle = c_null_ptr
+  end type halox_decomposition
+
+  type :: halox_exchange
+    type(c_ptr), private :: handle = c_null_ptr
+  end type halox_exchange
+
+  ! One field: made by halox_field(array) from a 3-D real32 or real64 array
+  ! with the TARGET attribute, halo included, any lower bounds.
+  type :: halox_field
+    type(c_ptr), private :: data = c_null_ptr
+    integer(c_int), private :: type = 0
+    integer(c_int), private :: shape(3) = 0
+    logical, private :: contiguous = .true.
+  end type halox_field
+
+  interface halox_field
+    module procedure field_real32, field_real64
+  end interface halox_field
+
+  interface halox_decomposition_create
+    module procedure decomposition_create_f08, decomposition_create_integer
+  end interface halox_decomposition_create
+
+  ! The option strings, NUL-terminated, alive while the exchange is created.
+  type :: option_strings
+    character(kind=c_char), allocatable :: transport(:), algorithm(:), fields(:), &
+                                           wisdom_file(:), memory(:)
+  end type option_strings
+
+  ! The C API's structs, mirrored (checked against halox_options_size()).
+  type, bind(C) :: c_field
+    type(c_ptr) :: data
+    integer(c_int) :: type
+    integer(c_int) :: allocated(3)
+  end type c_field
+
+  type, bind(C) :: c_options
+    type(c_ptr) :: transport = c_null_ptr, algorithm = c_null_ptr, fields = c_null_ptr
+    integer(c_int) :: auto_transport = 0, auto_algorithm = 0, auto_fields = 0
+    real(c_double) :: timeout_seconds = 0
+    type(c_ptr) :: wisdom_file = c_null_ptr, memory = c_null_ptr, cuda_stream = c_null_ptr
+    integer(c_int) :: ranks_per_node = 0
+  end type c_options
+
+  interface
+    integer(c_int) function c_decomposition_create(decomp, comm, global, dims, periodic) &
+        bind(C, name="halox_decomposition_create_f")
+      import :: c_ptr, c_int
+      type(c_ptr), intent(inout) :: decomp
+      integer(c_int), value :: comm
+      integer(c_int), intent(in) :: global(3), dims(3), periodic(3)
+    end function
+    integer(c_int) function c_decomposition_destroy(decomp) &
+        bind(C, name="halox_decomposition_destroy")
+      import :: c_ptr, c_int
+      type(c_ptr), intent(inout) :: decomp
+    end function
+    integer(c_int) function c_subdomain(decomp, extent, offset) bind(C, name="halox_subdomain")
+      import :: c_ptr, c_int
+      type(c_ptr), value :: decomp
+      integer(c_int), intent(out) :: extent(3), offset(3)
+    end function
+    integer(c_int) function c_agree(decomp, function_name, problem) bind(C, name="halox_agree")
+      import :: c_ptr, c_int, c_char
+      type(c_ptr), value :: decomp
+      character(kind=c_char), intent(in) :: function_name(*), problem(*)
+    end function
+    integer(c_int) function c_exchange_create(ex, decomp, interior, halo, nfields, fields, &
+                                              options) bind(C, name="halox_exchange_create")
+      import :: c_ptr, c_int, c_field, c_options
+      type(c_ptr), intent(inout) :: ex
+      type(c_ptr), value :: decomp, interior
+      integer(c_int), intent(in) :: halo(6)
+      integer(c_int), value :: nfields
+      type(c_field), intent(in) :: fields(*)
+      type(c_options), intent(in) :: options
+    end function
+    integer(c_int) function c_exchange_destroy(ex) bind(C, name="halox_exchange_destroy")
+      import :: c_ptr, c_int
+      type(c_ptr), intent(inout) :: ex
+    end function
+    integer(c_int) function c_start(ex) bind(C, name="halox_start")
+      import :: c_ptr, c_int
+      type(c_ptr), value :: ex
+    end function
+    integer(c_int) function c_wait(ex) bind(C, name="halox_wait")
+      import :: c_ptr, c_int
+      type(c_ptr), value :: ex
+    end function
+    integer(c_int) function c_exchange_run(ex) bind(C, name="halox_exchange_run")
+      import :: c_ptr, c_int
+      type(c_ptr), value :: ex
+    end function
+    integer(c_int) function c_exchange_bytes(ex, sent, received, copied) &
+        bind(C, name="halox_exchange_bytes")
+      import :: c_ptr, c_int, c_size_t
+      type(c_ptr), value :: ex
+      integer(c_size_t), intent(out) :: sent, received, copied
+    end function
+    integer(c_int) function c_available_transports(decomp, buf, size) &
+        bind(C, name="halox_available_transports")
+      import :: c_ptr, c_int, c_char, c_size_t
+      type(c_ptr), value :: decomp
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_size_t), value :: size
+    end function
+    type(c_ptr) function c_last_error() bind(C, name="halox_last_error")
+      import :: c_ptr
+    end function
+    integer(c_size_t) function c_options_size() bind(C, name="halox_options_size")
+      import :: c_size_t
+    end function
+    integer(c_size_t) function c_strlen(s) bind(C, name="strlen")
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: s
+    end function
+  end interface
+
+  ! halox_exchange_transport, _algorithm, _fields: (ex, buf, size)
+  abstract interface
+    integer(c_int) function string_query(ex, buf, size) bind(C)
+      import :: c_ptr, c_int, c_char, c_size_t
+      type(c_ptr), value :: ex
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_size_t), value :: size
+    end function
+  end interface
+
+  interface
+    integer(c_int) function c_exchange_transport(ex, buf, size) &
+        bind(C, name="halox_exchange_transport")
+      import :: c_ptr, c_int, c_char, c_size_t
+      type(c_ptr), value :: ex
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_size_t), value :: size
+    end function
+    integer(c_int) function c_exchange_algorithm(ex, buf, size) &
+        bind(C, name="halox_exchange_algorithm")
+      import :: c_ptr, c_int, c_char, c_size_t
+      type(c_ptr), value :: ex
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_size_t), value :: size
+    end function
+    integer(c_int) function c_exchange_fields(ex, buf, size) bind(C, name="halox_exchange_fields")
+      import :: c_ptr, c_int, c_char, c_size_t
+      type(c_ptr), value :: ex
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_size_t), value :: size
+    end function
+  end interface
+
+contains
+
+  ! ---- Errors
+
+  ! The C API's message of this thread's last failing call.
+  function last_error() result(message)
+    character(len=:), allocatable :: message
+    character(kind=c_char), pointer :: chars(:)
+    type(c_ptr) :: p
+    integer :: n, i
+    p = c_last_error()
+    n = int(c_strlen(p))
+    call c_f_pointer(p, chars, [n])
+    allocate(character(len=n) :: message)
+    do i = 1, n
+      message(i:i) = chars(i)
+    end do
+  end function last_error
+
+  ! As allocate does: stat= and errmsg= set when present, a stop otherwise.
+  subroutine conclude(status, stat, errmsg, message)
+    integer(c_int), intent(in) :: status
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    character(len=*), intent(in), optional :: message
+    character(len=:), allocatable :: text
+    if (present(stat)) stat = status
+    if (status == HALOX_SUCCESS) return
+    if (present(message)) then
+      text = message
+    else
+      text = last_error()
+    end if
+    if (present(errmsg)) errmsg = text
+    if (.not. present(stat)) error stop text
+  end subroutine conclude
+
+  function c_string(text) result(chars)
+    character(len=*), intent(in) :: text
+    character(kind=c_char), allocatable :: chars(:)
+    integer :: i, n
+    n = len_trim(text)
+    allocate(chars(n + 1))
+    do i = 1, n
+      chars(i) = text(i:i)
+    end do
+    chars(n + 1) = c_null_char
+  end function c_string
+
+  function from_c(chars) result(text)
+    character(kind=c_char), intent(in) :: chars(:)
+    character(len=:), allocatable :: text
+    integer :: n
+    n = 0
+    do while (n < size(chars))
+      if (chars(n + 1) == c_null_char) exit
+      n = n + 1
+    end do
+    allocate(character(len=n) :: text)
+    text = transfer(chars(1:n), text)
+  end function from_c
+
+  ! ---- Fields
+
+  function field_real32(array) result(field)
+    real(real32), intent(in), target :: array(:,:,:)
+    type(halox_field) :: field
+    field%type = HALOX_FLOAT
+    field%shape = shape(array)
+    field%contiguous = is_contiguous(array)
+    if (size(array) > 0) field%data = c_loc(array(1, 1, 1))
+  end function field_real32
+
+  function field_real64(array) result(field)
+    real(real64), intent(in), target :: array(:,:,:)
+    type(halox_field) :: field
+    field%type = HALOX_DOUBLE
+    field%shape = shape(array)
+    field%contiguous = is_contiguous(array)
+    if (size(array) > 0) field%data = c_loc(array(1, 1, 1))
+  end function field_real64
+
+  ! ---- Decomposition
+
+  ! The ranks of comm on a process grid (dims: ranks per dimension, 0 =
+  ! chosen by MPI_Dims_create), the global grid split over them; periodic
+  ! per dimension (default: all). Collective.
+  subroutine decomposition_create_f08(decomp, comm, global, periodic, dims, stat, errmsg)
+    type(halox_decomposition), intent(inout) :: decomp
+    type(MPI_Comm), intent(in) :: comm
+    integer, intent(in) :: global(3)
+    logical, intent(in), optional :: periodic(3)
+    integer, intent(in), optional :: dims(3)
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    call decomposition_create_integer(decomp, comm%MPI_VAL, global, periodic, dims, stat, errmsg)
+  end subroutine decomposition_create_f08
+
+  subroutine decomposition_create_integer(decomp, comm, global, periodic, dims, stat, errmsg)
+    type(halox_decomposition), intent(inout) :: decomp
+    integer, intent(in) :: comm
+    integer, intent(in) :: global(3)
+    logical, intent(in), optional :: periodic(3)
+    integer, intent(in), optional :: dims(3)
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    integer(c_int) :: c_dims(3), c_periodic(3)
+    c_dims = 0
+    c_periodic = 1
+    if (present(dims)) c_dims = dims
+    if (present(periodic)) c_periodic = merge(1, 0, periodic)
+    call conclude(c_decomposition_create(decomp%handle, int(comm, c_int), int(global, c_int), &
+                                         c_dims, c_periodic), stat, errmsg)
+  end subroutine decomposition_create_integer
+
+  ! Collective. The exchanges built on it stay usable.
+  subroutine halox_decomposition_destroy(decomp, stat, errmsg)
+    type(halox_decomposition), intent(inout) :: decomp
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    call conclude(c_decomposition_destroy(decomp%handle), stat, errmsg)
+  end subroutine halox_decomposition_destroy
+
+  ! This rank's interior: cells per dimension, and the global index (0-based)
+  ! of its first cell.
+  subroutine halox_subdomain(decomp, extent, offset, stat, errmsg)
+    type(halox_decomposition), intent(in) :: decomp
+    integer, intent(out) :: extent(3)
+    integer, intent(out), optional :: offset(3)
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    integer(c_int) :: c_extent(3), c_offset(3)
+    c_extent = 0
+    c_offset = 0
+    call conclude(c_subdomain(decomp%handle, c_extent, c_offset), stat, errmsg)
+    extent = c_extent
+    if (present(offset)) offset = c_offset
+  end subroutine halox_subdomain
+
+  ! The transports usable on every rank, space separated. Collective.
+  function halox_available_transports(decomp, stat, errmsg) result(names)
+    type(halox_decomposition), intent(in) :: decomp
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    character(len=:), allocatable :: names
+    character(kind=c_char) :: buf(1024)
+    buf = c_null_char
+    call conclude(c_available_transports(decomp%handle, buf, size(buf, kind=c_size_t)), stat, &
+                  errmsg)
+    names = from_c(buf)
+  end function halox_available_transports
+
+  ! ---- Exchange
+
+  ! Collective over the decomposition's ranks, every rank with the same
+  ! arguments. field_list: arrays of one kind (halox_field(u), ...), each
+  ! shaped as the sub-domain plus its halos; halo: one width for every side,
+  ! or six, [lo_x, hi_x, lo_y, hi_y, lo_z, hi_z]. The options, all optional:
+  !   transport    "mpi-p2p" (default), "shm", "shm+ucx", ..., "auto" (measured)
+  !   algorithm    "standard" (default), "staged", "faces"
+  !   fields       "compact", "sequence", "cache" (default), or fields per message
+  !   auto         what to measure: "transport", "algorithm", "fields" (a list), "all",
+  !                or .true. (all)
+  !   timeout      seconds a wait may last (integer or real; default HALOX_TIMEOUT or 600)
+  !   wisdom_file  a file of earlier measured choices
+  !   memory       "detect" (default), "host", "device" (device arrays: docs/fortran.md)
+  !   ranks_per_node  groups of this many consecutive ranks count as nodes
+  subroutine halox_exchange_create(ex, decomp, field_list, halo, transport, algorithm, fields, &
+                                   auto, timeout, wisdom_file, memory, ranks_per_node, stat, &
+                                   errmsg)
+    type(halox_exchange), intent(inout) :: ex
+    type(halox_decomposition), intent(in) :: decomp
+    type(halox_field), intent(in) :: field_list(:)
+    integer, intent(in) :: halo(..)
+    character(len=*), intent(in), optional :: transport, algorithm, wisdom_file, memory
+    class(*), intent(in), optional :: fields, auto, timeout
+    integer, intent(in), optional :: ranks_per_node
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    type(option_strings), target :: strings
+    type(c_options) :: options
+    type(c_field) :: c_fields(max(size(field_list), 1))
+    integer(c_int) :: widths(6), status
+    character(len=:), allocatable :: problem
+    integer :: i
+
+    allocate(character(len=0) :: problem)
+    call halo_widths(halo, widths, problem)
+    call text_options(strings, options, transport, algorithm, wisdom_file, memory)
+    if (present(fields)) call fields_option(fields, strings, options, problem)
+    if (present(auto)) call auto_option(auto, options, problem)
+    if (present(timeout)) call timeout_option(timeout, options, problem)
+    if (present(ranks_per_node)) options%ranks_per_node = ranks_per_node
+    do i = 1, size(field_list)
+      if (.not. field_list(i)%contiguous .and. len(problem) == 0) &
+        problem = "the " // ordinal(i) // " field is not contiguous (an array section with " // &
+                  "strides?): pass whole arrays"
+      c_fields(i) = c_field(field_list(i)%data, field_list(i)%type, field_list(i)%shape)
+    end do
+    if (c_sizeof(options) /= c_options_size() .and. len(problem) == 0) &
+      problem = "the halox module and library disagree on halox_options: rebuild the module " // &
+                "with this library"
+    ! Problems found here fail every rank, as the library's own do.
+    status = c_agree(decomp%handle, c_string("halox_exchange_create"), c_string(problem))
+    if (status == HALOX_SUCCESS) &
+      status = c_exchange_create(ex%handle, decomp%handle, c_null_ptr, widths, &
+                                 int(size(field_list), c_int), c_fields, options)
+    call conclude(status, stat, errmsg)
+  end subroutine halox_exchange_create
+
+  subroutine halo_widths(halo, widths, problem)
+    integer, intent(in) :: halo(..)
+    integer(c_int), intent(out) :: widths(6)
+    character(len=:), allocatable, intent(inout) :: problem
+    widths = 0
+    select rank (halo)
+    rank (0)
+      widths = halo
+    rank (1)
+      if (size(halo) == 6) then
+        widths = halo
+      else if (size(halo) == 1) then
+        widths = halo(1)
+      else
+        problem = "halo= takes one width or six ([lo_x, hi_x, lo_y, hi_y, lo_z, hi_z]), got " // &
+                  str(size(halo))
+      end if
+    rank default
+      problem = "halo= takes one width or six ([lo_x, hi_x, lo_y, hi_y, lo_z, hi_z])"
+    end select
+  end subroutine halo_widths
+
+  subroutine text_options(strings, options, transport, algorithm, wisdom_file, memory)
+    type(option_strings), intent(inout), target :: strings
+    type(c_options), intent(inout) :: options
+    character(len=*), intent(in), optional :: transport, algorithm, wisdom_file, memory
+    if (present(transport)) then
+      strings%transport = c_string(transport)
+      options%transport = c_loc(strings%transport)
+    end if
+    if (present(algorithm)) then
+      strings%algorithm = c_string(algorithm)
+      options%algorithm = c_loc(strings%algorithm)
+    end if
+    if (present(wisdom_file)) then
+      strings%wisdom_file = c_string(wisdom_file)
+      options%wisdom_file = c_loc(strings%wisdom_file)
+    end if
+    if (present(memory)) then
+      strings%memory = c_string(memory)
+      options%memory = c_loc(strings%memory)
+    end if
+  end subroutine text_options
+
+  subroutine fields_option(fields, strings, options, problem)
+    class(*), intent(in) :: fields
+    type(option_strings), intent(inout), target :: strings
+    type(c_options), intent(inout) :: options
+    character(len=:), allocatable, intent(inout) :: problem
+    select type (fields)
+    type is (character(len=*))
+      strings%fields = c_string(fields)
+    type is (integer)
+      if (fields < 1) then
+        problem = "fields= takes a positive number of fields per message, got " // str(fields)
+        return
+      end if
+      strings%fields = c_string(str(fields))
+    class default
+      problem = 'fields= takes "compact", "sequence", "cache" or a number of fields per message'
+      return
+    end select
+    options%fields = c_loc(strings%fields)
+  end subroutine fields_option
+
+  subroutine auto_option(auto, options, problem)
+    class(*), intent(in) :: auto
+    type(c_options), intent(inout) :: options
+    character(len=:), allocatable, intent(inout) :: problem
+    character(len=:), allocatable :: word
+    integer :: start, finish
+    select type (auto)
+    type is (logical)
+      options%auto_transport = merge(1, 0, auto)
+      options%auto_algorithm = options%auto_transport
+      options%auto_fields = options%auto_transport
+    type is (character(len=*))
+      start = 1
+      do while (start <= len(auto))
+        finish = scan(auto(start:), ", ")
+        if (finish == 0) finish = len(auto) - start + 2
+        word = auto(start:start + finish - 2)
+        start = start + finish
+        select case (word)
+        case ("")
+        case ("transport")
+          options%auto_transport = 1
+        case ("algorithm")
+          options%auto_algorithm = 1
+        case ("fields")
+          options%auto_fields = 1
+        case ("all")
+          options%auto_transport = 1
+          options%auto_algorithm = 1
+          options%auto_fields = 1
+        case default
+          problem = 'auto= names "transport", "algorithm", "fields" or "all", not "' // word // '"'
+        end select
+      end do
+    class default
+      problem = 'auto= takes .true. or a list of "transport", "algorithm", "fields", "all"'
+    end select
+  end subroutine auto_option
+
+  subroutine timeout_option(timeout, options, problem)
+    class(*), intent(in) :: timeout
+    type(c_options), intent(inout) :: options
+    character(len=:), allocatable, intent(inout) :: problem
+    select type (timeout)
+    type is (integer)
+      options%timeout_seconds = timeout
+    type is (real(real32))
+      options%timeout_seconds = timeout
+    type is (real(real64))
+      options%timeout_seconds = timeout
+    class default
+      problem = "timeout= takes seconds as an integer or a real"
+    end select
+  end subroutine timeout_option
+
+  function str(i) result(text)
+    integer, intent(in) :: i
+    character(len=:), allocatable :: text
+    character(len=12) :: buf
+    write(buf, "(i0)") i
+    text = trim(buf)
+  end function str
+
+  function ordinal(i) result(text)
+    integer, intent(in) :: i
+    character(len=:), allocatable :: text
+    select case (i)
+    case (1)
+      text = "1st"
+    case (2)
+      text = "2nd"
+    case (3)
+      text = "3rd"
+    case default
+      text = str(i) // "th"
+    end select
+  end function ordinal
+
+  ! Not collective; an exchange in flight is completed first.
+  subroutine halox_exchange_destroy(ex, stat, errmsg)
+    type(halox_exchange), intent(inout) :: ex
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    call conclude(c_exchange_destroy(ex%handle), stat, errmsg)
+  end subroutine halox_exchange_destroy
+
+  ! The first stage is in flight on return: overlap interior work here.
+  subroutine halox_start(ex, stat, errmsg)
+    type(halox_exchange), intent(in) :: ex
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    call conclude(c_start(ex%handle), stat, errmsg)
+  end subroutine halox_start
+
+  ! Every halo cell is final on return.
+  subroutine halox_wait(ex, stat, errmsg)
+    type(halox_exchange), intent(in) :: ex
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    call conclude(c_wait(ex%handle), stat, errmsg)
+  end subroutine halox_wait
+
+  ! halox_start and halox_wait in one.
+  subroutine halox_exchange_halos(ex, stat, errmsg)
+    type(halox_exchange), intent(in) :: ex
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    call conclude(c_exchange_run(ex%handle), stat, errmsg)
+  end subroutine halox_exchange_halos
+
+  function string_of(query, ex, stat, errmsg) result(text)
+    procedure(string_query) :: query
+    type(halox_exchange), intent(in) :: ex
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    character(len=:), allocatable :: text
+    character(kind=c_char) :: buf(256)
+    buf = c_null_char
+    call conclude(query(ex%handle, buf, size(buf, kind=c_size_t)), stat, errmsg)
+    text = from_c(buf)
+  end function string_of
+
+  ! The transport as run, e.g. "shm" (= shm+mpi-p2p): the measured choice
+  ! with transport="auto".
+  function halox_transport(ex, stat, errmsg) result(name)
+    type(halox_exchange), intent(in) :: ex
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    character(len=:), allocatable :: name
+    name = string_of(c_exchange_transport, ex, stat, errmsg)
+  end function halox_transport
+
+  function halox_algorithm(ex, stat, errmsg) result(name)
+    type(halox_exchange), intent(in) :: ex
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    character(len=:), allocatable :: name
+    name = string_of(c_exchange_algorithm, ex, stat, errmsg)
+  end function halox_algorithm
+
+  ! The field grouping as run: "compact", "sequence", "cache" or a number.
+  function halox_field_grouping(ex, stat, errmsg) result(name)
+    type(halox_exchange), intent(in) :: ex
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    character(len=:), allocatable :: name
+    name = string_of(c_exchange_fields, ex, stat, errmsg)
+  end function halox_field_grouping
+
+  ! Bytes per exchange this rank sends, receives and copies within itself.
+  subroutine halox_bytes(ex, sent, received, copied, stat, errmsg)
+    type(halox_exchange), intent(in) :: ex
+    integer(int64), intent(out), optional :: sent, received, copied
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    integer(c_size_t) :: s, r, c
+    s = 0
+    r = 0
+    c = 0
+    call conclude(c_exchange_bytes(ex%handle, s, r, c), stat, errmsg)
+    if (present(sent)) sent = s
+    if (present(received)) received = r
+    if (present(copied)) copied = c
+  end subroutine halox_bytes
+
+end module halox

@@ -1,0 +1,93 @@
+#include "capi/handles.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+namespace halox::capi {
+namespace {
+
+// Handles are checked against this set, never dereferenced first: a
+// destroyed handle is reported, not read after its memory was freed.
+std::mutex registry_mutex;
+std::unordered_map<const void*, handle_kind>& registry() {
+  static std::unordered_map<const void*, handle_kind> live;
+  return live;
+}
+
+const char* name_of(handle_kind kind) {
+  switch (kind) {
+    case handle_kind::decomposition: return "decomposition";
+    case handle_kind::exchange: return "exchange";
+    case handle_kind::shared_fields: return "shared fields";
+  }
+  return "?";
+}
+
+thread_local std::string last_error;
+
+void check_live_locked(const void* handle, handle_kind kind, const char* function) {
+  if (handle == nullptr)
+    throw usage_error(fmt::format("{}: the {} handle is NULL (not created, or destroyed)",
+                                  function, name_of(kind)));
+  auto found = registry().find(handle);
+  if (found == registry().end())
+    throw usage_error(fmt::format("{}: the {} handle is not a live one (destroyed already, or "
+                                  "never created)", function, name_of(kind)));
+  if (found->second != kind)
+    throw usage_error(fmt::format("{}: wrong kind of handle: {} (expected: {})", function,
+                                  name_of(found->second), name_of(kind)));
+}
+
+}  // namespace
+
+void register_handle(const void* handle, handle_kind kind) {
+  std::lock_guard lock(registry_mutex);
+  registry()[handle] = kind;
+}
+
+void unregister_handle(const void* handle, handle_kind kind, const char* function) {
+  std::lock_guard lock(registry_mutex);
+  check_live_locked(handle, kind, function);
+  registry().erase(handle);
+}
+
+void require_live(const void* handle, handle_kind kind, const char* function) {
+  std::lock_guard lock(registry_mutex);
+  check_live_locked(handle, kind, function);
+}
+
+halox_status fail(halox_status status, const std::string& message) noexcept {
+  try {
+    last_error = message;
+  } catch (...) {
+    last_error.clear();  // no room for the message: the status still tells
+  }
+  return status;
+}
+
+void copy_out(const std::string& text, char* buf, size_t size, const char* function) {
+  if (buf == nullptr || size == 0)
+    throw usage_error(fmt::format("{}: no buffer to write into (NULL or size 0)", function));
+  size_t n = std::min(text.size(), size - 1);
+  std::memcpy(buf, text.data(), n);
+  buf[n] = '\0';
+}
+
+}  // namespace halox::capi
+
+extern "C" const char* halox_last_error(void) { return halox::capi::last_error.c_str(); }
+
+extern "C" const char* halox_status_name(int status) {
+  switch (status) {
+    case HALOX_SUCCESS: return "success";
+    case HALOX_ERROR_USAGE: return "usage";
+    case HALOX_ERROR_STATE: return "state";
+    case HALOX_ERROR_TIMEOUT: return "timeout";
+    case HALOX_ERROR_ALLOCATION: return "allocation";
+    case HALOX_ERROR_INTERNAL: return "internal";
+  }
+  return "unknown";
+}

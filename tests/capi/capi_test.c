@@ -1,0 +1,176 @@
+/* The C API from C: an exchange checked cell by cell against global
+ * coordinates, the queries, and bad calls, each of which must return its
+ * code and a message while the program goes on. Any failure: exit 1. */
+#include <halox/halox.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures = 0;
+static int rank = 0;
+
+#define EXPECT(cond)                                                          \
+  do {                                                                        \
+    if (!(cond)) {                                                            \
+      fprintf(stderr, "rank %d: %s:%d: %s\n", rank, __FILE__, __LINE__, #cond); \
+      ++failures;                                                             \
+    }                                                                         \
+  } while (0)
+
+/* The call fails with `code` and a message that contains `words`. */
+#define EXPECT_ERROR(call, code, words)                                                 \
+  do {                                                                                  \
+    int status_ = (call);                                                               \
+    if (status_ != (code) || strstr(halox_last_error(), (words)) == NULL) {             \
+      fprintf(stderr, "rank %d: %s:%d: %s gave %s \"%s\", expected %s with \"%s\"\n",   \
+              rank, __FILE__, __LINE__, #call, halox_status_name(status_),              \
+              halox_last_error(), halox_status_name(code), (words));                     \
+      ++failures;                                                                       \
+    }                                                                                   \
+  } while (0)
+
+enum { N = 12, H = 2 };
+
+/* A cell's value: its global coordinates (wrapped), unique per cell. */
+static double value_of(int gx, int gy, int gz) {
+  gx = (gx + N) % N;
+  gy = (gy + N) % N;
+  gz = (gz + N) % N;
+  return gx + 100.0 * gy + 10000.0 * gz;
+}
+
+static void exchange_checked(halox_decomposition d, const char* transport,
+                             const char* algorithm) {
+  int extent[3], offset[3], halo[6] = {H, H, H, H, H, H};
+  EXPECT(halox_subdomain(d, extent, offset) == HALOX_SUCCESS);
+  int ax = extent[0] + 2 * H, ay = extent[1] + 2 * H, az = extent[2] + 2 * H;
+  double* u = calloc((size_t)ax * ay * az, sizeof(double));
+  for (int z = 0; z < extent[2]; ++z)
+    for (int y = 0; y < extent[1]; ++y)
+      for (int x = 0; x < extent[0]; ++x)
+        u[(x + H) + ax * ((y + H) + ay * (z + H))] =
+            value_of(offset[0] + x, offset[1] + y, offset[2] + z);
+  halox_options options = HALOX_OPTIONS_INIT;
+  options.transport = transport;
+  options.algorithm = algorithm;
+  halox_exchange ex = NULL;
+  double* fields[1] = {u};
+  int status = halox_exchange_create_double(&ex, d, extent, halo, 1, fields, &options);
+  EXPECT(status == HALOX_SUCCESS);
+  if (status != HALOX_SUCCESS) {
+    fprintf(stderr, "rank %d: %s\n", rank, halox_last_error());
+    free(u);
+    return;
+  }
+  EXPECT(halox_start(ex) == HALOX_SUCCESS);
+  EXPECT(halox_wait(ex) == HALOX_SUCCESS);
+  EXPECT(halox_exchange_run(ex) == HALOX_SUCCESS);
+  int wrong = 0;
+  for (int z = -H; z < extent[2] + H; ++z)
+    for (int y = -H; y < extent[1] + H; ++y)
+      for (int x = -H; x < extent[0] + H; ++x)
+        wrong += u[(x + H) + ax * ((y + H) + ay * (z + H))] !=
+                 value_of(offset[0] + x, offset[1] + y, offset[2] + z);
+  EXPECT(wrong == 0);
+  char name[64];
+  EXPECT(halox_exchange_transport(ex, name, sizeof name) == HALOX_SUCCESS);
+  EXPECT(strcmp(name, transport) == 0);
+  EXPECT(halox_exchange_algorithm(ex, name, sizeof name) == HALOX_SUCCESS);
+  EXPECT(strcmp(name, algorithm) == 0);
+  size_t sent = 0, received = 0, copied = 0;
+  EXPECT(halox_exchange_bytes(ex, &sent, &received, &copied) == HALOX_SUCCESS);
+  EXPECT(sent + copied > 0 && received + copied > 0);
+  EXPECT(halox_exchange_destroy(&ex) == HALOX_SUCCESS && ex == NULL);
+  free(u);
+}
+
+static void bad_calls(halox_decomposition d) {
+  halox_exchange ex = NULL;
+  int extent[3], offset[3], halo[6] = {1, 1, 1, 1, 1, 1};
+  halox_subdomain(d, extent, offset);
+  size_t cells = (size_t)(extent[0] + 2) * (extent[1] + 2) * (extent[2] + 2);
+  double* u = calloc(cells, sizeof(double));
+  float* f = calloc(cells, sizeof(float));
+  halox_options options = HALOX_OPTIONS_INIT;
+
+  /* NULL handles */
+  EXPECT_ERROR(halox_start(NULL), HALOX_ERROR_USAGE, "handle is NULL");
+  EXPECT_ERROR(halox_wait(NULL), HALOX_ERROR_USAGE, "handle is NULL");
+  EXPECT_ERROR(halox_subdomain(NULL, extent, offset), HALOX_ERROR_USAGE, "NULL");
+  EXPECT_ERROR(halox_exchange_destroy(&ex), HALOX_ERROR_USAGE, "NULL");
+  EXPECT_ERROR(halox_exchange_create_double(&ex, NULL, extent, halo, 1, &u, NULL),
+               HALOX_ERROR_USAGE, "decomposition handle is NULL");
+  /* unknown transport, unknown algorithm: on every rank, no hang */
+  options.transport = "no-such-transport";
+  EXPECT_ERROR(halox_exchange_create_double(&ex, d, extent, halo, 1, &u, &options),
+               HALOX_ERROR_USAGE, "no-such-transport");
+  EXPECT(ex == NULL);
+  options.transport = NULL;
+  options.algorithm = "diagonal";
+  EXPECT_ERROR(halox_exchange_create_double(&ex, d, extent, halo, 1, &u, &options),
+               HALOX_ERROR_USAGE, "diagonal");
+  options.algorithm = NULL;
+  /* mixed types */
+  halox_field mixed[2] = {{u, HALOX_DOUBLE, {0, 0, 0}}, {f, HALOX_FLOAT, {0, 0, 0}}};
+  EXPECT_ERROR(halox_exchange_create(&ex, d, extent, halo, 2, mixed, NULL), HALOX_ERROR_USAGE,
+               "differ in type");
+  /* a shape that does not match, on rank 0 only: every rank hears of it */
+  halox_field shaped = {u, HALOX_DOUBLE, {extent[0] + 2, extent[1] + 2, extent[2] + 2}};
+  if (rank == 0) shaped.allocated[0] += 1;
+  EXPECT_ERROR(halox_exchange_create(&ex, d, extent, halo, 1, &shaped, NULL), HALOX_ERROR_USAGE,
+               "rank 0: the 1st field is");
+  /* a halo wider than the sub-domain */
+  int wide[6] = {extent[0] + 1, 1, 1, 1, 1, 1};
+  EXPECT_ERROR(halox_exchange_create_double(&ex, d, extent, wide, 1, &u, NULL), HALOX_ERROR_USAGE,
+               "halo");
+  /* no fields */
+  EXPECT_ERROR(halox_exchange_create_double(&ex, d, extent, halo, 0, &u, NULL), HALOX_ERROR_USAGE,
+               "no fields");
+  /* order of start and wait, destroy twice, a destroyed handle */
+  EXPECT(halox_exchange_create_double(&ex, d, extent, halo, 1, &u, NULL) == HALOX_SUCCESS);
+  EXPECT_ERROR(halox_wait(ex), HALOX_ERROR_STATE, "not started");
+  EXPECT(halox_start(ex) == HALOX_SUCCESS);
+  EXPECT_ERROR(halox_start(ex), HALOX_ERROR_STATE, "in flight");
+  EXPECT(halox_wait(ex) == HALOX_SUCCESS);
+  char small[4];
+  EXPECT(halox_exchange_transport(ex, small, sizeof small) == HALOX_SUCCESS);
+  EXPECT(strcmp(small, "mpi") == 0); /* "mpi-p2p", cut short and terminated */
+  halox_exchange copy = ex;
+  EXPECT(halox_exchange_destroy(&ex) == HALOX_SUCCESS);
+  EXPECT_ERROR(halox_exchange_destroy(&ex), HALOX_ERROR_USAGE, "NULL");
+  EXPECT_ERROR(halox_exchange_destroy(&copy), HALOX_ERROR_USAGE, "not a live one");
+  EXPECT_ERROR(halox_start(copy), HALOX_ERROR_USAGE, "not a live one");
+  /* a decomposition handle where an exchange is expected */
+  EXPECT_ERROR(halox_start((halox_exchange)(void*)d), HALOX_ERROR_USAGE, "wrong kind of handle");
+  free(u);
+  free(f);
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  halox_decomposition d = NULL;
+  int global[3] = {N, N, N};
+  EXPECT(halox_decomposition_create(&d, MPI_COMM_WORLD, global, NULL, NULL) == HALOX_SUCCESS);
+  int size = 0;
+  EXPECT(halox_decomposition_rank(d, NULL, &size) == HALOX_SUCCESS);
+  char transports[256];
+  EXPECT(halox_available_transports(d, transports, sizeof transports) == HALOX_SUCCESS);
+  exchange_checked(d, "mpi-p2p", "standard");
+  exchange_checked(d, "mpi-p2p", "staged");
+  if (strstr(transports, "shm") != NULL) exchange_checked(d, "shm", "staged");
+  bad_calls(d);
+  /* the Fortran communicator form */
+  halox_decomposition df = NULL;
+  EXPECT(halox_decomposition_create_f(&df, MPI_Comm_c2f(MPI_COMM_WORLD), global, NULL, NULL) ==
+         HALOX_SUCCESS);
+  EXPECT(halox_decomposition_destroy(&df) == HALOX_SUCCESS && df == NULL);
+  EXPECT_ERROR(halox_decomposition_destroy(&df), HALOX_ERROR_USAGE, "NULL");
+  EXPECT(halox_decomposition_destroy(&d) == HALOX_SUCCESS);
+  int all = 0;
+  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) printf("capi_test: %d ranks, %d failures (%s)\n", size, all, transports);
+  MPI_Finalize();
+  return all == 0 ? 0 : 1;
+}

@@ -1,0 +1,334 @@
+! The Fortran module's exchange matrix in one launch: every available
+! transport x standard/staged/faces x compact/sequence x periodic/open, each
+! as two exchanges in flight at once, one of real32 fields and one of real64
+! fields, with 1-based and 0-based interiors (swapped from one case to the
+! next); every cell checked against its global coordinates, twice per case.
+! Then bad calls, each with stat= and errmsg=: a code and a message, and the
+! program goes on. Exit status 1 on any failure.
+!
+!   exchange_matrix          the matrix and the bad calls
+!   exchange_matrix stop     one bad call without stat=: stops with its message
+!
+! HALOX_TEST_MATRIX=reduced or minimal (oversubscribed runs): fewer transports.
+program exchange_matrix
+  use mpi_f08
+  use halox
+  use, intrinsic :: iso_fortran_env, only: real32, real64, error_unit
+  implicit none
+  integer, parameter :: global(3) = [12, 10, 8]
+  integer, parameter :: widths(6) = [1, 2, 2, 1, 1, 1]
+  character(len=*), parameter :: algorithms(3) = [character(len=8) :: "standard", "staged", &
+                                                  "faces"]
+  character(len=*), parameter :: groupings(2) = [character(len=8) :: "compact", "sequence"]
+  type(halox_decomposition) :: decomps(2)
+  character(len=:), allocatable :: transports, transport, matrix
+  character(len=32) :: argument
+  integer :: rank, failures, all_failures, cases, p, a, g, start, finish
+  logical :: periodic
+
+  call MPI_Init()
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank)
+  call get_command_argument(1, argument)
+  if (argument == "stop") call stop_without_stat()
+  failures = 0
+  cases = 0
+  call halox_decomposition_create(decomps(1), MPI_COMM_WORLD, global=global)
+  ! The integer communicator of codes still on `use mpi`.
+  call halox_decomposition_create(decomps(2), MPI_COMM_WORLD%MPI_VAL, global=global, &
+                                  periodic=[.false., .false., .false.])
+  transports = halox_available_transports(decomps(1))
+  call get_environment_variable_text("HALOX_TEST_MATRIX", matrix)
+  if (matrix == "minimal" .or. matrix == "reduced") transports = "mpi-p2p shm"
+  start = 1
+  do while (start <= len(transports))
+    finish = index(transports(start:) // " ", " ") + start - 2
+    transport = transports(start:finish)
+    start = finish + 2
+    do p = 1, 2
+      periodic = p == 1
+      do a = 1, size(algorithms)
+        do g = 1, size(groupings)
+          cases = cases + 1
+          call check_case(decomps(p), transport, trim(algorithms(a)), trim(groupings(g)), &
+                          periodic, mod(cases, 2) == 0, failures)
+        end do
+      end do
+    end do
+  end do
+  call bad_calls(decomps(1), failures)
+  call halox_decomposition_destroy(decomps(1))
+  call halox_decomposition_destroy(decomps(2))
+  call MPI_Allreduce(failures, all_failures, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
+  if (rank == 0) print "(a, i0, a, a, a, i0)", "exchange_matrix: ", cases, &
+    " cases (", transports, "), failures: ", all_failures
+  call MPI_Finalize()
+  if (all_failures /= 0) error stop 1
+
+contains
+
+  subroutine get_environment_variable_text(name, value)
+    character(len=*), intent(in) :: name
+    character(len=:), allocatable, intent(out) :: value
+    integer :: length
+    call get_environment_variable(name, length=length)
+    allocate(character(len=length) :: value)
+    if (length > 0) call get_environment_variable(name, value)
+  end subroutine get_environment_variable_text
+
+  ! The value a cell must hold after an exchange (-1: a halo cell nobody
+  ! fills): its global coordinates, wrapped where periodic, plus 1000 per field.
+  real(real64) function expected(cell, offset, extent, is_periodic, faces_only, field)
+    integer, intent(in) :: cell(3), offset(3), extent(3), field
+    logical, intent(in) :: is_periodic, faces_only
+    integer :: gc(3), d, outside
+    outside = count(cell < 0 .or. cell >= extent)
+    expected = -1
+    if (faces_only .and. outside > 1) return
+    gc = offset + cell
+    do d = 1, 3
+      if (is_periodic) then
+        gc(d) = modulo(gc(d), global(d))
+      else if (gc(d) < 0 .or. gc(d) >= global(d)) then
+        return
+      end if
+    end do
+    expected = 1 + gc(1) + global(1) * (gc(2) + global(2) * gc(3)) + 1000 * field
+  end function expected
+
+  ! Interior cells hold their values, halo cells -1 (any lower bounds: the
+  ! first element is the first halo cell).
+  subroutine fill32(u, offset, extent, field)
+    real(real32), intent(inout) :: u(:,:,:)
+    integer, intent(in) :: offset(3), extent(3), field
+    integer :: i, j, k, cell(3)
+    do k = 1, size(u, 3)
+      do j = 1, size(u, 2)
+        do i = 1, size(u, 1)
+          cell = [i, j, k] - 1 - widths([1, 3, 5])
+          u(i, j, k) = -1
+          if (all(cell >= 0 .and. cell < extent)) &
+            u(i, j, k) = real(expected(cell, offset, extent, .true., .false., field), real32)
+        end do
+      end do
+    end do
+  end subroutine fill32
+
+  subroutine fill64(u, offset, extent, field)
+    real(real64), intent(inout) :: u(:,:,:)
+    integer, intent(in) :: offset(3), extent(3), field
+    integer :: i, j, k, cell(3)
+    do k = 1, size(u, 3)
+      do j = 1, size(u, 2)
+        do i = 1, size(u, 1)
+          cell = [i, j, k] - 1 - widths([1, 3, 5])
+          u(i, j, k) = -1
+          if (all(cell >= 0 .and. cell < extent)) &
+            u(i, j, k) = expected(cell, offset, extent, .true., .false., field)
+        end do
+      end do
+    end do
+  end subroutine fill64
+
+  ! Cells of u (any lower bounds: lbound(u) is the first halo cell) that
+  ! differ from what they must hold.
+  integer function wrong32(u, offset, extent, is_periodic, faces_only, field) result(wrong)
+    real(real32), intent(in) :: u(:,:,:)
+    integer, intent(in) :: offset(3), extent(3), field
+    logical, intent(in) :: is_periodic, faces_only
+    integer :: i, j, k
+    wrong = 0
+    do k = 1, size(u, 3)
+      do j = 1, size(u, 2)
+        do i = 1, size(u, 1)
+          if (u(i, j, k) /= real(expected([i, j, k] - 1 - widths([1, 3, 5]), offset, extent, &
+                                          is_periodic, faces_only, field), real32)) &
+            wrong = wrong + 1
+        end do
+      end do
+    end do
+  end function wrong32
+
+  integer function wrong64(u, offset, extent, is_periodic, faces_only, field) result(wrong)
+    real(real64), intent(in) :: u(:,:,:)
+    integer, intent(in) :: offset(3), extent(3), field
+    logical, intent(in) :: is_periodic, faces_only
+    integer :: i, j, k
+    wrong = 0
+    do k = 1, size(u, 3)
+      do j = 1, size(u, 2)
+        do i = 1, size(u, 1)
+          if (u(i, j, k) /= expected([i, j, k] - 1 - widths([1, 3, 5]), offset, extent, &
+                                     is_periodic, faces_only, field)) wrong = wrong + 1
+        end do
+      end do
+    end do
+  end function wrong64
+
+  ! One case: a real32 and a real64 exchange in flight together, one with
+  ! 1-based interiors and the other 0-based (swap_bases swaps them).
+  subroutine check_case(decomp, transport, algorithm, grouping, is_periodic, swap_bases, failures)
+    type(halox_decomposition), intent(in) :: decomp
+    character(len=*), intent(in) :: transport, algorithm, grouping
+    logical, intent(in) :: is_periodic, swap_bases
+    integer, intent(inout) :: failures
+    real(real32), allocatable, target :: a32(:,:,:), b32(:,:,:)
+    real(real64), allocatable, target :: a64(:,:,:), b64(:,:,:)
+    type(halox_exchange) :: ex32, ex64
+    integer :: extent(3), offset(3), base32, base64, round, wrong, stat
+    character(len=512) :: message
+    logical :: faces_only
+    call halox_subdomain(decomp, extent, offset)
+    base32 = merge(0, 1, swap_bases)
+    base64 = 1 - base32
+    allocate(a32(base32 - widths(1):base32 + extent(1) - 1 + widths(2), &
+                 base32 - widths(3):base32 + extent(2) - 1 + widths(4), &
+                 base32 - widths(5):base32 + extent(3) - 1 + widths(6)))
+    allocate(b32, mold=a32)
+    allocate(a64(base64 - widths(1):base64 + extent(1) - 1 + widths(2), &
+                 base64 - widths(3):base64 + extent(2) - 1 + widths(4), &
+                 base64 - widths(5):base64 + extent(3) - 1 + widths(6)))
+    allocate(b64, mold=a64)
+    call halox_exchange_create(ex32, decomp, [halox_field(a32), halox_field(b32)], halo=widths, &
+                               transport=transport, algorithm=algorithm, fields=grouping, &
+                               timeout=60, stat=stat, errmsg=message)
+    if (stat == 0) call halox_exchange_create(ex64, decomp, [halox_field(a64), halox_field(b64)], &
+                                              halo=widths, transport=transport, &
+                                              algorithm=algorithm, fields=grouping, &
+                                              stat=stat, errmsg=message)
+    if (stat /= 0) then
+      write(error_unit, "(a)") "rank " // str(rank) // ": " // transport // "/" // algorithm // &
+        "/" // grouping // ": " // trim(message)
+      failures = failures + 1
+      return
+    end if
+    if (halox_transport(ex64) /= transport) failures = failures + 1
+    faces_only = algorithm == "faces"
+    do round = 1, 2
+      call fill32(a32, offset, extent, 0)
+      call fill32(b32, offset, extent, 1)
+      call fill64(a64, offset, extent, 2)
+      call fill64(b64, offset, extent, 3)
+      call halox_start(ex32)
+      call halox_start(ex64)
+      call halox_wait(ex64)
+      call halox_wait(ex32)
+      wrong = wrong32(a32, offset, extent, is_periodic, faces_only, 0) + &
+              wrong32(b32, offset, extent, is_periodic, faces_only, 1) + &
+              wrong64(a64, offset, extent, is_periodic, faces_only, 2) + &
+              wrong64(b64, offset, extent, is_periodic, faces_only, 3)
+      if (wrong /= 0) then
+        write(error_unit, "(a)") "rank " // str(rank) // ": " // transport // "/" // &
+          algorithm // "/" // grouping // merge("/periodic", "/open    ", is_periodic) // &
+          ": " // str(wrong) // " wrong cells"
+        failures = failures + 1
+      end if
+    end do
+    call halox_exchange_destroy(ex32)
+    call halox_exchange_destroy(ex64)
+  end subroutine check_case
+
+  function str(i) result(text)
+    integer, intent(in) :: i
+    character(len=:), allocatable :: text
+    character(len=12) :: buf
+    write(buf, "(i0)") i
+    text = trim(buf)
+  end function str
+
+  ! The call fails with `code`, its message contains `words`.
+  subroutine expect(what, stat, message, code, words, failures)
+    character(len=*), intent(in) :: what, message, words
+    integer, intent(in) :: stat, code
+    integer, intent(inout) :: failures
+    if (stat == code .and. index(message, words) > 0) return
+    write(error_unit, "(a)") "rank " // str(rank) // ": " // what // ": stat " // str(stat) // &
+      " '" // trim(message) // "', expected " // str(code) // " with '" // words // "'"
+    failures = failures + 1
+  end subroutine expect
+
+  subroutine bad_calls(decomp, failures)
+    type(halox_decomposition), intent(in) :: decomp
+    integer, intent(inout) :: failures
+    type(halox_decomposition) :: never_created
+    type(halox_exchange) :: ex, copy
+    real(real64), allocatable, target :: u(:,:,:), wrong_shape(:,:,:)
+    real(real32), allocatable, target :: f(:,:,:)
+    integer :: extent(3), offset(3), stat
+    character(len=512) :: message
+    call halox_subdomain(decomp, extent, offset)
+    allocate(u(0:extent(1) + 1, 0:extent(2) + 1, 0:extent(3) + 1), source=0.0_real64)
+    allocate(f(0:extent(1) + 1, 0:extent(2) + 1, 0:extent(3) + 1), source=0.0_real32)
+    ! One rank's array does not match: every rank hears of it.
+    allocate(wrong_shape(0:extent(1) + 1 + merge(1, 0, rank == 0), 0:extent(2) + 1, &
+                         0:extent(3) + 1))
+    message = ""
+    call halox_exchange_create(ex, decomp, [halox_field(u), halox_field(f)], halo=1, stat=stat, &
+                               errmsg=message)
+    call expect("mixed kinds", stat, message, HALOX_ERROR_USAGE, "differ in type", failures)
+    call halox_exchange_create(ex, decomp, [halox_field(wrong_shape)], halo=1, stat=stat, &
+                               errmsg=message)
+    call expect("shape", stat, message, HALOX_ERROR_USAGE, "rank 0: the 1st field is", failures)
+    call halox_exchange_create(ex, decomp, [halox_field(u)], halo=[1, 1, 1, 1, 1, extent(3) + 1], &
+                               stat=stat, errmsg=message)
+    call expect("halo wider than the sub-domain", stat, message, HALOX_ERROR_USAGE, "halo", &
+                failures)
+    call halox_exchange_create(ex, decomp, [halox_field(u)], halo=[1, 1, 1], stat=stat, &
+                               errmsg=message)
+    call expect("three halo widths", stat, message, HALOX_ERROR_USAGE, "one width or six", &
+                failures)
+    call halox_exchange_create(ex, decomp, [halox_field(u)], halo=1, transport="no-such", &
+                               stat=stat, errmsg=message)
+    call expect("unknown transport", stat, message, HALOX_ERROR_USAGE, "no-such", failures)
+    call halox_exchange_create(ex, decomp, [halox_field(u)], halo=1, transport="cuda-ipc", &
+                               stat=stat, errmsg=message)
+    call expect("unavailable transport", stat, message, HALOX_ERROR_USAGE, "cuda-ipc", failures)
+    call halox_exchange_create(ex, decomp, [halox_field(u(:, :, 0:1))], halo=1, stat=stat, &
+                               errmsg=message)
+    call expect("a section", stat, message, HALOX_ERROR_USAGE, "1st field is", failures)
+    call halox_exchange_create(ex, decomp, [halox_field(u(::2, :, :))], halo=1, stat=stat, &
+                               errmsg=message)
+    call expect("strides", stat, message, HALOX_ERROR_USAGE, "not contiguous", failures)
+    call halox_exchange_create(ex, decomp, [halox_field(u)], halo=1, auto="everything", &
+                               stat=stat, errmsg=message)
+    call expect("auto=", stat, message, HALOX_ERROR_USAGE, "everything", failures)
+    call halox_exchange_create(ex, decomp, [halox_field(u)], halo=1, timeout="soon", &
+                               stat=stat, errmsg=message)
+    call expect("timeout=", stat, message, HALOX_ERROR_USAGE, "timeout=", failures)
+    call halox_exchange_create(ex, never_created, [halox_field(u)], halo=1, stat=stat, &
+                               errmsg=message)
+    call expect("no decomposition", stat, message, HALOX_ERROR_USAGE, "handle is NULL", failures)
+    call halox_start(ex, stat=stat, errmsg=message)
+    call expect("start, no exchange", stat, message, HALOX_ERROR_USAGE, "handle is NULL", failures)
+    call halox_exchange_create(ex, decomp, [halox_field(u)], halo=1, timeout=30.0, fields=1)
+    call halox_wait(ex, stat=stat, errmsg=message)
+    call expect("wait without start", stat, message, HALOX_ERROR_STATE, "not started", failures)
+    call halox_start(ex)
+    call halox_start(ex, stat=stat, errmsg=message)
+    call expect("start twice", stat, message, HALOX_ERROR_STATE, "in flight", failures)
+    call halox_wait(ex)
+    call halox_exchange_halos(ex)
+    if (halox_field_grouping(ex) /= "1") failures = failures + 1
+    copy = ex
+    call halox_exchange_destroy(ex)
+    call halox_exchange_destroy(ex, stat=stat, errmsg=message)
+    call expect("destroy twice", stat, message, HALOX_ERROR_USAGE, "handle is NULL", failures)
+    call halox_exchange_destroy(copy, stat=stat, errmsg=message)
+    call expect("a destroyed copy", stat, message, HALOX_ERROR_USAGE, "not a live one", failures)
+    call halox_subdomain(never_created, extent, stat=stat, errmsg=message)
+    call expect("subdomain", stat, message, HALOX_ERROR_USAGE, "handle is NULL", failures)
+  end subroutine bad_calls
+
+  ! Without stat=, a failing call stops the program with its message.
+  subroutine stop_without_stat()
+    type(halox_decomposition) :: decomp
+    type(halox_exchange) :: ex
+    real(real64), allocatable, target :: u(:,:,:)
+    integer :: extent(3)
+    call halox_decomposition_create(decomp, MPI_COMM_WORLD, global=global)
+    call halox_subdomain(decomp, extent)
+    allocate(u(0:extent(1) + 1, 0:extent(2) + 1, 0:extent(3) + 1))
+    call halox_exchange_create(ex, decomp, [halox_field(u)], halo=1, transport="no-such")
+    print "(a)", "not reached"
+  end subroutine stop_without_stat
+
+end program exchange_matrix
