@@ -81,7 +81,7 @@ void compute_step(const std::vector<T*>& fields, const local_grid& grid) {
   }
 }
 
-// The self-copy reference (halox/self_copy_reference.hpp): every rank fills
+// The self-copy reference (halox_programs/self_copy_reference.hpp): every rank fills
 // the halos its exchange fills from its own cells, all ranks at the same
 // time, on the exchange's fields; nothing crosses ranks. Collective. The
 // slowest rank's time; `every_rank` gets each rank's on rank 0 (a slower core

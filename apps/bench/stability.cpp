@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "halox/common/stats.hpp"
+#include "halox_programs/common/stats.hpp"
 
 namespace halox::bench {
 
