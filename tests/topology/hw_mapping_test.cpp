@@ -7,6 +7,7 @@
 
 #include "halox/common/error.hpp"
 #include "halox/decomposition/hw.hpp"
+#include "halox_programs/program.hpp"
 
 namespace halox {
 namespace {
@@ -235,7 +236,10 @@ TEST(HwMappingErrors, ProductAndNodes) {
   auto two_nodes = grids({{level::node, {2, 1, 1}}, {level::core, {16, 1, 1}}});
   e = error_of([&] { map_ranks(ranks, two_nodes, rank_order{}); });
   EXPECT_CONTAINS(e, "node level: grid 2x1x1 needs 2 nodes, but the ranks are on 1 node");
-  EXPECT_CONTAINS(e, "--ranks-per-node");
+  // The library names its option and variable; the programs say their flag instead.
+  EXPECT_CONTAINS(e, "ranks_per_node N or HALOX_RANKS_PER_NODE=N");
+  EXPECT_EQ(e.find("--ranks-per-node"), std::string::npos) << e;
+  EXPECT_CONTAINS(halox::in_flag_terms(e), "--ranks-per-node N or HALOX_RANKS_PER_NODE=N");
   // Uneven ranks per node.
   auto three = placements(betzy, binding_policy::core, 1, 3);
   e = error_of([&] { map_node(three, grids({{level::core, {2, 2, 1}}}), rank_order{}); });
