@@ -218,6 +218,55 @@ std::string cuda_array_problem(nb::handle array, size_t index, const halox::loca
   return {};
 }
 
+// The fields of an exchange as the arrays give them, and the arrays kept alive.
+struct collected_fields {
+  std::vector<void*> pointers;
+  nb::list kept;
+  halox::element_type type = halox::element_type::f64;
+};
+
+// CUDA arrays (__cuda_array_interface__): what is wrong with them, or empty.
+std::string collect_cuda_arrays(nb::handle arrays, const halox::local_grid& g,
+                                collected_fields& out) {
+  std::string first_typestr;
+  size_t index = 0;
+  for (nb::handle array : arrays) {
+    uintptr_t data = 0;
+    std::string typestr;
+    std::string problem = cuda_array_problem(array, index, g, first_typestr, &data, &typestr);
+    if (!problem.empty()) return problem;
+    if (index == 0) {
+      first_typestr = typestr;
+      out.type = typestr == "<f4" ? halox::element_type::f32 : halox::element_type::f64;
+    }
+    out.pointers.push_back(reinterpret_cast<void*>(data));
+    out.kept.append(array);
+    ++index;
+  }
+  return {};
+}
+
+// numpy arrays: what is wrong with them, or empty.
+std::string collect_host_arrays(nb::handle arrays, const halox::local_grid& g,
+                                collected_fields& out) {
+  nb::object first_dtype;
+  size_t index = 0;
+  for (nb::handle array : arrays) {
+    std::string problem = array_problem(array, index, g, first_dtype);
+    if (!problem.empty()) return problem;
+    if (index == 0) {
+      first_dtype = array.attr("dtype");
+      out.type = nb::cast<int>(first_dtype.attr("itemsize")) == 4 ? halox::element_type::f32
+                                                                  : halox::element_type::f64;
+    }
+    auto data = nb::cast<uintptr_t>(array.attr("ctypes").attr("data"));
+    out.pointers.push_back(reinterpret_cast<void*>(data));
+    out.kept.append(array);
+    ++index;
+  }
+  return {};
+}
+
 py_exchange* make_exchange(py_exchange* self, nb::object decomp_object, const py_grid& grid,
                            nb::handle arrays, const std::string& alg, const std::string& mode,
                            const std::string& transport, int fields_per_block) {
@@ -225,9 +274,6 @@ py_exchange* make_exchange(py_exchange* self, nb::object decomp_object, const py
   // Local checks first, then agreed on: every rank raises the same error.
   std::string problem;
   halox::exchange_options options;
-  halox::element_type type = halox::element_type::f64;
-  std::vector<void*> fields;
-  nb::list kept;
   try {
     options.alg = halox::parse_algorithm(alg);
     options.mode = halox::parse_field_mode(mode);
@@ -254,41 +300,12 @@ py_exchange* make_exchange(py_exchange* self, nb::object decomp_object, const py
       problem = "arrays: " + std::to_string(cuda_arrays) + " of " + std::to_string(nb::len(arrays)) +
                 " are CUDA arrays, the others not: an exchange takes fields of one kind";
   }
+  collected_fields collected;
   if (problem.empty() && on_device) {
     options.memory = halox::memory_kind::device;
-    std::string first_typestr;
-    size_t index = 0;
-    for (nb::handle array : arrays) {
-      uintptr_t data = 0;
-      std::string typestr;
-      problem = cuda_array_problem(array, index, grid.g, first_typestr, &data, &typestr);
-      if (!problem.empty()) break;
-      if (index == 0) {
-        first_typestr = typestr;
-        type = typestr == "<f4" ? halox::element_type::f32 : halox::element_type::f64;
-      }
-      fields.push_back(reinterpret_cast<void*>(data));
-      kept.append(array);
-      ++index;
-    }
+    problem = collect_cuda_arrays(arrays, grid.g, collected);
   }
-  if (problem.empty() && !on_device) {
-    nb::object first_dtype;
-    size_t index = 0;
-    for (nb::handle array : arrays) {
-      problem = array_problem(array, index, grid.g, first_dtype);
-      if (!problem.empty()) break;
-      if (index == 0) {
-        first_dtype = array.attr("dtype");
-        type = nb::cast<int>(first_dtype.attr("itemsize")) == 4 ? halox::element_type::f32
-                                                                : halox::element_type::f64;
-      }
-      auto data = nb::cast<uintptr_t>(array.attr("ctypes").attr("data"));
-      fields.push_back(reinterpret_cast<void*>(data));
-      kept.append(array);
-      ++index;
-    }
-  }
+  if (problem.empty() && !on_device) problem = collect_host_arrays(arrays, grid.g, collected);
   if (!problem.empty()) problem = "rank " + std::to_string(decomp.rank()) + ": " + problem;
   std::string agreed;
   {
@@ -300,9 +317,10 @@ py_exchange* make_exchange(py_exchange* self, nb::object decomp_object, const py
   std::unique_ptr<halox::halo_exchange> ex;
   {
     nb::gil_scoped_release release;  // construction is collective
-    ex = std::make_unique<halox::halo_exchange>(decomp, grid.g, type, std::move(fields), options);
+    ex = std::make_unique<halox::halo_exchange>(decomp, grid.g, collected.type,
+                                                std::move(collected.pointers), options);
   }
-  return new (self) py_exchange{std::move(decomp_object), std::move(kept), std::move(ex)};
+  return new (self) py_exchange{std::move(decomp_object), std::move(collected.kept), std::move(ex)};
 }
 
 }  // namespace
