@@ -85,6 +85,54 @@ static void exchange_checked(halox_decomposition d, const char* transport,
   free(u);
 }
 
+/* Node-shared fields exchanged by shm in place; the per-stage profile. */
+static void shared_fields_checked(halox_decomposition d) {
+  int extent[3], offset[3], halo[6] = {1, 1, 1, 1, 1, 1};
+  EXPECT(halox_subdomain(d, extent, offset) == HALOX_SUCCESS);
+  halox_shared_fields fields = NULL;
+  int status = halox_shared_fields_create(&fields, d, NULL, halo, HALOX_DOUBLE, 2);
+  EXPECT(status == HALOX_SUCCESS);
+  if (status != HALOX_SUCCESS) {
+    fprintf(stderr, "rank %d: %s\n", rank, halox_last_error());
+    return;
+  }
+  int ax = extent[0] + 2, ay = extent[1] + 2, az = extent[2] + 2;
+  double* u[2] = {NULL, NULL};
+  for (int f = 0; f < 2; ++f) {
+    EXPECT(halox_shared_fields_data(fields, f, (void**)&u[f]) == HALOX_SUCCESS);
+    for (int z = 0; z < az; ++z)
+      for (int y = 0; y < ay; ++y)
+        for (int x = 0; x < ax; ++x) {
+          int inside = x > 0 && y > 0 && z > 0 && x <= extent[0] && y <= extent[1] && z <= extent[2];
+          u[f][x + ax * (y + ay * z)] =
+              inside ? value_of(offset[0] + x - 1, offset[1] + y - 1, offset[2] + z - 1) + f : -1;
+        }
+  }
+  EXPECT_ERROR(halox_shared_fields_data(fields, 2, (void**)&u[0]), HALOX_ERROR_USAGE, "field 2");
+  halox_options options = HALOX_OPTIONS_INIT;
+  options.transport = "shm";
+  halox_exchange ex = NULL;
+  EXPECT(halox_exchange_create_shared(&ex, d, fields, &options) == HALOX_SUCCESS);
+  EXPECT(halox_shared_fields_destroy(&fields) == HALOX_SUCCESS); /* the exchange keeps the memory */
+  EXPECT(halox_exchange_record_stages(ex, 1) == HALOX_SUCCESS);
+  EXPECT(halox_exchange_run(ex) == HALOX_SUCCESS);
+  int wrong = 0;
+  for (int f = 0; f < 2; ++f)
+    for (int z = 0; z < az; ++z)
+      for (int y = 0; y < ay; ++y)
+        for (int x = 0; x < ax; ++x)
+          wrong += u[f][x + ax * (y + ay * z)] !=
+                   value_of(offset[0] + x - 1, offset[1] + y - 1, offset[2] + z - 1) + f;
+  EXPECT(wrong == 0);
+  double times[5] = {-1, -1, -1, -1, -1};
+  unsigned long long recorded = 0;
+  EXPECT(halox_exchange_stage_profile(ex, 0, times, &recorded) == HALOX_SUCCESS);
+  EXPECT(recorded == 1 && times[0] >= 0 && times[4] >= 0);
+  EXPECT_ERROR(halox_exchange_stage_profile(ex, 99, times, &recorded), HALOX_ERROR_USAGE,
+               "stage 99");
+  EXPECT(halox_exchange_destroy(&ex) == HALOX_SUCCESS);
+}
+
 static void bad_calls(halox_decomposition d) {
   halox_exchange ex = NULL;
   int extent[3], offset[3], halo[6] = {1, 1, 1, 1, 1, 1};
@@ -159,7 +207,10 @@ int main(int argc, char** argv) {
   EXPECT(halox_available_transports(d, transports, sizeof transports) == HALOX_SUCCESS);
   exchange_checked(d, "mpi-p2p", "standard");
   exchange_checked(d, "mpi-p2p", "staged");
-  if (strstr(transports, "shm") != NULL) exchange_checked(d, "shm", "staged");
+  if (strstr(transports, "shm") != NULL) {
+    exchange_checked(d, "shm", "staged");
+    shared_fields_checked(d);
+  }
   bad_calls(d);
   /* the Fortran communicator form */
   halox_decomposition df = NULL;
