@@ -809,12 +809,12 @@ def _peer_runs(spec, spec_path, program, lists, bench_words, invocations, work, 
     from . import peers
     try:
         # A spec's own [[peers]] win; else HALOX_CARTEX's programs beside the baselines.
-        tables = spec.get("peers") or (peers.cartex_tables(
+        tables = spec["peers"] if "peers" in spec else (peers.cartex_tables(
             flavor, lists.get("type", ["double"]), _nrep_of(bench_words))
             if program is BENCH else [])
     except peers.PeerError as e:
         raise SpecError(str(e)) from None
-    if not tables:
+    if "peers" not in spec and not tables:
         return {}
     if program is not BENCH:
         raise SpecError(f"[[peers]] run beside halox-bench only, not {program.name}")

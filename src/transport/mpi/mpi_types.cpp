@@ -96,6 +96,11 @@ void mpi_types_transport::start(size_t stage_index) {
 void mpi_types_transport::wait(size_t stage_index) {
   stage_posts& st = stages_[stage_index];
   if (st.requests.empty()) return;
+  // More ranks than cores: poll and yield, or the ranks that would send spin-wait for a core.
+  if (waits_.oversubscribed) {
+    waits_.wait_all(st.requests, {}, [&](size_t) { return st.what; });
+    return;
+  }
   // cartex's MPI_Waitall; a watchdog ends the run naming the stage's peers after the timeout.
   waits_.blocking(
       [&] {

@@ -14,7 +14,8 @@
 // Reference algorithm per stage (cartex posts afresh every exchange):
 //   for each receive, from the +d neighbour first: MPI_Irecv(field, 1, type, peer, tag)
 //   for each send, to the -d neighbour first:      MPI_Isend(field, 1, type, peer, tag)
-//   MPI_Waitall(all)   (under halox's watchdog: a timeout names the stage's peers)
+//   MPI_Waitall(all)   (under halox's watchdog: a timeout names the stage's peers;
+//                       with more ranks than cores, halox's polling wait that yields)
 #pragma once
 
 #include <string>
