@@ -50,6 +50,40 @@ void add_rounds(nlohmann::json& j, const result& r, const cell_verdict& v, const
                        {"wall_s", launch.wall_s}};
 }
 
+// What was measured and how: the record's "config".
+nlohmann::json config_json(const result& r, const bench_options& o) {
+  return {{"transport", r.cfg.transport_label()},
+          {"transport_path", r.path},
+          {"chosen", r.chosen},
+          // What the automatic choice decided, as the wisdom file stores it.
+          {"choice", r.decided ? nlohmann::json::parse(choice_json(*r.decided))
+                                 : nlohmann::json(nullptr)},
+          {"algorithm", r.cfg.algorithm_label()},
+          {"fields", r.cfg.fields.label},
+          {"fields_per_message", r.fields_per_message},
+          {"fields_per_block", r.fields_per_block},
+          {"type", to_string(r.cfg.type)},
+          {"halo", r.cfg.halo_label},
+          {"halo_lo", r.cfg.halo.lo},
+          {"halo_hi", r.cfg.halo.hi},
+          {"nfields", r.cfg.nfields},
+          {"domain", o.global_domain.empty() ? o.domain : std::vector<int>{}},
+          {"global_domain", o.global_domain},
+          {"timing", o.timing},
+          {"warmup", o.warmup},
+          {"rounds", static_cast<int>(r.round_medians.size())},
+          {"rounds_asked", o.rounds_auto ? nlohmann::json("auto") : nlohmann::json(o.rounds)},
+          {"baseline", o.baseline},
+          {"rechecked", r.rechecked},
+          {"rechosen", r.rechosen},
+          {"check", !o.no_check},
+          {"memory", r.memory},
+          {"memory_fallback", o.shared_memory_fallback},
+          {"huge_pages", transparent_huge_pages()},
+          {"transport_settings", r.settings},
+          {"ranks_per_node", o.decomp.ranks_per_node}};
+}
+
 }  // namespace
 
 nlohmann::json to_json_record(const result& r, const summary& s, const cell_verdict& verdict,
@@ -59,36 +93,7 @@ nlohmann::json to_json_record(const result& r, const summary& s, const cell_verd
   nlohmann::json j = provenance;
   j["tool"] = program;
   j["run_id"] = run_id;
-  j["config"] = {{"transport", r.cfg.transport_label()},
-                 {"transport_path", r.path},
-                 {"chosen", r.chosen},
-                 // What the automatic choice decided, as the wisdom file stores it.
-                 {"choice", r.decided ? nlohmann::json::parse(choice_json(*r.decided))
-                                        : nlohmann::json(nullptr)},
-                 {"algorithm", r.cfg.algorithm_label()},
-                 {"fields", r.cfg.fields.label},
-                 {"fields_per_message", r.fields_per_message},
-                 {"fields_per_block", r.fields_per_block},
-                 {"type", to_string(r.cfg.type)},
-                 {"halo", r.cfg.halo_label},
-                 {"halo_lo", r.cfg.halo.lo},
-                 {"halo_hi", r.cfg.halo.hi},
-                 {"nfields", r.cfg.nfields},
-                 {"domain", o.global_domain.empty() ? o.domain : std::vector<int>{}},
-                 {"global_domain", o.global_domain},
-                 {"timing", o.timing},
-                 {"warmup", o.warmup},
-                 {"rounds", static_cast<int>(r.round_medians.size())},
-                 {"rounds_asked", o.rounds_auto ? nlohmann::json("auto") : nlohmann::json(o.rounds)},
-                 {"baseline", o.baseline},
-                 {"rechecked", r.rechecked},
-                 {"rechosen", r.rechosen},
-                 {"check", !o.no_check},
-                 {"memory", r.memory},
-                 {"memory_fallback", o.shared_memory_fallback},
-                 {"huge_pages", transparent_huge_pages()},
-                 {"transport_settings", r.settings},
-                 {"ranks_per_node", o.decomp.ranks_per_node}};
+  j["config"] = config_json(r, o);
   j["decomposition"] = {{"kind", decomp.kind()},
                         {"dims", decomp.dims()},
                         {"periodic", decomp.periodic()},

@@ -23,7 +23,7 @@ constexpr environment_variable option_variables[] = {
     {"HALOX_WISDOM", "exchange_options::wisdom_file",
      "file of earlier automatic choices, read before measuring and appended after"},
     {"HALOX_CUDA_AWARE_MPI", "the MPI library's own answer",
-     "mpi-p2p on device fields: 1 hands device pointers to MPI, 0 stages through pinned host "
+     "mpi-p2p on device fields: 1 hands device pointers to MPI, 0 copies through pinned host "
      "memory"},
 };
 

@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMIT = 80
-TREES = ("src", "apps")
+TREES = ("src", "apps", "python/src")
 SUFFIXES = (".cpp", ".hpp", ".cu", ".cuh", ".h")
 
 LEXEME = re.compile(r'//[^\n]*|/\*.*?\*/|R"([^(\s]*)\(.*?\)\1"|"(?:[^"\\\n]|\\.)*"|'
