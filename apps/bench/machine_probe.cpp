@@ -255,7 +255,10 @@ probe_sample machine_probe::take() {
     const double jiffies = static_cast<double>(cpu->first - cpu_total_);
     worst[pairs_.size() + 1] = jiffies > 0 ? static_cast<double>(cpu->second - cpu_steal_) / jiffies : 0.0;
     const double wall = entered - wall_;
-    worst[pairs_.size() + 2] = wall > 0 ? static_cast<double>(*waited - run_wait_ns_) * 1e-9 / wall : 0.0;
+    // At most all of it: the kernel books a wait when it ends, so a wait begun
+    // before the interval can exceed it.
+    worst[pairs_.size() + 2] =
+        wall > 0 ? std::min(1.0, static_cast<double>(*waited - run_wait_ns_) * 1e-9 / wall) : 0.0;
   }
   if (cpu && waited) {
     cpu_total_ = cpu->first;

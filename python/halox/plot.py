@@ -142,7 +142,8 @@ def bench_variants(records: Sequence[Record], out: str | pathlib.Path,
             for bar, t in zip(bars, transports):
                 if unstable(cells.get((key, t, algorithm, fields), [])):
                     bar.set_hatch("xxx")
-                    bar.set_edgecolor("red")
+                    bar.set_edgecolor("black")
+                    bar.set_linewidth(0.4)
                     any_unstable = True
             ax.hlines(floors, offsets - width / 2, offsets + width / 2, colors="black",
                       linewidth=1.5, label="memcpy floor" if j == 0 else None)
@@ -156,7 +157,7 @@ def bench_variants(records: Sequence[Record], out: str | pathlib.Path,
         ax.axis("off")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     if any_unstable:
-        handles.append(Patch(facecolor="white", edgecolor="red", hatch="xxx"))
+        handles.append(Patch(facecolor="white", edgecolor="black", hatch="xxx", linewidth=0.4))
         labels.append("unstable (*)")
     fig.legend(handles, labels, fontsize=8, loc="lower center", ncols=min(7, len(labels)))
     first = records[0]

@@ -207,8 +207,12 @@ def chosen(records: Sequence[Record], metric: str = "median",
                 if with_ratios:
                     for col, k in enumerate(shape_keys):
                         ratios = (verdicts.get((v, k)) or (None, None))[0]
-                        values.append(ratios.median if ratios else math.nan)
-                        if ratios and len(ratios.per_round) > 1:
+                        if ratios is None:  # a peer program's cell or baseline: no rounds
+                            base = rec.cell_value(cells.get((baseline, k), []), metric)
+                            values.append(base / values[col] if values[col] > 0 else math.nan)
+                            continue
+                        values.append(ratios.median)
+                        if len(ratios.per_round) > 1:
                             suffixes[(row, len(shape_keys) + col)] = \
                                 f" [{ratios.min:.2f}-{ratios.max:.2f}]"
                 if efficiency:
@@ -240,7 +244,8 @@ def cell_verdicts(cells: dict[tuple, list[Record]], baseline: str | None
         if len(cell) != 1 or cell[0].peer:
             continue
         base = cells.get((baseline, k), []) if baseline else []
-        base_raw = base[0].raw if len(base) == 1 and base[0].run_id == cell[0].run_id else None
+        base_raw = base[0].raw if len(base) == 1 and not base[0].peer and \
+            base[0].run_id == cell[0].run_id else None
         out[(v, k)] = stability.judge_record(cell[0].raw, base_raw)
     return out
 

@@ -85,9 +85,11 @@ def probe_spread(turns: Iterable[dict]) -> ProbeSpread:
     samples = []
     for t in turns:
         samples += [t["before"], t["after"]]
-        # The after-probe's shares cover the turn itself.
-        out.worst_run_wait = max(out.worst_run_wait, t["after"].get("run_wait_share") or 0.0)
-        out.worst_steal = max(out.worst_steal, t["after"].get("steal_share") or 0.0)
+        # The after-probe's shares cover the turn itself (at most all of it: the kernel books
+        # a wait when it ends, so a wait begun before the turn can exceed it).
+        out.worst_run_wait = max(out.worst_run_wait,
+                                 min(1.0, t["after"].get("run_wait_share") or 0.0))
+        out.worst_steal = max(out.worst_steal, min(1.0, t["after"].get("steal_share") or 0.0))
     if not samples:
         return out
     pairs = len(samples[0].get("round_trip_ns") or [])

@@ -99,6 +99,8 @@ def parse_tables(text):
 
 
 def value(text):
+    """A cell's number; a trailing * marks an unstable cell."""
+    text = text.removesuffix("*").removesuffix("\\")
     return math.nan if text == "NaN" else float(text)
 
 
@@ -123,6 +125,8 @@ def test_chosen_table_shows_the_medians_and_ratios_of_one_run(capsys, bench_file
     for r in recs:
         median = r["time_per_exchange_s"]["median"]
         expect_close(table.cell(variant(r), shape(r)), median * 1e6)
+        # The mark follows the stability halox-bench recorded (the same rules, same baseline).
+        assert table.cell(variant(r), shape(r)).endswith("*") == (not r["stable"])
         assert value(table.cell(variant(r), shape(r) + " (xN)")) == pytest.approx(
             base[shape(r)] / median, abs=0.006)
     assert (f"(xN) = {BASELINE} (the algorithm of cartex mpi_comm --MPI-datatypes) / variant, "
