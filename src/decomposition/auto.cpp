@@ -232,7 +232,7 @@ auto_choice choose_auto(const node_shape& shape, int nodes, const ivec3& global,
     if (++visited > max_candidates)
       throw usage_error(
           fmt::format("auto: more than {} candidate layouts to score; give the level grids instead "
-                      "(--decomposition hw --node ...)",
+                      "(hw_grids)",
                       max_candidates));
     if (i == levels.size()) {
       auto_candidate c;
@@ -260,7 +260,7 @@ auto_choice choose_auto(const node_shape& shape, int nodes, const ivec3& global,
       counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", to_string(l), count);
     throw usage_error(
         fmt::format("auto: the levels ({}) cannot tile the {}x{}x{} rank grid; give another grid "
-                    "(--mpicart) or the level grids (--decomposition hw)",
+                    "(make_cart_decomposition) or the level grids (hw_grids)",
                     counts, global[0], global[1], global[2]));
   }
   result.grids = result.best.front().grids;

@@ -87,7 +87,8 @@ void require_memory_support(const transport_choice& choice, bool device) {
   for (const transport_entry* entry : {&choice.local(), &choice.remote()}) {
     if (device && !entry->moves_device_memory())
       throw usage_error(fmt::format("transport '{}' moves host memory only; fields in device "
-                                    "memory move by the transports that --list-transports marks for device fields",
+                                    "memory move by the transports whose entry declares a device implementation "
+                                    "(transport_entry::make_device)",
                                     entry->name));
     if (!device && !entry->moves_host_memory())
       throw usage_error(fmt::format("transport '{}' moves CUDA device memory only, and these "

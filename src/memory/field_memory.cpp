@@ -56,7 +56,7 @@ shared_memory_space node_shared_memory_space(MPI_Comm comm, MPI_Comm node_comm, 
 
 std::string describe_shortage(const shared_memory_space& space, std::string_view what) {
   return fmt::format("node-shared memory: {} need {:.1f} MB on a node but {} has {:.1f} MB free: "
-                     "allocate them in private memory (halox-bench --memory private) or enlarge "
+                     "allocate them in private memory (field memory private) or enlarge "
                      "{} (docker run --shm-size=..., or mount -o remount,size=... {})",
                      what, space.needed / 1e6, space.where, space.available / 1e6, space.where,
                      space.where);

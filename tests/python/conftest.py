@@ -127,5 +127,5 @@ def run_recording_exit_codes(ranks: int, program: str, args: list[str], tmp_path
 @pytest.fixture(autouse=True)
 def _no_cartex_peers_unless_asked(monkeypatch):
     """HALOX_CARTEX adds the real cartex programs to every sweep; the tests that want them set
-    it themselves (test_peers.py reads the session's value at import)."""
+    it themselves (test_peers.py reads the test run's value at import)."""
     monkeypatch.delenv("HALOX_CARTEX", raising=False)

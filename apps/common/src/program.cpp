@@ -21,6 +21,10 @@ std::string in_flag_terms(std::string message) {
       {std::regex(R"(\b(exchange_options::)?wisdom_file\b)"), "--wisdom"},
       {std::regex(R"(\bplacement_options::topology\b)"), "--topology"},
       {std::regex(R"(\bplacement_options::binding\b)"), "--assume-binding"},
+      {std::regex(R"(\bhw_grids\b)"), "--decomposition hw --node ..."},
+      {std::regex(R"(\bmake_cart_decomposition\b)"), "--mpicart"},
+      {std::regex(R"(\bfield memory private\b)"), "--memory private"},
+      {std::regex(R"(\(transport_entry::make_device\))"), "(marked by --list-transports)"},
   };
   for (const auto& [option, flag] : flags) message = std::regex_replace(message, option, flag);
   return message;
