@@ -58,10 +58,10 @@ double device_copy_floor(MPI_Comm comm, size_t bytes, shape_memory& mem, size_t 
 // what the exchange delivered: lines an owner wrote into this rank's halo
 // come back here) and every interior cell rewritten (the faces the next
 // exchange sends are freshly written; the later fields take the caches).
-inline volatile double halo_read_sink;  // keeps compute_step's halo reads
+inline volatile double halo_read_sink;  // keeps compute_timestep's halo reads
 
 template <class T>
-void compute_step(const std::vector<T*>& fields, const local_grid& grid) {
+void compute_timestep(const std::vector<T*>& fields, const local_grid& grid) {
   const ivec3 n = grid.interior;
   const halo_widths& h = grid.halo;
   for (T* field : fields) {
@@ -93,7 +93,7 @@ double self_copy_reference_time(MPI_Comm comm, const copy_list& copies, const st
   return median_of_samples(
       comm, !copies.empty(),
       [&](int) {
-        if (after_compute) compute_step(fields, grid);
+        if (after_compute) compute_timestep(fields, grid);
       },
       [&](int) { copies.run(); }, every_rank);
 }

@@ -159,7 +159,7 @@ long long repetitions(MPI_Comm comm, const bench_options& o, pacing pace, halo_e
   const double t0 = MPI_Wtime();
   constexpr int probe = 5;
   for (int i = 0; i < probe; ++i, ++run) {
-    if (pace.compute) compute_step(fields, grid);
+    if (pace.compute) compute_timestep(fields, grid);
     ex.exchange();
   }
   double per = (MPI_Wtime() - t0) / probe, slowest = 0;
@@ -184,7 +184,7 @@ timed_exchanges time_exchanges(MPI_Comm comm, long long nrep, pacing pace, halo_
   for (long long i = 0; i < nrep; ++i) {
     if (pace.compute) {
       const double c0 = MPI_Wtime();
-      compute_step(fields, grid);
+      compute_timestep(fields, grid);
       t.computing += MPI_Wtime() - c0;
     }
     // After a compute step too: a rank whose step ran longer would count
@@ -210,7 +210,7 @@ long long record_stage_pass(MPI_Comm comm, long long nrep, pacing pace, halo_exc
   ex.record_stages(true);
   MPI_Barrier(comm);
   for (long long i = 0; i < recorded; ++i) {
-    if (pace.compute) compute_step(fields, grid);
+    if (pace.compute) compute_timestep(fields, grid);
     if (pace.latency || pace.compute) MPI_Barrier(comm);
     ex.exchange();
   }

@@ -118,7 +118,7 @@ nlohmann::json to_json_record(const result& r, const summary& s, const cell_verd
   j["loop_mean_s"] = mean_per;
   j["seconds_per_10000"] = mean_per * 1e4;
   j["memcpy_s"] = r.memcpy_seconds;
-  if (r.computed) j["compute_step_s"] = r.compute_seconds / static_cast<double>(r.exchanges);
+  if (r.computed) j["compute_timestep_s"] = r.compute_seconds / static_cast<double>(r.exchanges);
   j["efficiency"] = efficiency(r);
   j["self_copy_reference_s"] = r.reference_seconds;
   j["self_copy_share"] = reference_share(r);
