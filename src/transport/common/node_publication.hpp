@@ -58,6 +58,17 @@ struct published_box {
   box region() const { return {{lo[0], lo[1], lo[2]}, {hi[0], hi[1], hi[2]}}; }
 };
 
+// Box `index` of a message that stage `stage` sends from rank `me`, as published.
+inline published_box published_box_of(int stage, int me, const message& m, size_t index) {
+  const auto& fb = m.boxes[index];
+  published_box p{stage, me, m.peer, m.tag, static_cast<int>(index), fb.field};
+  for (int d = 0; d < 3; ++d) {
+    p.lo[d] = fb.region.lo[d];
+    p.hi[d] = fb.region.hi[d];
+  }
+  return p;
+}
+
 class node_publication {
  public:
   // Collective over the neighbours: each box of `mine` goes to the node rank

@@ -133,11 +133,7 @@ owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields
       reader[r] = true;
       for (size_t i = 0; i < m.boxes.size(); ++i) {
         const auto& fb = m.boxes[i];
-        published_box p{static_cast<int>(s), me, m.peer, m.tag, static_cast<int>(i), fb.field};
-        for (int d = 0; d < 3; ++d) {
-          p.lo[d] = fb.region.lo[d];
-          p.hi[d] = fb.region.hi[d];
-        }
+        published_box p = published_box_of(static_cast<int>(s), me, m, i);
         const box_copy c = box_copy_of(plan, fields, fb, outbox.base + cursor);
         p.in_outbox = c.run < outbox.below;
         if (p.in_outbox) {

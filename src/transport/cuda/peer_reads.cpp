@@ -13,15 +13,8 @@ std::vector<peer_stage> plan_peer_reads(
   std::vector<published_box> published;
   for (size_t s = 0; s < plan.stages.size(); ++s)
     for (const auto& m : plan.stages[s].sends)
-      for (size_t i = 0; i < m.boxes.size(); ++i) {
-        const auto& fb = m.boxes[i];
-        published_box p{static_cast<int>(s), me, m.peer, m.tag, static_cast<int>(i), fb.field};
-        for (int d = 0; d < 3; ++d) {
-          p.lo[d] = fb.region.lo[d];
-          p.hi[d] = fb.region.hi[d];
-        }
-        published.push_back(p);
-      }
+      for (size_t i = 0; i < m.boxes.size(); ++i)
+        published.push_back(published_box_of(static_cast<int>(s), me, m, i));
   const node_publication publication(published, ctx.node, me, node_neighbours(plan, ctx.node));
 
   std::vector<peer_stage> out;
