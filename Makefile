@@ -5,6 +5,8 @@ MPI ?= openmpi
 BUILD_TYPE ?= Release
 BUILD_DIR ?= build/$(MPI)
 JOBS ?= $(shell nproc)
+# CUDA=AUTO|ON|OFF (HALOX_CUDA, docs/gpu.md); left empty, CMake's default (AUTO) holds.
+CUDA ?=
 
 ifeq ($(MPI),openmpi)
   MPICXX := mpicxx.openmpi
@@ -64,7 +66,8 @@ $(VENV)/.installed: $(VENV)/.base $(PY_SOURCES)
 	@echo "make: installing the halox Python package into $(VENV)"
 	@CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PYTHON) -m pip install --quiet --no-build-isolation \
 	  './python[tools]' -C build-dir=$(abspath $(BUILD_DIR))/python \
-	  -C cmake.define.MPI_C_COMPILER=$(MPICC) -C cmake.define.MPI_CXX_COMPILER=$(MPICXX)
+	  -C cmake.define.MPI_C_COMPILER=$(MPICC) -C cmake.define.MPI_CXX_COMPILER=$(MPICXX) \
+	  $(if $(CUDA),-C cmake.define.HALOX_CUDA=$(CUDA))
 	@touch $@
 
 configure: deps
@@ -76,7 +79,7 @@ configure-only:
 	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
 	  -DMPI_C_COMPILER=$(MPICC) -DMPI_CXX_COMPILER=$(MPICXX) \
 	  $$(command -v $(MPIFC) >/dev/null && echo -DMPI_Fortran_COMPILER=$(MPIFC)) \
-	  -DMPIEXEC_EXECUTABLE=$$(command -v $(MPIEXEC)) \
+	  -DMPIEXEC_EXECUTABLE=$$(command -v $(MPIEXEC)) $(if $(CUDA),-DHALOX_CUDA=$(CUDA)) \
 	  $$(command -v ccache >/dev/null && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache) \
 	  > $(BUILD_DIR)/configure.log 2>&1 \
 	  || (cat $(BUILD_DIR)/configure.log && false)

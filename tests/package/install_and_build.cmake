@@ -1,5 +1,6 @@
 # cmake -DBUILD_DIR= -DPREFIX= -DCONSUMER= -DEXAMPLES= -DMPI_CXX_COMPILER= -DCONFIG= -DSOURCE_DIR=
-#       -DMPI_C_COMPILER= -DMPIEXEC= [-DMPI_Fortran_COMPILER= -DFORTRAN_MODULE_FOLDER=] -P this
+#       -DMPI_C_COMPILER= -DMPIEXEC= -DHALOX_CUDA= [-DMPI_Fortran_COMPILER= -DFORTRAN_MODULE_FOLDER=]
+#       -P this
 # (MPIEXEC: the shared build learns the MPI flavour, which halox.pc names, from its launcher)
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
@@ -137,7 +138,7 @@ if(SOURCE_DIR)
       -DBUILD_SHARED_LIBS=ON -DHALOX_BUILD_PROGRAMS=OFF -DHALOX_BUILD_TESTS=OFF
       -DHALOX_BUILD_BENCHMARKS=OFF -DHALOX_BUILD_EXAMPLES=OFF
       -DMPI_CXX_COMPILER=${MPI_CXX_COMPILER} -DMPI_C_COMPILER=${MPI_C_COMPILER} ${fortran}
-      -DMPIEXEC_EXECUTABLE=${MPIEXEC} ${LAUNCHER})
+      -DMPIEXEC_EXECUTABLE=${MPIEXEC} -DHALOX_CUDA=${HALOX_CUDA} ${LAUNCHER})
   run(${CMAKE_COMMAND} --build ${shared_build} --parallel 2)
   run(${CMAKE_COMMAND} --install ${shared_build} --prefix ${shared_prefix})
   file(GLOB shared_library ${shared_prefix}/lib*/libhalox.so ${shared_prefix}/lib/*/libhalox.so)
