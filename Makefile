@@ -5,6 +5,10 @@ MPI ?= openmpi
 BUILD_TYPE ?= Release
 BUILD_DIR ?= build/$(MPI)
 JOBS ?= $(shell nproc)
+# Open MPI's PMIx tries munge authentication first: where munge is installed (Slurm brings it)
+# but its daemon is not running, every launch retries it for about 2 s. Launches on this machine
+# need only the native check (the local peer's uid).
+export PMIX_MCA_psec ?= native
 # CUDA=AUTO|ON|OFF (HALOX_CUDA, docs/gpu.md); left empty, CMake's default (AUTO) holds.
 CUDA ?=
 

@@ -7,6 +7,9 @@ shift
 mpi=${HALOX_MPI:-openmpi}
 cores=$(nproc)
 if [[ $mpi == openmpi ]]; then
+  # PMIx's munge authentication, where munge is installed but not running, costs every launch
+  # about 2 s of retries; launches on one machine need only the native check (docs/testing.md).
+  export PMIX_MCA_psec=${PMIX_MCA_psec:-native}
   flags=()
   [[ $(id -u) -eq 0 ]] && flags+=(--allow-run-as-root)
   if ((ranks <= cores)); then
