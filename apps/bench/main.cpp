@@ -118,7 +118,8 @@ bool another_round(const bench_options& o, const decomposition& decomp, std::vec
 
 // Shape by shape (the matrix lists them in blocks): every round runs all
 // variants of the shape on its memory, the machine probed around each turn;
-// the first round verifies.
+// the first round builds each exchange afresh (measuring what it measures) and
+// verifies it, the later ones rebuild it as the first measured it.
 std::vector<result> run_matrix(const decomposition& decomp, const bench_options& o,
                                const std::vector<config>& matrix,
                                const std::vector<std::string>& hosts, machine_probe& probe,
@@ -137,9 +138,11 @@ std::vector<result> run_matrix(const decomposition& decomp, const bench_options&
          ++round) {
       for (size_t i = first; i < end; ++i) {
         const bool recheck = round == 1 && recheck_choice(results[i]);
-        result r = run_any(decomp, o, matrix[i],
-                           round == 0 || recheck ? std::nullopt : results[i].decided, hosts, mem,
-                           !o.no_check);
+        // Later rounds rebuild the verified exchange with the knobs it measured.
+        const bool fresh = round == 0 || recheck;
+        result r = run_any(decomp, o, matrix[i], fresh ? std::nullopt : results[i].decided, hosts,
+                           mem, fresh && !o.no_check);
+        if (!fresh) r.verified = results[i].verified;
         const probe_sample before = last;
         last = probe.take();
         r.round_probes.push_back({before, last});

@@ -100,7 +100,7 @@ void print_result(const result& r, const summary& s) {
                         t.bytes_to_other_nodes);
   fmt::print("  all ranks per exchange: plan {} B within hosts, {} B across hosts{}\n",
              r.plan_to_same_host, r.plan_to_other_hosts, sent);
-  fmt::print("  verification: {}\n", r.verified ? "passed (first and last exchange)" : "skipped");
+  fmt::print("  verification: {}\n", r.verified ? "passed (first and last exchange of the first round)" : "skipped");
 }
 
 std::vector<cell_verdict> judge_cells(const std::vector<result>& results, const std::string& baseline) {

@@ -56,7 +56,7 @@ nlohmann::json config_json(const result& r, const bench_options& o) {
           {"transport_path", r.path},
           {"chosen", r.chosen},
           // What the automatic choice decided, as the wisdom file stores it.
-          {"choice", r.decided ? nlohmann::json::parse(choice_json(*r.decided))
+          {"choice", !r.chosen.empty() && r.decided ? nlohmann::json::parse(choice_json(*r.decided))
                                  : nlohmann::json(nullptr)},
           {"algorithm", r.cfg.algorithm_label()},
           {"fields", r.cfg.fields.label},

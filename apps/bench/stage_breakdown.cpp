@@ -70,7 +70,7 @@ nlohmann::json split_json(const rank_split& r) {
 }  // namespace
 
 long long breakdown_exchanges(long long timed) {
-  return std::max(std::min<long long>(timed, 100), timed / 4);
+  return std::max(std::min<long long>(timed, 10), timed / 4);
 }
 
 stage_breakdown gather_stage_breakdown(MPI_Comm comm, const exchange_profile& profile) {

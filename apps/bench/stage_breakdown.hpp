@@ -26,7 +26,7 @@ struct stage_breakdown {
 };
 
 // The exchanges of the recording pass after `timed` timed ones: a quarter
-// as many, at least 100 (or all of them when fewer).
+// as many, at least 10 (or all of them when fewer); every round adds its own.
 long long breakdown_exchanges(long long timed);
 
 // Collective: every rank's recorded splits to rank 0.

@@ -176,6 +176,10 @@ class halo_exchange {
   // The options as built: the measured choice where auto flags were set, the
   // environment's overrides applied.
   const exchange_options& options() const;
+  // The transports' knobs as built, measured or given (transport/tuning.hpp):
+  // with them in options().tuning, an exchange of the same plan is built
+  // without measuring them again, as a program's next run keeps its choice.
+  transport_tuning tuning_as_built() const;
   // The transport choice as run, e.g. "shm" (= shm+mpi-p2p), "shm+ucx".
   std::string transport_name() const;
   // How the data moved, e.g. "shm(outbox)+mpi-p2p" when the fields were private.

@@ -82,6 +82,9 @@ class transport {
   // What the transport chose when it was built (e.g. which boxes it stages,
   // and how that was decided), for the results; empty when nothing.
   virtual std::string settings() const { return {}; }
+  // Writes the knobs this transport measured, or was given, when it was built:
+  // an exchange of the same plan built with them measures none of them again.
+  virtual void tuning_as_built(transport_tuning&) const {}
   // Bytes sent so far, one entry per transport that carried messages (the
   // router counts for every choice).
   virtual std::vector<transport_stats> stats() const { return {}; }

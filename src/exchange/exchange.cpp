@@ -233,6 +233,12 @@ halo_exchange::~halo_exchange() = default;
 
 const exchange_plan& halo_exchange::plan() const { return state_->plan; }
 const exchange_options& halo_exchange::options() const { return state_->options; }
+
+transport_tuning halo_exchange::tuning_as_built() const {
+  transport_tuning knobs = state_->options.tuning;
+  state_->mover->tuning_as_built(knobs);
+  return knobs;
+}
 const std::string& halo_exchange::choice_report() const { return state_->choice_report; }
 std::string halo_exchange::transport_name() const { return state_->choice.name(); }
 std::string halo_exchange::transport_path() const { return state_->mover->path(); }

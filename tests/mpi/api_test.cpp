@@ -85,6 +85,35 @@ TEST(Api, SharedFieldsFeedShmInPlace) {
   expect_exact(fields, s.ctx);
 }
 
+// What a transport measured when it was built, handed to the next exchange of
+// the same plan, is used as given: nothing is measured again, and the
+// exchange is as exact.
+TEST(Api, TuningAsBuiltRebuildsWithoutMeasuring) {
+  auto s = make_setup(algorithm::staged);
+  shared_fields<double> memory(s.decomp, s.ctx.grid, 2);
+  auto fields = memory.pointers();
+  const exchange_options options{.transport = parse_transport_choice("shm")};
+  halo_exchange first(s.decomp, s.ctx.grid, memory, options);
+  const transport_tuning knobs = first.tuning_as_built();
+  ASSERT_TRUE(knobs.shm.direct_min_run.has_value());
+  ASSERT_TRUE(knobs.shm.push.has_value());
+  ASSERT_TRUE(knobs.shm.fetch_ahead.has_value());
+  EXPECT_EQ(first.options().tuning.shm.direct_min_run, std::nullopt);  // the options as given
+
+  exchange_options again = options;
+  again.tuning = knobs;
+  halo_exchange second(s.decomp, s.ctx.grid, memory, again);
+  const std::string settings = second.transport_settings();
+  EXPECT_EQ(settings.find("measured"), std::string::npos) << settings;
+  EXPECT_NE(settings.find("tuning.shm.push"), std::string::npos) << settings;
+  EXPECT_NE(settings.find("tuning.shm.fetch_ahead"), std::string::npos) << settings;
+  EXPECT_EQ(second.tuning_as_built().shm.direct_min_run, knobs.shm.direct_min_run);
+  EXPECT_EQ(second.tuning_as_built().shm.push, knobs.shm.push);
+  fill_fields(fields, s.ctx, 1);
+  second.exchange();
+  expect_exact(fields, s.ctx);
+}
+
 TEST(Api, ErrorsAreTyped) {
   auto s = make_setup(algorithm::standard);
   std::vector<double> u(s.ctx.grid.cells());

@@ -50,9 +50,9 @@ message_buffers::message_buffers(const exchange_plan& plan, const field_set& fie
 
 message_buffers::~message_buffers() { std::free(buffer_); }
 
-std::string message_buffers::choose_fetch_ahead(transport& t, const exchange_plan& plan,
-                                        std::optional<bool> forced, std::string_view forced_by,
-                                        MPI_Comm comm) {
+std::optional<fetch_ahead_choice> message_buffers::choose_fetch_ahead(
+    transport& t, const exchange_plan& plan, std::optional<bool> forced,
+    std::string_view forced_by, MPI_Comm comm) {
   std::vector<copy_list*> lists;
   for (auto& s : stages_) {
     for (auto& m : s.sends) lists.push_back(&m.copies);
@@ -63,9 +63,9 @@ std::string message_buffers::choose_fetch_ahead(transport& t, const exchange_pla
     int large = plan.bytes_sent() + plan.bytes_received() + plan.bytes_copied() >=
                 fetch_ahead_min_bytes;
     MPI_Allreduce(MPI_IN_PLACE, &large, 1, MPI_INT, MPI_MAX, comm);
-    if (!large) return {};  // as built: nothing fetched ahead
+    if (!large) return std::nullopt;  // as built: nothing fetched ahead
   }
-  return describe_fetch_ahead(halox::choose_fetch_ahead(t, plan.stages.size(), lists, forced, forced_by, comm));
+  return halox::choose_fetch_ahead(t, plan.stages.size(), lists, forced, forced_by, comm);
 }
 
 }  // namespace halox

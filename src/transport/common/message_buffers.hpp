@@ -22,6 +22,7 @@
 
 #include "halox/pack.hpp"
 #include "halox/transport.hpp"
+#include "transport/common/fetch_ahead.hpp"
 
 namespace halox {
 
@@ -52,9 +53,10 @@ class message_buffers {
   // fetch_ahead_min_bytes per exchange, and off where none does: a halo that
   // small stays in the cache, where fetching ahead measured slower.
   static constexpr size_t fetch_ahead_min_bytes = size_t{2} << 20;
-  std::string choose_fetch_ahead(transport& t, const exchange_plan& plan,
-                                 std::optional<bool> forced, std::string_view forced_by,
-                                 MPI_Comm comm);
+  // Empty where no rank moves that much (nothing fetched ahead, nothing measured).
+  std::optional<fetch_ahead_choice> choose_fetch_ahead(transport& t, const exchange_plan& plan,
+                                                       std::optional<bool> forced,
+                                                       std::string_view forced_by, MPI_Comm comm);
 
  private:
   std::byte* buffer_ = nullptr;

@@ -52,6 +52,7 @@
 
 #include "halox/pack.hpp"
 #include "halox/transport.hpp"
+#include "transport/common/fetch_ahead.hpp"
 #include "transport/common/node_publication.hpp"
 #include "transport/common/node_signals.hpp"
 
@@ -108,25 +109,6 @@ owner_side publish_send_boxes(const exchange_plan& plan, const field_set& fields
 
 // "runs under N B through the outbox, the rest direct (how)", for settings().
 std::string describe_rule(std::string_view transport, size_t outbox_below, const std::string& how);
-
-// Whether the copy lists of a schedule fetch short strided runs ahead
-// (copy_list::fetch_ahead), and how that was decided.
-struct fetch_ahead_choice {
-  bool on = false;
-  std::string how;
-};
-
-// Collective over node_comm: sets `lists` to fetch ahead or not. As `forced`
-// says when set (the option's name, `forced_by`, is the reason); otherwise off
-// when no rank has a run to fetch, else measured both ways (trial.hpp) and the
-// faster kept.
-fetch_ahead_choice choose_fetch_ahead(transport& t, size_t stages,
-                                      const std::vector<copy_list*>& lists,
-                                      std::optional<bool> forced, std::string_view forced_by,
-                                      MPI_Comm node_comm);
-
-// "strided runs fetched ahead (how)" or "no run fetched ahead (how)".
-std::string describe_fetch_ahead(const fetch_ahead_choice& choice);
 
 // The order of a stage (above) over node_signals.
 class single_copy_order {

@@ -77,6 +77,11 @@ std::string routed_transport::settings() const {
   return out;
 }
 
+void routed_transport::tuning_as_built(transport_tuning& knobs) const {
+  local_->mover->tuning_as_built(knobs);
+  if (remote_) remote_->mover->tuning_as_built(knobs);
+}
+
 std::vector<transport_stats> routed_transport::stats() const {
   if (!remote_) return {local_->sent};
   return {local_->sent, remote_->sent};

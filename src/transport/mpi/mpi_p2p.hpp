@@ -27,7 +27,11 @@ class mpi_p2p_transport final : public transport {
   void wait(size_t stage) override;
   std::string name() const override { return std::string(transport_names::mpi_p2p); }
   std::string settings() const override {
-    return fetch_ahead_.empty() ? std::string() : std::string(transport_names::mpi_p2p) + ": " + fetch_ahead_;
+    return fetch_ahead_ ? std::string(transport_names::mpi_p2p) + ": " + describe_fetch_ahead(*fetch_ahead_)
+                        : std::string();
+  }
+  void tuning_as_built(transport_tuning& knobs) const override {
+    if (fetch_ahead_) knobs.p2p.fetch_ahead = fetch_ahead_->on;
   }
 
  private:
@@ -38,7 +42,7 @@ class mpi_p2p_transport final : public transport {
   const wait_policy& waits_;
   message_buffers buffers_;
   std::vector<stage_requests> stages_;
-  std::string fetch_ahead_;  // how strided runs are fetched (empty: small halos, not at all)
+  std::optional<fetch_ahead_choice> fetch_ahead_;  // empty: small halos, nothing fetched ahead
 };
 
 }  // namespace halox

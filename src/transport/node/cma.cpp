@@ -195,6 +195,11 @@ cma_transport::~cma_transport() {
   if (order_) order_->drain(active_->owner);
 }
 
+void cma_transport::tuning_as_built(transport_tuning& knobs) const {
+  knobs.cma.direct_min_run = outbox_below_;
+  knobs.cma.fetch_ahead = fetch_ahead_.on;
+}
+
 std::string cma_transport::settings() const {
   return describe_choices(outbox_below_);
 }

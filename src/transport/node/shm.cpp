@@ -98,6 +98,14 @@ std::string shm_transport::settings() const {
       rule_.push ? "; owners write direct boxes into the readers' halos (push)" : "");
 }
 
+void shm_transport::tuning_as_built(transport_tuning& knobs) const {
+  if (direct_) {  // in private memory every box goes through the outbox, nothing measured
+    knobs.shm.direct_min_run = rule_.outbox_below;
+    knobs.shm.push = rule_.push;
+  }
+  knobs.shm.fetch_ahead = fetch_ahead_.on;
+}
+
 shm_transport::phases shm_transport::build(const rule& choice, std::string& problem) {
   phases out;
   out.push_back(build_phase(choice, 0, 0, problem));

@@ -256,7 +256,11 @@ class ucx_transport final : public transport {
   void wait(size_t stage) override;
   std::string name() const override { return std::string(transport_names::ucx); }
   std::string settings() const override {
-    return fetch_ahead_.empty() ? std::string() : std::string(transport_names::ucx) + ": " + fetch_ahead_;
+    return fetch_ahead_ ? std::string(transport_names::ucx) + ": " + describe_fetch_ahead(*fetch_ahead_)
+                        : std::string();
+  }
+  void tuning_as_built(transport_tuning& knobs) const override {
+    if (fetch_ahead_) knobs.ucx.fetch_ahead = fetch_ahead_->on;
   }
 
  private:
@@ -277,7 +281,7 @@ class ucx_transport final : public transport {
   int rank_ = 0;
   std::shared_ptr<ucx_runtime> ucx_;  // null when the plan part has no peer
   std::unique_ptr<message_buffers> buffers_;
-  std::string fetch_ahead_;  // how strided runs are fetched (empty: small halos, not at all)
+  std::optional<fetch_ahead_choice> fetch_ahead_;  // empty: small halos, nothing fetched ahead
   std::vector<stage_operations> stages_;
 };
 
