@@ -249,11 +249,17 @@ probe_sample machine_probe::take() {
   std::vector<double> worst(pairs_.size() + 3, -1.0);
   for (size_t p = 0; p < pairs_.size(); ++p) worst[p] = round_trip_ns(p);
   worst[pairs_.size()] = copy_GBps();
-  const auto cpu = cpu_counters(sched_getcpu());
+  const int on_cpu = sched_getcpu();
+  const auto cpu = cpu_counters(on_cpu);
   const auto waited = run_wait_ns();
   if (cpu && waited && have_counters_) {
-    const double jiffies = static_cast<double>(cpu->first - cpu_total_);
-    worst[pairs_.size() + 1] = jiffies > 0 ? static_cast<double>(cpu->second - cpu_steal_) / jiffies : 0.0;
+    // Steal is counted per CPU: a rank that moved to another CPU has no
+    // interval of one CPU's counters to read it from (unknown, not negative).
+    if (on_cpu == counters_cpu_ && cpu->first >= cpu_total_ && cpu->second >= cpu_steal_) {
+      const double jiffies = static_cast<double>(cpu->first - cpu_total_);
+      worst[pairs_.size() + 1] =
+          jiffies > 0 ? std::min(1.0, static_cast<double>(cpu->second - cpu_steal_) / jiffies) : 0.0;
+    }
     const double wall = entered - wall_;
     // At most all of it: the kernel books a wait when it ends, so a wait begun
     // before the interval can exceed it.
@@ -263,6 +269,7 @@ probe_sample machine_probe::take() {
   if (cpu && waited) {
     cpu_total_ = cpu->first;
     cpu_steal_ = cpu->second;
+    counters_cpu_ = on_cpu;
     run_wait_ns_ = *waited;
     wall_ = entered;
     have_counters_ = true;

@@ -71,6 +71,7 @@ class machine_probe {
   double started_ = 0;
   // The previous sample's counters, for the shares over the interval.
   unsigned long long cpu_total_ = 0, cpu_steal_ = 0, run_wait_ns_ = 0;
+  int counters_cpu_ = -1;  // the CPU whose counters those are (an unbound rank moves)
   double wall_ = 0;
   bool have_counters_ = false;
   double total_cost_s_ = 0;
