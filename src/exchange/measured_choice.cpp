@@ -8,7 +8,8 @@
 //          build the exchange c on the caller's fields; 2 untimed exchanges;
 //          t(c) = median of 3 exchanges, slowest rank (agreed by all)
 //        finalists: the fastest few, within 1.5 x of the fastest;
-//          7 rounds, each: every finalist built, 1 untimed + 2 timed exchanges, freed
+//          7 rounds, each: every finalist built (with the transport knobs its
+//          screening measured), 1 untimed + 2 timed exchanges, freed
 //          (one at a time, as it will run: a live MPI window slows the progress of
 //          every other exchange; rounds interleave the finalists, so that the
 //          machine's slow and fast moments fall on all of them);
@@ -185,6 +186,43 @@ std::optional<exchange_options> wisdom_choice(const decomposition& decomp, const
   return chosen;
 }
 
+// A candidate and its screening.
+struct scored {
+  exchange_options options;
+  transport_tuning knobs;  // what its transports measured when screened
+  double seconds;
+};
+
+// Collective: the fastest `finalists` of `screened` (sorted) side by side, in
+// interleaved rounds, each exchange made by `build(options)`; the best one's
+// index and its median time.
+template <class Build>
+std::pair<size_t, double> final_choice(MPI_Comm comm, const std::vector<scored>& screened,
+                                       size_t finalists, Build&& build) {
+  if (finalists < 2) return {0, screened.front().seconds};
+  std::vector<double> round_time(final_rounds * finalists, 0.0);  // [round][finalist]
+  for (int round = 0; round < final_rounds; ++round)
+    for (size_t i = 0; i < finalists; ++i) {
+      // Rebuilt with the knobs its screening measured: the rounds compare
+      // the candidates, not their transports' trials.
+      exchange_options as_screened = screened[i].options;
+      as_screened.tuning = screened[i].knobs;
+      halo_exchange finalist = build(as_screened);
+      for (int k = 0; k < final_untimed; ++k) finalist.exchange();
+      start_together(comm);  // one rank's late start is not counted against the finalist
+      const double t0 = MPI_Wtime();
+      for (int k = 0; k < final_timed; ++k) finalist.exchange();
+      round_time[static_cast<size_t>(round) * finalists + i] = (MPI_Wtime() - t0) / final_timed;
+    }
+  MPI_Allreduce(MPI_IN_PLACE, round_time.data(), static_cast<int>(round_time.size()), MPI_DOUBLE,
+                MPI_MAX, comm);
+  const size_t best = choose_from_rounds(round_time, finalists).best;
+  std::vector<double> of_best;
+  for (int round = 0; round < final_rounds; ++round)
+    of_best.push_back(round_time[static_cast<size_t>(round) * finalists + best]);
+  return {best, median_of(std::move(of_best))};
+}
+
 }  // namespace
 
 exchange_options halo_exchange::measured_choice(const decomposition& decomp, const local_grid& grid,
@@ -202,10 +240,6 @@ exchange_options halo_exchange::measured_choice(const decomposition& decomp, con
   }
 
   // Screening: every candidate on its own.
-  struct scored {
-    exchange_options options;
-    double seconds;
-  };
   std::vector<scored> screened;
   for (const auto& c : candidates(decomp, requested, static_cast<int>(fields.pointers.size()))) {
     try {
@@ -219,7 +253,7 @@ exchange_options halo_exchange::measured_choice(const decomposition& decomp, con
       }
       double median = median_of(std::move(times)), slowest = 0;
       MPI_Allreduce(&median, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
-      screened.push_back({c, slowest});
+      screened.push_back({c, ex.tuning_as_built(), slowest});
     } catch (const usage_error&) {
       // Thrown on every rank alike (agreed): this candidate cannot run here.
     }
@@ -233,27 +267,9 @@ exchange_options halo_exchange::measured_choice(const decomposition& decomp, con
   while (finalists < std::min(screened.size(), most_finalists) &&
          screened[finalists].seconds <= finalist_margin * screened.front().seconds)
     ++finalists;
-  size_t best = 0;
-  double best_time = screened.front().seconds;
-  if (finalists > 1) {
-    std::vector<double> round_time(final_rounds * finalists, 0.0);  // [round][finalist]
-    for (int round = 0; round < final_rounds; ++round)
-      for (size_t i = 0; i < finalists; ++i) {
-        halo_exchange finalist(decomp, grid, type, fields, screened[i].options);
-        for (int k = 0; k < final_untimed; ++k) finalist.exchange();
-        start_together(comm);  // one rank's late start is not counted against the finalist
-        const double t0 = MPI_Wtime();
-        for (int k = 0; k < final_timed; ++k) finalist.exchange();
-        round_time[static_cast<size_t>(round) * finalists + i] = (MPI_Wtime() - t0) / final_timed;
-      }
-    MPI_Allreduce(MPI_IN_PLACE, round_time.data(), static_cast<int>(round_time.size()), MPI_DOUBLE,
-                  MPI_MAX, comm);
-    best = choose_from_rounds(round_time, finalists).best;
-    std::vector<double> of_best;
-    for (int round = 0; round < final_rounds; ++round)
-      of_best.push_back(round_time[static_cast<size_t>(round) * finalists + best]);
-    best_time = median_of(std::move(of_best));
-  }
+  const auto [best, best_time] = final_choice(comm, screened, finalists, [&](const auto& options) {
+    return halo_exchange(decomp, grid, type, fields, options);
+  });
   const exchange_options chosen = screened[best].options;
   report = fmt::format("chose {} of {} candidates ({:.2f} us per exchange, measured; {} finalists)",
                        describe_choice(chosen), screened.size(), best_time * 1e6, finalists);
