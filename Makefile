@@ -9,6 +9,8 @@ JOBS ?= $(shell nproc)
 # but its daemon is not running, every launch retries it for about 2 s. Launches on this machine
 # need only the native check (the local peer's uid).
 export PMIX_MCA_psec ?= native
+# Unity builds of the tests and the programs' untimed support code (HALOX_UNITY_BUILD).
+UNITY ?= ON
 # CUDA=AUTO|ON|OFF (HALOX_CUDA, docs/gpu.md); left empty, CMake's default (AUTO) holds.
 CUDA ?=
 
@@ -84,6 +86,7 @@ configure-only:
 	  -DMPI_C_COMPILER=$(MPICC) -DMPI_CXX_COMPILER=$(MPICXX) \
 	  $$(command -v $(MPIFC) >/dev/null && echo -DMPI_Fortran_COMPILER=$(MPIFC)) \
 	  -DMPIEXEC_EXECUTABLE=$$(command -v $(MPIEXEC)) $(if $(CUDA),-DHALOX_CUDA=$(CUDA)) \
+	  -DHALOX_UNITY_BUILD=$(UNITY) \
 	  $$(command -v ccache >/dev/null && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache) \
 	  > $(BUILD_DIR)/configure.log 2>&1 \
 	  || (cat $(BUILD_DIR)/configure.log && false)

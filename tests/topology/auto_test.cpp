@@ -4,11 +4,11 @@
 #include <gtest/gtest.h>
 
 #include "halox/common/error.hpp"
+#include "betzy_topology.hpp"
 
 namespace halox {
 namespace {
 
-const std::string betzy = "synthetic:pack:2 numa:4 l3:4 core:4 pu:1";
 
 std::vector<rank_placement> one_node(const std::string& source, binding_policy policy, int n) {
   return assumed_placements(topology::load(source), policy, 1, n);

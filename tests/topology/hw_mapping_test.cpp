@@ -8,11 +8,11 @@
 #include "halox/common/error.hpp"
 #include "halox/decomposition/hw.hpp"
 #include "halox_programs/program.hpp"
+#include "betzy_topology.hpp"
 
 namespace halox {
 namespace {
 
-const std::string betzy = "synthetic:pack:2 numa:4 l3:4 core:4 pu:1";
 const std::vector<std::string> orders = {"XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"};
 
 std::vector<rank_placement> placements(const std::string& source, binding_policy policy, int nodes,

@@ -7,11 +7,11 @@
 
 #include "halox/common/error.hpp"
 #include "halox/decomposition/auto.hpp"
+#include "betzy_topology.hpp"
 
 namespace halox {
 namespace {
 
-const std::string betzy = "synthetic:pack:2 numa:4 l3:4 core:4 pu:1";
 
 exchange_shape shape_of(ivec3 domain, int halo, int fields, size_t element, algorithm a) {
   exchange_shape s;
