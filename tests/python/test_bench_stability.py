@@ -68,9 +68,12 @@ def test_a_spinning_process_on_a_ranks_core_marks_the_turns_it_overlapped(tmp_pa
     exe = build_dir() / "halox-bench"
     out = tmp_path / "disturbed.jsonl"
     # Pinned, and waits that spin rather than yield (a yield hands the core to any process).
+    # 32 turns of about 0.12 s: the run outlasts the spinner's 2 s by a second or more, so that
+    # turns fall before, inside and after it (a later round rebuilds its exchange as the first
+    # measured it, without trials: a round is not much longer than its timed exchanges).
     cmd = [str(ROOT / "scripts" / "mpirun.sh"), "2", 
         str(exe), "--domain", "16", "16", "16", "--transport", "mpi-p2p,shm", "--algorithm",
-        "staged", "--fields", "sequence", "--time", "0.02", "--warmup", "1", "--rounds", "12",
+        "staged", "--fields", "sequence", "--time", "0.1", "--warmup", "1", "--rounds", "16",
         "--stage-times", "off", "--json", str(out)]
     busy_before = others_wait_share([0, 1])
     bench = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
