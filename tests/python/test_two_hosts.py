@@ -155,8 +155,16 @@ def matrix_for(grid: str) -> list[str]:
             "--domain", "6", "5", "4", "--nrep", "2", "--warmup", "1"]
 
 
+# MPICH's 4 busy-polling ranks on 2 cores take 80 s a grid: it runs the hardware-aware grid, the
+# one of most cases (hosts split along z, an open boundary); the routing over the host boundary
+# is halox's own logic, and Open MPI runs all three grids.
+MPICH_GRIDS = {"hw-node-z"}
+
+
 @pytest.mark.parametrize("grid", GRIDS)
 def test_every_transport_and_routing_verifies_across_two_hosts(hosts, tmp_path, grid):
+    if mpi_flavor() == "mpich" and grid not in MPICH_GRIDS:
+        pytest.skip(f"MPICH runs the grids {sorted(MPICH_GRIDS)} across the hosts; Open MPI all")
     choices = every_choice()
     records = run_bench(tmp_path, *GRIDS[grid], *matrix_for(grid), "--transport",
                         ",".join(choices))
