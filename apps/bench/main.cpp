@@ -142,7 +142,6 @@ std::vector<result> run_matrix(const decomposition& decomp, const bench_options&
         const bool fresh = round == 0 || recheck;
         result r = run_any(decomp, o, matrix[i], fresh ? std::nullopt : results[i].decided, hosts,
                            mem, fresh && !o.no_check);
-        if (!fresh) r.verified = results[i].verified;
         const probe_sample before = last;
         last = probe.take();
         r.round_probes.push_back({before, last});

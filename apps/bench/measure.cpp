@@ -274,7 +274,7 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
   const config_fields<T> f = place_fields<T>(decomp, o, cfg, grid, field_bytes, mem);
   verify_context ctx{grid, sub, decomp.periodic(), cfg.alg};
   // The fields keep their values from round to round: filled when first built.
-  if (verify || !decided) {
+  if (!decided) {
     fill_fields(f.host, ctx, 0);
     f.to_device();
   }
@@ -363,7 +363,8 @@ void merge(result& into, const result& more) {
   into.round_references.insert(into.round_references.end(), more.round_references.begin(),
                                more.round_references.end());
   into.reference_seconds = summarize(into.round_references).median;
-  into.verified = into.verified && more.verified;
+  // A failed verification ends the run: verified in one round is verified.
+  into.verified = into.verified || more.verified;
   into.round_probes.insert(into.round_probes.end(), more.round_probes.begin(), more.round_probes.end());
   merge(into.breakdown, more.breakdown);
 }
