@@ -61,6 +61,7 @@ struct bench_options {
   std::string baseline = default_baseline;
   bool quiet = false;
   std::string memory = "auto";
+  std::string field_pages = "system";  // private fields and the floor: system or huge
   std::string shared_memory_fallback;  // why auto took private memory, when it did
   double timeout = 0;  // seconds per wait; 0 = HALOX_TIMEOUT or the library default
   bool list_transports = false;
@@ -147,6 +148,7 @@ struct result {
 // needs them and kept for every variant and round of the shape, so that all
 // of them meet the same pages.
 struct shape_memory {
+  page_size pages = page_size::system;       // of the private fields and the floor's buffers
   std::optional<shared_field_memory> shared;
   std::vector<mapped_buffer> fields;         // private (with --memory device: the host's copies)
   mapped_buffer floor_from, floor_to;        // the size of all fields

@@ -16,8 +16,8 @@ namespace halox::bench {
 double single_copy_floor(MPI_Comm comm, size_t bytes, shape_memory& mem, size_t field_bytes,
                          bool after_compute) {
   if (mem.floor_from.size() < field_bytes) {
-    mem.floor_from = mapped_buffer(field_bytes);
-    mem.floor_to = mapped_buffer(field_bytes);
+    mem.floor_from = mapped_buffer(field_bytes, mem.pages);
+    mem.floor_to = mapped_buffer(field_bytes, mem.pages);
     std::memset(mem.floor_from.data(), 1, field_bytes);
     std::memset(mem.floor_to.data(), 0, field_bytes);
   }

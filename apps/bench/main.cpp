@@ -130,7 +130,7 @@ std::vector<result> run_matrix(const decomposition& decomp, const bench_options&
     while (end < matrix.size() && matrix[end].shape() == matrix[first].shape() &&
            matrix[end].halo == matrix[first].halo)
       ++end;
-    shape_memory mem;
+    shape_memory mem{.pages = page_size_from(o.field_pages)};
     const double shape_start = MPI_Wtime();
     double first_rounds_s = 0;
     for (int round = 0; another_round(o, decomp, results, first, end, round,

@@ -92,7 +92,7 @@ config_fields<T> place_fields(const decomposition& decomp, const bench_options& 
     for (int i = 0; i < cfg.nfields; ++i) f.host.push_back(static_cast<T*>(mem.shared->field(i)));
   } else {
     if (mem.fields.empty())
-      for (int i = 0; i < cfg.nfields; ++i) mem.fields.emplace_back(field_bytes);
+      for (int i = 0; i < cfg.nfields; ++i) mem.fields.emplace_back(field_bytes, mem.pages);
     for (auto& m : mem.fields) f.host.push_back(reinterpret_cast<T*>(m.data()));
   }
   f.exchanged = f.host;

@@ -168,7 +168,7 @@ void add_run_options(CLI::App& app, bench_options& o) {
                "median rank");
   app.add_option("--stage-times", o.stage_times, "Where each stage's time goes is recorded in "
                  "pass: a pass of its own after the timed exchanges (a quarter as many, at least "
-                 "100; the timed ones stay untouched), timed: the timed exchanges themselves "
+                 "10; the timed ones stay untouched), timed: the timed exchanges themselves "
                  "(reading the clock around every copy and wait costs them 20-60 ns a time), or "
                  "off")
       ->check(CLI::IsMember({"pass", "timed", "off"}))
@@ -180,6 +180,13 @@ void add_run_options(CLI::App& app, bench_options& o) {
                  "on the GPU, verified on the host after copying back; the floor is a "
                  "device-to-device copy; transports mpi-p2p and cuda-ipc)")
       ->check(CLI::IsMember({"auto", "private", "shared", "device"}))
+      ->capture_default_str();
+  app.add_option("--field-pages", o.field_pages,
+                 "Pages of the private fields and of the floor's buffers: system (no advice, the "
+                 "pages a program's heap gets, as the cartex programs' fields; huge only where "
+                 "transparent huge pages are 'always') or huge (advised MADV_HUGEPAGE, as a tuned "
+                 "allocator's). A shared window has the system's shared-memory pages either way")
+      ->check(CLI::IsMember({"system", "huge"}))
       ->capture_default_str();
 }
 

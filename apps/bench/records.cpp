@@ -79,6 +79,7 @@ nlohmann::json config_json(const result& r, const bench_options& o) {
           {"check", !o.no_check},
           {"memory", r.memory},
           {"memory_fallback", o.shared_memory_fallback},
+          {"field_pages", o.field_pages},
           {"huge_pages", transparent_huge_pages()},
           {"transport_settings", r.settings},
           {"ranks_per_node", o.decomp.ranks_per_node}};

@@ -32,6 +32,8 @@ import shutil
 import sys
 from typing import Any, Callable
 
+from .spec import settings_identity
+
 PEER_TOOL = "halox-peer"
 SCHEMA_VERSION = 1
 FORMATS = ("cartex",)
@@ -407,7 +409,7 @@ class PeerRun:
 def identity(coords: dict) -> tuple:
     return (coords.get("name"), coords.get("mpi"), coords.get("run"), coords.get("repeat"),
             coords.get("peer"), json.dumps(coords.get("point") or {}, sort_keys=True),
-            tuple(coords.get("settings") or ()))
+            settings_identity(coords.get("settings") or ()))
 
 
 def plan_runs(peers: list[Peer], *, run: str, repeat: int, ranks: int, launcher: list[str],

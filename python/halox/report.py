@@ -222,6 +222,8 @@ def chosen(records: Sequence[Record], metric: str = "median",
                                                  for r in cells.get((v, k), [])])
                                for k in shape_keys]
                 rows.append((v, values))
+            if with_ratios:
+                notes += fastest_notes(cells, verdicts, shape_keys, shape_labels)
             notes += stability_notes(cells, verdicts)
             unsettled = [f"{r.variant} {r.shape_label}" for cell in cells.values() for r in cell
                          if (r.raw.get("stability") or {}).get("settled") is False]
@@ -284,6 +286,43 @@ def _closing(records: Iterable[Record], unstable: int, cells: int, worst_disagre
     during = "during the run" if len(by_launch) == 1 else f"during run {run}"
     return stability.instability_line(unstable, cells, spread, worst_disagree,
                                       max(2 * rounds + 1, 5), during)
+
+
+# Without rounds to compare, variants this close to the fastest tie with it.
+TIE_WITHOUT_ROUNDS = 0.02
+
+
+def fastest_notes(cells: dict[tuple, list[Record]], verdicts: dict, shape_keys: Sequence,
+                  shape_labels: dict) -> list[str]:
+    """Per shape, the named variant with the highest (xN) and those it does not beat: a variant
+    whose range of per-round ratios reaches the fastest's lowest round (or, measured in one
+    round, comes within 2 %) ties with it, so that a launch that ranks them the other way round
+    says the same thing."""
+    parts = []
+    for k in shape_keys:
+        ratios = {v: verdicts[(v, kk)][0] for (v, kk) in cells
+                  if kk == k and (v, kk) in verdicts and verdicts[(v, kk)][0] is not None
+                  and not v.startswith("auto/")}
+        if not ratios:
+            continue
+        best = max(ratios, key=lambda v: ratios[v].median)
+        top = ratios[best]
+
+        def ties(r: stability.RoundRatios) -> bool:
+            if len(top.per_round) > 1 and len(r.per_round) > 1:
+                return r.max >= top.min
+            return r.median >= top.median * (1 - TIE_WITHOUT_ROUNDS)
+
+        tied = sorted((v for v in ratios if v != best and ties(ratios[v])),
+                      key=lambda v: -ratios[v].median)
+        text = f"{shape_labels[k]} {best} x{top.median:.2f}"
+        if tied:
+            text += " tied with " + ", ".join(f"{v} x{ratios[v].median:.2f}" for v in tied)
+        parts.append(text)
+    if not parts:
+        return []
+    return ["fastest named variant per column (a variant ties when its rounds' ratios reach "
+            "the fastest's lowest round, or within 2 % with one round): " + "; ".join(parts)]
 
 
 def stability_notes(cells: dict[tuple, list[Record]], verdicts: dict) -> list[str]:

@@ -13,6 +13,7 @@ import statistics
 from typing import Sequence
 
 from . import records as rec
+from . import stability
 from .records import Record
 from .report import Report, Section, Table, context_details, context_key
 
@@ -40,8 +41,8 @@ def reference(records: Sequence[Record], baseline: str | None) -> str:
 
 
 def _pairs(records: Sequence[Record]) -> dict[tuple, list[tuple[Record, Record]]]:
-    """(context, toolchain, baseline, program, type, halo, nfields) -> the (baseline record,
-    program record) pairs of each run."""
+    """(context, toolchain, baseline, program, type, halo, nfields, field pages) -> the
+    (baseline record, program record) pairs of each run."""
     halox: dict[tuple, Record] = {}
     for r in records:
         if not r.peer and r.variant in (MPI_TYPES, MPI_CARTEX):
@@ -52,19 +53,39 @@ def _pairs(records: Sequence[Record]) -> dict[tuple, list[tuple[Record, Record]]
         h = halox.get((p.ratio_run, baseline, p.type, p.halo, p.nfields)) if baseline else None
         if h is not None:
             key = (context_key(h), rec.toolchain_id(h), baseline, p.peer, p.type, p.halo,
-                   p.nfields)
+                   p.nfields, field_pages(h))
             out.setdefault(key, []).append((h, p))
     return out
 
 
-def probe_text(raw: dict) -> str:
-    """A record's machine probe (halox-bench records that carry one), in one line."""
-    probe = raw.get("machine_probe")
-    if not probe:
-        return ""
-    if not isinstance(probe, dict):
-        return str(probe)
-    return ", ".join(f"{k} {v}" for k, v in probe.items() if not isinstance(v, (dict, list)))
+def field_pages(h: Record) -> str:
+    """The pages halox-bench asked for its private fields ("system" before it could choose)."""
+    return str((h.raw.get("config") or {}).get("field_pages") or "system")
+
+
+def probe_lines(halox_records: Sequence[Record]) -> list[str]:
+    """Per halox-bench run of the table, the machine as its probes saw it, in one line."""
+    runs: dict[str, list[dict]] = {}
+    for h in halox_records:
+        runs.setdefault(str(h.run_id), []).append(h.raw)
+    lines = []
+    for run_id, raws in runs.items():
+        probe = stability.launch_probe(raws)
+        if probe is not None:
+            lines.append(f"machine probe, run {run_id}: {probe.text()}")
+    return lines
+
+
+def page_note(baseline: str, halo: int, nfields: int, halox_records: Sequence[Record]) -> str:
+    """Why a ratio compares unlike pages: halox's private fields advised huge pages on a machine
+    whose heap gets them only when advised (docs/bench.md, Pages)."""
+    configs = [h.raw.get("config") or {} for h in halox_records]
+    if any(c.get("field_pages") == "huge" and c.get("memory") == "private"
+           and c.get("huge_pages") == "madvise" for c in configs):
+        return (f"{baseline} h{halo}f{nfields}: halox's fields had huge pages advised, the "
+                "program's heap fields get 4 KiB pages on this machine (transparent huge pages: "
+                "madvise): set bench.field_pages = \"system\" for a like-for-like ratio")
+    return ""
 
 
 def has_fidelity(records: Sequence[Record]) -> bool:
@@ -77,7 +98,8 @@ def outside(records: Sequence[Record]) -> list[str]:
     for key, pairs in _pairs(records).items():
         ratio = statistics.median(h.metric("median") / p.metric("median") for h, p in pairs)
         if not FAITHFUL[0] <= ratio <= FAITHFUL[1]:
-            out.append(f"{key[2]} / {key[3]} h{key[5]}f{key[6]} ({key[4]}): {ratio:.2f}")
+            pages = f", {key[7]} pages" if key[7] != "system" else ""
+            out.append(f"{key[2]} / {key[3]} h{key[5]}f{key[6]} ({key[4]}{pages}): {ratio:.2f}")
     return out
 
 
@@ -92,13 +114,15 @@ def fidelity(records: Sequence[Record]) -> Report:
     sections = []
     flagged = 0
     for (_, toolchain), cells in groups.items():
-        rows, probes, notes = [], [], []
-        for (baseline, program, element, halo, nfields), pairs in sorted(cells.items()):
+        rows, notes = [], []
+        probed: list[Record] = []
+        for (baseline, program, element, halo, nfields, pages), pairs in sorted(cells.items()):
             ratios = [h.metric("median") / p.metric("median") for h, p in pairs]
             ratio = statistics.median(ratios)
             flag = not FAITHFUL[0] <= ratio <= FAITHFUL[1]
             flagged += flag
             label = f"{baseline} / {program} {element} h{halo}f{nfields}" + \
+                (f", {pages} pages" if pages != "system" else "") + \
                 (f"  << {OUTSIDE}" if flag else "")
             rows.append((label, [statistics.median(h.metric("median") for h, _ in pairs),
                                  statistics.median(p.metric("median") for _, p in pairs),
@@ -107,14 +131,14 @@ def fidelity(records: Sequence[Record]) -> Report:
                 notes.append(f"{baseline} h{halo}f{nfields}: halox timed "
                              f"{pairs[0][0].timing}, the program each exchange alone after a "
                              "barrier: set bench.timing = \"latency\" for a like-for-like ratio")
-            for h, _ in pairs:
-                text = probe_text(h.raw)
-                if text and text not in probes:
-                    probes.append(text)
+            pages = page_note(baseline, halo, nfields, [h for h, _ in pairs])
+            if pages:
+                notes.append(pages)
+            probed += [h for h, _ in pairs]
         notes.insert(0, "ratio = halox / program, each its own median (halox: the slowest rank; "
                         "the program: rank 0), per run beside it, then the median and range "
                         f"over runs; a median {OUTSIDE} is flagged")
-        notes += [f"machine probe: {p}" for p in probes]
+        notes += probe_lines(probed)
         columns = ["halox", "program", "ratio", "min", "max", "runs"]
         kinds = ["value", "value", "ratio", "ratio", "ratio", "count"]
         table = Table(labels[toolchain], "baseline / program", columns, kinds, rows, notes)

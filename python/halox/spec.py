@@ -832,3 +832,26 @@ def _peer_runs(spec, spec_path, program, lists, bench_words, invocations, work, 
         return out
     except peers.PeerError as e:
         raise SpecError(str(e)) from None
+
+
+def settings_identity(words: list[str] | tuple[str, ...]) -> tuple:
+    """The recorded settings of an invocation as a key that does not depend on the order of its
+    options (`--a 1 --b 2` is `--b 2 --a 1`), so that reordering a spec's [bench] table or moving
+    a key into it does not make a resumed sweep run again. The words before the first option
+    keep their place; an option given twice keeps the order, where it decides which one wins."""
+    def is_option(word: str) -> bool:
+        return word.startswith("-") and not re.fullmatch(r"-[0-9.eE+-]+", word)
+
+    lead: list[str] = []
+    groups: list[tuple[str, ...]] = []
+    for word in words:
+        if is_option(word):
+            groups.append((word,))
+        elif groups:
+            groups[-1] += (word,)
+        else:
+            lead.append(word)
+    names = [g[0] for g in groups]
+    if len(set(names)) < len(names):
+        return tuple(words)
+    return tuple(lead) + tuple(sorted(groups))

@@ -30,7 +30,8 @@ import time
 from typing import Any, Iterable
 
 from . import resultfile
-from .spec import (MPI_FLAVORS, Invocation, Plan, SpecError, make_plan)  # noqa: F401
+from .spec import (MPI_FLAVORS, Invocation, Plan, SpecError, make_plan,  # noqa: F401
+                   settings_identity)
 
 SWEEP_TOOL = "halox-sweep"
 RECORD_SCHEMA_VERSION = 1
@@ -73,7 +74,7 @@ def coordinates(plan: Plan, inv: Invocation) -> dict[str, Any]:
 def identity(coords: dict) -> tuple:
     return (coords.get("name"), coords.get("mpi"), coords.get("run"), coords.get("repeat"),
             json.dumps(coords.get("point") or {}, sort_keys=True),
-            tuple(coords.get("settings") or ()))
+            settings_identity(coords.get("settings") or ()))
 
 
 def config_key(plan: Plan, record: dict) -> tuple:

@@ -47,6 +47,7 @@ BENCH = [
     (["--time", "-1"], "--time must not be negative"),
     (["--timeout", "-1"], "--timeout must not be negative"),
     (["--memory", "swap"], "--memory"),
+    (["--field-pages", "big"], "--field-pages"),
     (["--memory", "device", "--timing", "compute"], "--timing compute steps on the host"),
     (["--ranks-per-node", "3"], "does not divide the 2 ranks"),
     (["--global-domain", "1", "8", "8", "--mpicart", "2", "1", "1"], "cannot be split over 2 ranks"),

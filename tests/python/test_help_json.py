@@ -43,6 +43,8 @@ def test_types_counts_defaults_choices_and_ranges(run_mpi):
     assert bench["--domain"]["expected"] == 3 and bench["--domain"]["type"] == "INT"
     assert bench["--decomposition"]["choices"] == ["cart", "hw", "auto"]
     assert bench["--memory"]["choices"] == ["auto", "private", "shared", "device"]
+    assert bench["--field-pages"]["choices"] == ["system", "huge"]
+    assert bench["--field-pages"]["default"] == "system"
     assert bench["--no-check"]["flag"] is True
     assert bench["--halo"]["delimiter"] == "," and bench["--halo"]["expected"] == -1
     ipc = by_name(schema(run_mpi, "halox-ipc"))

@@ -149,3 +149,28 @@ def test_the_baseline_comes_from_the_records():
 
 def records_rounds(r):
     return r.raw["round_medians_s"]
+
+
+def test_the_fastest_per_column_and_what_ties_with_it():
+    def ratios(*per_round):
+        return (stability.per_round_ratios([1.0] * len(per_round), [1 / x for x in per_round]),
+                stability.Stability(True))
+
+    h1, h5 = ("double", 1, 1), ("double", 5, 1)
+    verdicts = {
+        # h1f1: compact and sequence overlap (a tie either way round); standard stays behind
+        ("shm/staged/compact", h1): ratios(2.70, 2.74, 2.66),
+        ("shm/staged/sequence", h1): ratios(2.72, 2.69, 2.71),
+        ("shm/standard/compact", h1): ratios(2.40, 2.38, 2.43),
+        ("auto/staged/compact", h1): ratios(2.90, 2.91, 2.92),  # compared in its own note
+        # h5f1, one round each: 2 % decides
+        ("shm/staged/compact", h5): ratios(1.10),
+        ("shm/staged/sequence", h5): ratios(1.085),
+        ("mpi-p2p/staged/sequence", h5): ratios(1.05),
+    }
+    cells = {key: [] for key in verdicts}
+    (note,) = report.fastest_notes(cells, verdicts, [h1, h5], {h1: "h1f1", h5: "h5f1"})
+    assert "h1f1 shm/staged/sequence x2.71 tied with shm/staged/compact x2.70;" in note
+    assert "shm/standard" not in note and "auto/" not in note
+    assert note.endswith("h5f1 shm/staged/compact x1.10 tied with shm/staged/sequence x1.08")
+    assert report.fastest_notes({}, {}, [h1], {h1: "h1f1"}) == []

@@ -28,10 +28,11 @@ namespace halox {
 class node_signals {
  public:
   // Collective over node.comm: all counters are zero on return. Each rank may
-  // ask for `payload_bytes` of node-shared memory beside its counters (a
-  // outbox its peers read); `transport` names the waits in errors.
+  // ask for `payload_bytes` of node-shared memory beside its counters (an
+  // outbox its peers read); the payloads of the node ranks in `read_from` are
+  // mapped into this process on return. `transport` names the waits in errors.
   node_signals(const node_membership& node, const wait_policy& waits, std::string transport,
-               size_t payload_bytes = 0);
+               size_t payload_bytes = 0, const std::vector<int>& read_from = {});
   node_signals(const node_signals&) = delete;
   node_signals& operator=(const node_signals&) = delete;
   ~node_signals();  // collective over node.comm (frees the window)

@@ -249,7 +249,7 @@ single_copy_transport::single_copy_transport(const transport_context& ctx,
 }
 
 void single_copy_transport::start_signals(size_t payload_bytes) {
-  signals_.emplace(node_, waits_, transport_, payload_bytes);
+  signals_.emplace(node_, waits_, transport_, payload_bytes, neighbours_);
   order_.emplace(*signals_, plan_.stages.size());
 }
 

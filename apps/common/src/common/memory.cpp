@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <new>
+#include <stdexcept>
 #include <utility>
 
 namespace halox {
@@ -12,14 +13,24 @@ namespace {
 constexpr size_t huge_page = size_t{2} << 20;
 }  // namespace
 
-mapped_buffer::mapped_buffer(size_t bytes) : size_(bytes) {
+const char* to_string(page_size pages) { return pages == page_size::huge ? "huge" : "system"; }
+
+page_size page_size_from(const std::string& name) {
+  if (name == "system") return page_size::system;
+  if (name == "huge") return page_size::huge;
+  throw std::invalid_argument("page size '" + name + "': expected system or huge");
+}
+
+mapped_buffer::mapped_buffer(size_t bytes, page_size pages) : size_(bytes) {
   if (bytes == 0) return;
-  // Whole huge pages: the last one is not split.
+  // Whole huge pages, either way: the last one is not split, and both kinds
+  // start at the same alignment.
   mapped_ = (bytes + huge_page - 1) / huge_page * huge_page;
   void* p = ::mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
 #ifdef MADV_HUGEPAGE
-  ::madvise(p, mapped_, MADV_HUGEPAGE);  // advice only: ignored where huge pages are off
+  // Advice only: ignored where huge pages are off.
+  if (pages == page_size::huge) ::madvise(p, mapped_, MADV_HUGEPAGE);
 #endif
   data_ = static_cast<std::byte*>(p);
 }
