@@ -205,9 +205,6 @@ mpi_cartex_transport::mpi_cartex_transport(const transport_context& ctx)
     if (t.in_place) {
       t.data = fields_[static_cast<size_t>(t.boxes.front().field)] +
                grid_.index(first.lo[0], first.lo[1], first.lo[2]) * element_bytes_;
-    } else {
-      t.buffer.resize(t.bytes);
-      t.data = t.buffer.data();
     }
     return t;
   };
@@ -225,9 +222,11 @@ mpi_cartex_transport::mpi_cartex_transport(const transport_context& ctx)
       for (auto& [d, boxes] : by_direction(m))
         st.sends.push_back(make(m.peer, message_tag(slot, direction_of(d)), direction_of(d), boxes));
     }
+    // A self-neighbour: the halo toward d is received from d, sent toward -d, as
+    // cartex's message to itself (the tag pairs the two).
     for (const auto& c : s.copies) {
       st.recvs.push_back(make(self, direction_index(c.direction), c.direction, c.to));
-      st.sends.push_back(make(self, direction_index(c.direction), c.direction, c.from));
+      st.sends.push_back(make(self, direction_index(c.direction), opposite(c.direction), c.from));
     }
     // cartex posts the receive from the right neighbour first and the send to the left first.
     std::stable_sort(st.recvs.begin(), st.recvs.end(), [](const transfer& a, const transfer& b) {
@@ -245,6 +244,32 @@ mpi_cartex_transport::mpi_cartex_transport(const transport_context& ctx)
     st.faces_dim = cartex_faces_dimension(st.sends, st.recvs, grid_);
     st.what = fmt::format("the messages of stage {} from {} ({})", stages_.size(), from, name());
     stages_.push_back(std::move(st));
+  }
+  allocate_buffers();
+}
+
+// The buffers go on the heap in the order cartex's init() allocates them,
+// receive and send buffers alternating: the x step's from -x, to +x, from +x,
+// to -x, the y step's to +y, from -y, to -y, from +y. Where each lands
+// relative to the others and to the field moves the loops' time (at halo 1
+// x 1 field on 2 cores: the two send buffers side by side cost 6 µs of 58).
+void mpi_cartex_transport::allocate_buffers() {
+  auto allocate = [](transfer& t) {
+    if (t.in_place) return;
+    t.buffer.resize(t.bytes);
+    t.data = t.buffer.data();
+  };
+  for (auto& st : stages_) {
+    // Receives are in +d, -d order, sends in -d, +d order (cartex's posting order).
+    if (st.faces_dim == 0) {
+      for (transfer* t : {&st.recvs[1], &st.sends[1], &st.recvs[0], &st.sends[0]}) allocate(*t);
+    } else if (st.faces_dim == 1) {
+      for (transfer* t : {&st.sends[1], &st.recvs[1], &st.sends[0], &st.recvs[0]}) allocate(*t);
+    } else {
+      for (size_t i = 0; i < std::max(st.recvs.size(), st.sends.size()); ++i)
+        for (auto* list : {&st.recvs, &st.sends})
+          if (i < list->size()) allocate((*list)[i]);
+    }
   }
 }
 

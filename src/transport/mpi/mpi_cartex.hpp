@@ -11,6 +11,7 @@
 // field of it in sequence mode, as cartex loops over the fields):
 //   pack the sends: the x (y) faces of one field with cartex's pack_x (pack_y),
 //     any other box by element loops (z, y, x), a box of whole planes not at all
+//   (the buffers were allocated in the order cartex allocates them)
 //   for r in recvs (from +d first): MPI_Irecv(r.buffer, r.bytes, MPI_BYTE, r.peer)
 //   for s in sends (to -d first):   MPI_Isend(s.buffer, s.bytes, MPI_BYTE, s.peer)
 //   MPI_Waitall(recvs and sends)   (under halox's watchdog: a timeout names the peers)
@@ -50,6 +51,7 @@ class mpi_cartex_transport final : public transport {
     std::string what;                   // for a timeout: the stage and its peers
     int faces_dim = -1;  // 0 or 1: the x or y faces of one field, in cartex's loops
   };
+  void allocate_buffers();
   void pack(const stage_transfers& st) const;
   void unpack(const stage_transfers& st) const;
   template <class T>

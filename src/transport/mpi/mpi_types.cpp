@@ -61,9 +61,10 @@ mpi_types_transport::mpi_types_transport(const transport_context& ctx)
         st.sends.push_back(make(boxes, m.peer, message_tag(slot, direction_of(d)), direction_of(d)));
     }
     // A self-neighbour is a message to ourselves, as in a plain MPI code.
+    // The halo toward d is received from d and sent toward -d (the tag pairs the two).
     for (const auto& c : s.copies) {
       st.recvs.push_back(make(c.to, self, direction_index(c.direction), c.direction));
-      st.sends.push_back(make(c.from, self, direction_index(c.direction), c.direction));
+      st.sends.push_back(make(c.from, self, direction_index(c.direction), opposite(c.direction)));
     }
     // cartex posts the receive from the right neighbour first and the send to the left first.
     std::stable_sort(st.recvs.begin(), st.recvs.end(), [](const post& a, const post& b) {
