@@ -131,9 +131,9 @@ def fidelity(records: Sequence[Record]) -> Report:
                 notes.append(f"{baseline} h{halo}f{nfields}: halox timed "
                              f"{pairs[0][0].timing}, the program each exchange alone after a "
                              "barrier: set bench.timing = \"latency\" for a like-for-like ratio")
-            pages = page_note(baseline, halo, nfields, [h for h, _ in pairs])
-            if pages:
-                notes.append(pages)
+            unlike_pages = page_note(baseline, halo, nfields, [h for h, _ in pairs])
+            if unlike_pages:
+                notes.append(unlike_pages)
             probed += [h for h, _ in pairs]
         notes.insert(0, "ratio = halox / program, each its own median (halox: the slowest rank; "
                         "the program: rank 0), per run beside it, then the median and range "
