@@ -1,7 +1,8 @@
 // node_signals hands out payloads whose pages are already in place: an
 // outbox ring whose pages fault in during the first exchanges makes those
-// exchanges 3-5x slower, and a measured choice that times freshly built
-// exchanges then passes over the transport that is fastest once warm.
+// exchanges slower, and a measured choice that times freshly built exchanges
+// then passes over the transport that is fastest once warm
+// (docs/results/2026-11-28-auto-cold-outbox.md).
 // Counted in page faults, not timed.
 #include <gtest/gtest.h>
 #include <mpi.h>

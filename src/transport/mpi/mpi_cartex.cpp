@@ -251,8 +251,8 @@ mpi_cartex_transport::mpi_cartex_transport(const transport_context& ctx)
 // The buffers go on the heap in the order cartex's init() allocates them,
 // receive and send buffers alternating: the x step's from -x, to +x, from +x,
 // to -x, the y step's to +y, from -y, to -y, from +y. Where each lands
-// relative to the others and to the field moves the loops' time (at halo 1
-// x 1 field on 2 cores: the two send buffers side by side cost 6 µs of 58).
+// relative to the others and to the field moves the loops' time
+// (docs/results/2026-11-28-mpi-cartex-self-neighbours.md).
 void mpi_cartex_transport::allocate_buffers() {
   auto allocate = [](transfer& t) {
     if (t.in_place) return;
