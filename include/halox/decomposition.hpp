@@ -81,4 +81,26 @@ struct subdomain {
 subdomain subdomain_per_rank(const decomposition& d, const ivec3& per_rank);
 subdomain subdomain_of_global(const decomposition& d, const ivec3& global);
 
+// A code's own rank grid, as it numbers it: the ranks of comm (duplicated)
+// sit at coords_of(rank, dims, order); order "XYZ" numbers x fastest (as
+// CloverLeaf numbers its chunks), "ZYX" z fastest (as MPI_Cart_create).
+// Throws usage_error on every rank when dims do not fit the ranks.
+decomposition adopt_decomposition(MPI_Comm comm, const ivec3& dims,
+                                  const std::array<bool, 3>& periodic, const rank_order& order);
+// The same from each rank's coordinates as the code computed them
+// (collective, once): the order they follow is found among the six; a usage
+// error on every rank when two ranks claim the same coordinates or the
+// coordinates follow no order.
+decomposition adopt_decomposition(MPI_Comm comm, const ivec3& dims,
+                                  const std::array<bool, 3>& periodic, const ivec3& my_coords);
+
+// Collective, with the face neighbours only: checks that the sub-domains the
+// ranks hold (a code's own, `mine` on each rank) tile the global grid as d
+// places the ranks: the neighbour above in each dimension starts where this
+// rank ends (across the wrap of a periodic one), shares its extent in the
+// other dimensions, the first rank of a dimension starts at 0 and the last
+// ends at the global extent. Throws usage_error on every rank, naming both
+// layouts (d's rank order, and the coordinates the code's offsets imply).
+void require_tiling(const decomposition& d, const subdomain& mine);
+
 }  // namespace halox

@@ -11,8 +11,19 @@
 // double) covering the allocated box, halo included: x runs fastest, then y,
 // then z; element (x, y, z) of the interior, x in [0, grid.interior[0]) etc.,
 // is at grid.index(x, y, z), and the pointer handed over is the first
-// allocated cell (-halo.lo[0], -halo.lo[1], -halo.lo[2]). All fields of one
-// exchange share the grid and the element type. Fields may live anywhere;
+// allocated cell (-halo.lo[0], -halo.lo[1], -halo.lo[2]). In this form all
+// fields share the grid and the element type. Fields as codes hold them (a
+// location on the grid, halo widths and a type each, halox/field.hpp) take
+// the constructor with halox::field descriptors:
+//
+//   std::vector<halox::field> fields{
+//       {rho, halox::element_type::f64, halox::location::cell, halo_widths::uniform(2), "rho"},
+//       {u, halox::element_type::f64, halox::location::node, {{2, 2, 2}, {3, 3, 3}}, "u"}};
+//   halox::halo_exchange ex(decomp, cells, fields);
+//   ex.exchange();                 // every field, its whole halo
+//   ex.exchange({"rho"}, 1);       // a subset, at depth 1
+//
+// Fields may live anywhere;
 // halox::shared_fields puts them in node-shared memory, where single-copy
 // transports (`shm`) read them in place instead of packing them into an outbox.
 //
@@ -23,6 +34,10 @@
 //  - halox::timeout_error: a peer did not arrive within the timeout; thrown on
 //    the waiting rank only (programs end the job: its peers may be stuck).
 //  - std::logic_error: start() twice without wait(), or wait() without start().
+//  A subset call (start(fields, depth)) checks its arguments on the calling
+//  rank before anything moves (usage_error for an unknown field or a depth
+//  deeper than a field's halo); every rank must make the same calls, in the
+//  same order, as for any collective operation.
 //  - std::bad_alloc: buffers could not be allocated.
 //  MPI errors follow the communicator's error handler (MPI_ERRORS_ARE_FATAL
 //  unless the application changed it).
@@ -147,6 +162,24 @@ class halo_exchange {
   halo_exchange(const decomposition& decomp, const local_grid& grid, element_type type,
                 const shared_field_memory& memory, const exchange_options& options = {});
 
+  // Fields of their own locations, halos and types (halox/field.hpp) on a
+  // rank that owns `cells` cells. All fields bound for a neighbour travel in
+  // the same messages (or the same single-copy stage).
+  halo_exchange(const decomposition& decomp, const ivec3& cells, const std::vector<field>& fields,
+                const exchange_options& options = {});
+  // The same with the fields in node-shared memory (fields[i].data ==
+  // memory.field(i), each allocated for its largest layout): single-copy
+  // transports read them in place.
+  halo_exchange(const decomposition& decomp, const ivec3& cells, const std::vector<field>& fields,
+                const shared_field_memory& memory, const exchange_options& options = {});
+  // The same for a code that brings its own decomposition: `mine` is this
+  // rank's sub-domain as the code computed it. Before anything moves, every
+  // rank checks with its neighbours that the sub-domains tile the global grid
+  // as decomp places the ranks (a code that numbers its ranks in another
+  // order than decomp gets an error naming both layouts, not swapped halos).
+  halo_exchange(const decomposition& decomp, const subdomain& mine,
+                const std::vector<field>& fields, const exchange_options& options = {});
+
   // Fields as a vector or a braced list of pointers: ex(decomp, grid, fields)
   // or ex(decomp, grid, {u, v, w}).
   template <field_element T>
@@ -172,6 +205,42 @@ class halo_exchange {
     wait();
   }
 
+  // Subset calls: only `fields` (indices into the fields as given, any order,
+  // each once), at `depth` (0: each field's whole halo; see halox/field.hpp
+  // for what a depth fills). The first call of a subset and depth builds its
+  // schedule, collectively, with the transport, algorithm and knobs the
+  // exchange was built with (nothing is measured again); later calls reuse
+  // it, so a subset call costs what an exchange built for that subset costs.
+  void start(const std::vector<int>& fields, int depth = 0);
+  void exchange(const std::vector<int>& fields, int depth = 0) {
+    start(fields, depth);
+    wait();
+  }
+  // Braced lists of indices or of names: ex.exchange({0, 2}, 1), ex.exchange({"u", "v"}).
+  void start(std::initializer_list<int> fields, int depth = 0) {
+    start(std::vector<int>(fields), depth);
+  }
+  void exchange(std::initializer_list<int> fields, int depth = 0) {
+    start(std::vector<int>(fields), depth);
+    wait();
+  }
+  void start(std::initializer_list<std::string_view> names, int depth = 0) {
+    start(fields_named(names), depth);
+  }
+  void exchange(std::initializer_list<std::string_view> names, int depth = 0) {
+    start(fields_named(names), depth);
+    wait();
+  }
+  // Builds a subset call's schedule now (collective) instead of at its first call.
+  void prepare(const std::vector<int>& fields, int depth = 0);
+  // The indices of the fields with these names; throws usage_error for a
+  // name that is not one of the exchange's fields.
+  std::vector<int> fields_named(std::initializer_list<std::string_view> names) const;
+  std::vector<int> fields_named(const std::vector<std::string>& names) const;
+  // Schedules built so far (the whole exchange and each subset and depth called).
+  size_t schedules_built() const;
+
+  // The plan of the whole exchange (every field, its whole halo).
   const exchange_plan& plan() const;
   // The options as built: the measured choice where auto flags were set, the
   // environment's overrides applied.
@@ -202,13 +271,15 @@ class halo_exchange {
 
  private:
   struct state;
-  halo_exchange(const decomposition& decomp, const local_grid& grid, element_type type,
-                field_set fields, const exchange_options& options);
-  void finish(const decomposition& decomp, const local_grid& grid, element_type type,
-              field_set fields, state& s);
+  struct schedule;
+  halo_exchange(const decomposition& decomp, std::vector<field_layout> layouts,
+                std::vector<std::string> names, field_set fields, const exchange_options& options);
+  void finish(const decomposition& decomp, field_set fields, state& s);
+  schedule& schedule_of(const std::vector<int>& fields, int depth);
   // The fastest of the candidates the auto flags open, agreed by all ranks.
-  static exchange_options measured_choice(const decomposition& decomp, const local_grid& grid,
-                                          element_type type, const field_set& fields,
+  static exchange_options measured_choice(const decomposition& decomp,
+                                          const std::vector<field_layout>& layouts,
+                                          const field_set& fields,
                                           const exchange_options& requested, std::string& report);
   std::unique_ptr<state> state_;
 };

@@ -88,8 +88,20 @@ struct halo_region {
   box recv;
 };
 
+// Which sides of each dimension have a neighbour (another rank, or this rank
+// across a periodic wrap). Beside a side without one (an open boundary) no
+// algorithm writes the halo: `staged` then carries an earlier step's halo on
+// only across the sides that have a neighbour, so that its edges and corners
+// next to an open boundary stay untouched, as `standard` leaves them
+// (docs/library.md#one-halo-content-whatever-the-algorithm).
+struct neighbour_sides {
+  std::array<bool, 3> lo{true, true, true};
+  std::array<bool, 3> hi{true, true, true};
+};
+
 // The regions of every step of an algorithm, in step order.
-std::vector<std::vector<halo_region>> halo_regions(const local_grid& grid, algorithm a);
+std::vector<std::vector<halo_region>> halo_regions(const local_grid& grid, algorithm a,
+                                                   const neighbour_sides& sides = {});
 
 // Throws usage_error when a halo is wider than the interior it is filled from.
 void validate_grid(const local_grid& grid);

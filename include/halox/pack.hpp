@@ -83,7 +83,10 @@ class copy_list {
 size_t packed_bytes(std::span<const field_box> boxes, size_t element_bytes);
 
 // fields[f] is the first allocated cell (the corner of the halo) of field f.
-// One-off forms of the lists above (built and run at once).
+// One-off forms of the lists below (built and run at once). Each comes in
+// two forms: every field laid out as `grid` with elements of `element_bytes`,
+// or each field as the plan's layouts say (grid_of, element_bytes_of: fields
+// of their own locations, halos and types).
 size_t pack(std::byte* buffer, std::span<const field_box> boxes, std::byte* const* fields,
             const local_grid& grid, size_t element_bytes);
 size_t unpack(const std::byte* buffer, std::span<const field_box> boxes, std::byte* const* fields,
@@ -101,5 +104,20 @@ void add_local_copies(copy_list& list, std::span<const local_copy> copies, std::
 // Copies from[i] to to[i] (same extents) without a buffer.
 void copy_boxes(std::span<const field_box> from, std::span<const field_box> to,
                 std::byte* const* fields, const local_grid& grid, size_t element_bytes);
+
+// The same, each field as the plan lays it out.
+size_t packed_bytes(std::span<const field_box> boxes, const exchange_plan& plan);
+size_t pack(std::byte* buffer, std::span<const field_box> boxes, std::byte* const* fields,
+            const exchange_plan& plan);
+size_t unpack(const std::byte* buffer, std::span<const field_box> boxes, std::byte* const* fields,
+              const exchange_plan& plan);
+size_t add_pack(copy_list& list, std::byte* buffer, std::span<const field_box> boxes,
+                std::byte* const* fields, const exchange_plan& plan);
+size_t add_unpack(copy_list& list, const std::byte* buffer, std::span<const field_box> boxes,
+                  std::byte* const* fields, const exchange_plan& plan);
+void add_local_copies(copy_list& list, std::span<const local_copy> copies, std::byte* const* fields,
+                      const exchange_plan& plan);
+void copy_boxes(std::span<const field_box> from, std::span<const field_box> to,
+                std::byte* const* fields, const exchange_plan& plan);
 
 }  // namespace halox

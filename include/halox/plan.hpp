@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "halox/decomposition.hpp"
+#include "halox/field.hpp"
 #include "halox/grid.hpp"
 
 namespace halox {
@@ -34,11 +35,6 @@ inline constexpr field_mode all_field_modes[] = {field_mode::compact, field_mode
                                                  field_mode::cache};
 field_mode parse_field_mode(const std::string& name);  // throws usage_error
 std::string to_string(field_mode m);
-
-enum class element_type { f32, f64 };
-element_type parse_element_type(const std::string& name);  // "float" | "double"
-std::string to_string(element_type t);
-size_t element_size(element_type t);
 
 struct field_box {
   int field = 0;
@@ -74,9 +70,12 @@ struct stage {
 std::vector<int> fields_filled(const stage& st);
 
 struct exchange_plan {
-  local_grid grid;
-  int nfields = 1;
-  size_t element_bytes = 8;
+  // Every field of the exchange, by field index (the boxes' `field`); a plan
+  // moves those of `moved`, at `depth` (0: each field's whole halo).
+  std::vector<field_layout> layouts;
+  std::vector<int> moved;
+  int depth = 0;
+  int nfields = 1;  // moved.size()
   algorithm alg = algorithm::standard;
   field_mode mode = field_mode::compact;
   int fields_per_message = 1;  // fields a message carries, as the mode asks
@@ -87,6 +86,15 @@ struct exchange_plan {
   size_t bytes_copied() const;    // local copies, per exchange
   size_t bytes_received() const;  // from other ranks, per exchange
   size_t message_count() const;   // messages sent per exchange
+
+  const local_grid& grid_of(int field) const { return layouts[static_cast<size_t>(field)].grid; }
+  size_t element_bytes_of(int field) const {
+    return layouts[static_cast<size_t>(field)].element_bytes;
+  }
+  // The layout of the first moved field (all of them, when uniform()).
+  const field_layout& first_layout() const { return layouts[static_cast<size_t>(moved.front())]; }
+  // Whether every moved field has the same layout and element type.
+  bool uniform() const;
 };
 
 // Tag of a message sent toward `direction` in the given field slot.
@@ -100,10 +108,28 @@ exchange_plan make_plan(const decomposition& d, const local_grid& grid, int nfie
                         size_t element_bytes, algorithm alg, field_mode mode,
                         int fields_per_message = 0, int cache_block = 0);
 
+// The general form: fields of their own layouts (field.hpp), of which the
+// plan moves `moved` (ascending field indices, each once) at `depth`.
+struct plan_request {
+  std::vector<field_layout> layouts;
+  std::vector<int> moved;  // empty: all
+  int depth = 0;           // 0: each field's whole halo
+  algorithm alg = algorithm::standard;
+  field_mode mode = field_mode::compact;
+  int fields_per_message = 0;
+  int cache_block = 0;
+};
+exchange_plan make_plan(const decomposition& d, plan_request request);
+
 // The largest block of fields whose halo traffic in one stage (the cache
 // lines its sent, received and copied boxes touch in the fields) fits in a
 // quarter of `cache_bytes`; at least one.
 int cache_sized_block(const decomposition& d, const local_grid& grid, int nfields,
                       size_t element_bytes, algorithm alg, size_t cache_bytes);
+// The same for fields of their own layouts: the largest field's traffic counts.
+int cache_sized_block(const decomposition& d, const plan_request& request, size_t cache_bytes);
+
+// The sides of each dimension on which this rank has a neighbour.
+neighbour_sides sides_of(const decomposition& d);
 
 }  // namespace halox

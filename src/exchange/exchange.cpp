@@ -2,8 +2,11 @@
 
 #include <fmt/core.h>
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <array>
+#include <map>
 #include <stdexcept>
 
 #include "halox/topology.hpp"
@@ -16,24 +19,47 @@ namespace halox {
 
 namespace {
 
+// The fields' locations, halos and types, grouped: "2 x cell double halo 1,1,1/1,1,1, ...".
+std::string describe_fields(const exchange_plan& plan) {
+  std::vector<std::pair<std::string, int>> groups;
+  for (int f : plan.moved) {
+    const field_layout& l = plan.layouts[static_cast<size_t>(f)];
+    const auto& h = l.grid.halo;
+    std::string text = fmt::format("{} {}-byte halo lo {},{},{} hi {},{},{}", to_string(l.at),
+                                   l.element_bytes, h.lo[0], h.lo[1], h.lo[2], h.hi[0], h.hi[1],
+                                   h.hi[2]);
+    if (!groups.empty() && groups.back().first == text)
+      ++groups.back().second;
+    else
+      groups.emplace_back(std::move(text), 1);
+  }
+  std::string out;
+  for (const auto& [text, count] : groups)
+    out += fmt::format("{}{} x {}", out.empty() ? "" : "; ", count, text);
+  // Long lists are compared by a hash of the whole (the agreement keeps 511 characters).
+  if (out.size() > 200) {
+    uint64_t hash = 1469598103934665603ULL;
+    for (char c : out) hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+    out = fmt::format("{} fields hashed {:016x}", plan.moved.size(), hash);
+  }
+  return out;
+}
+
 std::string describe(const exchange_plan& plan, const transport_choice& choice,
                      const exchange_options& o) {
-  const auto& h = plan.grid.halo;
-  return fmt::format("{} {} {} field(s) of {} bytes ({} per message, {} per block), halo lo "
-                     "{},{},{} hi {},{},{}, transport {}, ranks per node {}",
-                     to_string(plan.alg), to_string(plan.mode), plan.nfields, plan.element_bytes,
-                     plan.fields_per_message, plan.fields_per_block,
-                     h.lo[0], h.lo[1], h.lo[2], h.hi[0], h.hi[1], h.hi[2], choice.name(),
-                     o.ranks_per_node);
+  return fmt::format("{} {} {} field(s) ({} per message, {} per block) at depth {}: {}, transport "
+                     "{}, ranks per node {}",
+                     to_string(plan.alg), to_string(plan.mode), plan.nfields,
+                     plan.fields_per_message, plan.fields_per_block, plan.depth,
+                     describe_fields(plan), choice.name(), o.ranks_per_node);
 }
 
 // Collective: the block of fields sized to the smallest L2 cache of all
 // ranks, so that every rank cuts its stages alike.
-int agreed_cache_block(const decomposition& decomp, const local_grid& grid, int nfields,
-                       size_t element_bytes, algorithm alg) {
-  int block = nfields;
+int agreed_cache_block(const decomposition& decomp, const plan_request& request) {
+  int block = static_cast<int>(std::max<size_t>(request.layouts.size(), 1));
   try {
-    block = cache_sized_block(decomp, grid, nfields, element_bytes, alg, this_machine_l2_bytes());
+    block = cache_sized_block(decomp, request, this_machine_l2_bytes());
   } catch (const usage_error&) {
     // An impossible grid: reported with the plan below.
   }
@@ -99,13 +125,28 @@ void require_memory_support(const transport_choice& choice, bool device) {
 
 }  // namespace
 
+// One schedule: the plan of a call (all fields or a subset, at a depth) and
+// the transport built for it.
+struct halo_exchange::schedule {
+  exchange_plan plan;
+  std::unique_ptr<transport> mover;
+};
+
 struct halo_exchange::state {
   exchange_options options;
   std::string choice_report;
   transport_choice choice;
-  exchange_plan plan;
+  std::vector<std::string> names;  // by field
+  int cache_block = 0;             // fields per block, as agreed when built
+  int per_message = 0;             // fields per message, as the options resolve
+  transport_tuning knobs;          // the knobs as built, for the subsets' schedules
+  // The whole exchange first; then each subset and depth called, by key.
+  std::map<std::pair<std::vector<int>, int>, std::unique_ptr<schedule>> schedules;
+  schedule* whole = nullptr;
+  schedule* running = nullptr;  // started, not yet waited for
   field_set fields;
-  MPI_Comm comm = MPI_COMM_NULL;
+  decomposition decomp;           // the caller's, on the exchange's own communicator
+  MPI_Comm comm = MPI_COMM_NULL;  // decomp.comm()
   node_membership node;
   wait_policy waits;
   std::unique_ptr<transport> mover;
@@ -114,18 +155,60 @@ struct halo_exchange::state {
   std::unique_ptr<stage_timer::recorder> recording;  // null: not recording
 
   ~state() {
-    mover.reset();
+    schedules.clear();
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized) return;
     if (node.comm != MPI_COMM_NULL) MPI_Comm_free(&node.comm);
-    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+    // comm is freed with decomp.
   }
 };
 
+namespace {
+
+std::vector<field_layout> uniform_layouts(const local_grid& grid, element_type type, size_t count) {
+  return std::vector<field_layout>(count, field_layout{grid, element_size(type), location::cell});
+}
+
+std::vector<std::string> names_of(const std::vector<field>& fields) {
+  std::vector<std::string> names;
+  for (size_t f = 0; f < fields.size(); ++f)
+    names.push_back(fields[f].name.empty() ? fmt::format("field {}", f) : fields[f].name);
+  return names;
+}
+
+std::vector<field_layout> layouts_of(const decomposition& decomp, const ivec3& cells,
+                                     const std::vector<field>& fields) {
+  std::vector<field_layout> layouts;
+  for (const auto& f : fields) layouts.push_back(layout_of(decomp, cells, f));
+  return layouts;
+}
+
+field_set pointers_of(const std::vector<field>& fields) {
+  field_set set;
+  for (const auto& f : fields) set.pointers.push_back(static_cast<std::byte*>(f.data));
+  return set;
+}
+
+// A field's name, halo and the points it holds: what a mismatch must name.
+std::string field_problem(const std::vector<field>& fields, const std::vector<std::string>& names) {
+  std::vector<std::string> seen;
+  for (size_t f = 0; f < fields.size(); ++f) {
+    if (std::ranges::find(seen, names[f]) != seen.end())
+      return fmt::format("two fields are named '{}': subset calls name fields by name", names[f]);
+    seen.push_back(names[f]);
+    for (int d = 0; d < 3; ++d)
+      if (fields[f].halo.lo[d] < 0 || fields[f].halo.hi[d] < 0)
+        return fmt::format("field '{}' has a negative halo width", names[f]);
+  }
+  return {};
+}
+
+}  // namespace
+
 halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid, element_type type,
                              std::vector<void*> fields, const exchange_options& options)
-    : halo_exchange(decomp, grid, type, [&] {
+    : halo_exchange(decomp, uniform_layouts(grid, type, fields.size()), {}, [&] {
         field_set set;
         for (void* f : fields) set.pointers.push_back(static_cast<std::byte*>(f));
         return set;
@@ -133,19 +216,60 @@ halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid
 
 halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid, element_type type,
                              const shared_field_memory& memory, const exchange_options& options)
-    : halo_exchange(decomp, grid, type, [&] {
-        field_set set;
-        for (int f = 0; f < memory.nfields(); ++f)
-          set.pointers.push_back(static_cast<std::byte*>(memory.field(f)));
-        set.shared = &memory;
-        return set;
-      }(), options) {}
+    : halo_exchange(decomp, uniform_layouts(grid, type, static_cast<size_t>(memory.nfields())), {},
+                    [&] {
+                      field_set set;
+                      for (int f = 0; f < memory.nfields(); ++f)
+                        set.pointers.push_back(static_cast<std::byte*>(memory.field(f)));
+                      set.shared = &memory;
+                      return set;
+                    }(),
+                    options) {}
 
-halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid, element_type type,
-                             field_set fields, const exchange_options& options)
+halo_exchange::halo_exchange(const decomposition& decomp, const ivec3& cells,
+                             const std::vector<field>& fields, const exchange_options& options)
+    : halo_exchange(decomp, layouts_of(decomp, cells, fields), names_of(fields),
+                    pointers_of(fields), [&] {
+                      // Problems of the descriptors, on every rank alike, before anything else.
+                      require_all(decomp.comm(), field_problem(fields, names_of(fields)));
+                      return options;
+                    }()) {}
+
+halo_exchange::halo_exchange(const decomposition& decomp, const ivec3& cells,
+                             const std::vector<field>& fields, const shared_field_memory& memory,
+                             const exchange_options& options)
+    : halo_exchange(decomp, layouts_of(decomp, cells, fields), names_of(fields),
+                    [&] {
+                      std::string problem = field_problem(fields, names_of(fields));
+                      for (size_t f = 0; f < fields.size() && problem.empty(); ++f)
+                        if (static_cast<int>(f) >= memory.nfields() ||
+                            fields[f].data != memory.field(static_cast<int>(f)))
+                          problem = fmt::format(
+                              "field '{}' is not field {} of the node-shared memory handed over",
+                              names_of(fields)[f], f);
+                      require_all(decomp.comm(), problem);
+                      field_set set = pointers_of(fields);
+                      set.shared = &memory;
+                      return set;
+                    }(),
+                    options) {}
+
+halo_exchange::halo_exchange(const decomposition& decomp, const subdomain& mine,
+                             const std::vector<field>& fields, const exchange_options& options)
+    : halo_exchange(decomp, [&] {
+        require_tiling(decomp, mine);
+        return mine.extent;
+      }(), fields, options) {}
+
+halo_exchange::halo_exchange(const decomposition& decomp, std::vector<field_layout> layouts,
+                             std::vector<std::string> names, field_set fields,
+                             const exchange_options& options)
     : state_(std::make_unique<state>()) {
   state& s = *state_;
   const double begun = MPI_Wtime();
+  s.names = std::move(names);
+  for (size_t f = s.names.size(); f < layouts.size(); ++f)
+    s.names.push_back(fmt::format("field {}", f));
   std::string problem;
   try {
     s.options = with_environment(options);
@@ -162,28 +286,34 @@ halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid
   // environments differ must not split the nodes differently.
   MPI_Bcast(&s.options.ranks_per_node, 1, MPI_INT, 0, decomp.comm());
   if (options.auto_transport || options.auto_algorithm || options.auto_fields)
-    s.options = measured_choice(decomp, grid, type, fields, s.options, s.choice_report);
+    s.options = measured_choice(decomp, layouts, fields, s.options, s.choice_report);
   s.setup.measured_choice_s = MPI_Wtime() - begun;
-  finish(decomp, grid, type, std::move(fields), s);
+  auto whole = std::make_unique<schedule>();
+  whole->plan.layouts = std::move(layouts);
+  s.whole = whole.get();
+  s.schedules[{{}, 0}] = std::move(whole);
+  finish(decomp, std::move(fields), s);
   s.setup.total_s = MPI_Wtime() - begun;
 }
 
-void halo_exchange::finish(const decomposition& decomp, const local_grid& grid, element_type type,
-                           field_set fields, state& s) {
+void halo_exchange::finish(const decomposition& decomp, field_set fields, state& s) {
   const exchange_options& options = s.options;
   const double plan_begun = MPI_Wtime();
   // Local checks: they depend only on the arguments, so every rank of a
   // consistent program throws alike; the agreement check below catches the rest.
   std::string problem;
-  const int nfields = static_cast<int>(fields.pointers.size());
+  plan_request request;
+  request.layouts = std::move(s.whole->plan.layouts);
+  request.alg = options.alg;
+  request.mode = options.mode;
+  const int nfields = static_cast<int>(request.layouts.size());
   // Collective on every rank, whatever the options say (ranks that disagree
   // on them fail below, together).
-  const int host_block =
-      agreed_cache_block(decomp, grid, std::max(nfields, 1), element_size(type), options.alg);
+  const int host_block = agreed_cache_block(decomp, request);
   // Blocks fit a CPU's cache; on a GPU each block would be one more synchronised
   // round of kernels and signals, so device fields move in one block.
   const int l2_block = fields.device ? std::max(nfields, 1) : host_block;
-  const int cache_block = options.fields_per_block > 0 ? options.fields_per_block : l2_block;
+  s.cache_block = options.fields_per_block > 0 ? options.fields_per_block : l2_block;
   try {
     s.choice = options.transport;
     if (auto why = s.choice.unavailable(); !why.empty()) throw usage_error(why);
@@ -191,11 +321,12 @@ void halo_exchange::finish(const decomposition& decomp, const local_grid& grid, 
     if (options.fields_per_block < 0)
       throw usage_error(
           fmt::format("fields per block must not be negative, got {}", options.fields_per_block));
-    const int per_message = options.fields_per_message == fields_per_message_auto
-                                ? cache_block
-                                : options.fields_per_message;
-    s.plan = make_plan(decomp, grid, nfields, element_size(type), options.alg, options.mode,
-                       per_message, cache_block);
+    s.per_message = options.fields_per_message == fields_per_message_auto
+                        ? s.cache_block
+                        : options.fields_per_message;
+    request.fields_per_message = s.per_message;
+    request.cache_block = s.cache_block;
+    s.whole->plan = make_plan(decomp, std::move(request));
     s.waits.timeout_seconds = options.timeout_seconds;
     for (auto* f : fields.pointers)
       if (!f) throw usage_error("a field pointer is null");
@@ -203,11 +334,16 @@ void halo_exchange::finish(const decomposition& decomp, const local_grid& grid, 
     problem = e.what();
   }
   require_agreement(decomp.comm(),
-                    describe(s.plan, s.choice, options) + (fields.device ? ", device memory" : ""),
+                    describe(s.whole->plan, s.choice, options) + (fields.device ? ", device memory" : ""),
                     problem);
 
   s.fields = std::move(fields);
-  MPI_Comm_dup(decomp.comm(), &s.comm);
+  // The exchange's own communicator, in a decomposition of its own: subset
+  // schedules are planned later, when the caller's may be gone.
+  MPI_Comm own = MPI_COMM_NULL;
+  MPI_Comm_dup(decomp.comm(), &own);
+  s.decomp = decomposition(own, decomp.dims(), decomp.periodic(), decomp.order(), decomp.kind());
+  s.comm = s.decomp.comm();
   s.node = make_node_membership(s.comm, options.ranks_per_node);
   s.waits.oversubscribed = s.node.oversubscribed;
   s.waits.comm = s.comm;
@@ -223,7 +359,10 @@ void halo_exchange::finish(const decomposition& decomp, const local_grid& grid, 
   require_all(s.comm, grouping);
   const double transports_begun = MPI_Wtime();
   s.setup.plan_s = transports_begun - plan_begun;
-  s.mover = make_transport(s.choice, {s.plan, s.comm, s.fields, s.node, s.waits, options.tuning});
+  s.whole->mover =
+      make_transport(s.choice, {s.whole->plan, s.comm, s.fields, s.node, s.waits, options.tuning});
+  s.knobs = options.tuning;
+  s.whole->mover->tuning_as_built(s.knobs);
   s.setup.transports_s = MPI_Wtime() - transports_begun;
 }
 
@@ -231,36 +370,61 @@ halo_exchange::halo_exchange(halo_exchange&&) noexcept = default;
 halo_exchange& halo_exchange::operator=(halo_exchange&&) noexcept = default;
 halo_exchange::~halo_exchange() = default;
 
-const exchange_plan& halo_exchange::plan() const { return state_->plan; }
+const exchange_plan& halo_exchange::plan() const { return state_->whole->plan; }
 const exchange_options& halo_exchange::options() const { return state_->options; }
 
 transport_tuning halo_exchange::tuning_as_built() const {
   transport_tuning knobs = state_->options.tuning;
-  state_->mover->tuning_as_built(knobs);
+  state_->whole->mover->tuning_as_built(knobs);
   return knobs;
 }
 const std::string& halo_exchange::choice_report() const { return state_->choice_report; }
 std::string halo_exchange::transport_name() const { return state_->choice.name(); }
-std::string halo_exchange::transport_path() const { return state_->mover->path(); }
-std::string halo_exchange::transport_settings() const { return state_->mover->settings(); }
-std::vector<transport_stats> halo_exchange::stats() const { return state_->mover->stats(); }
+std::string halo_exchange::transport_path() const { return state_->whole->mover->path(); }
+std::string halo_exchange::transport_settings() const { return state_->whole->mover->settings(); }
+std::vector<transport_stats> halo_exchange::stats() const {
+  // Bytes of every schedule, the subsets' included, per transport.
+  std::vector<transport_stats> total;
+  for (const auto& [key, sched] : state_->schedules)
+    for (const auto& st : sched->mover->stats()) {
+      auto same = std::ranges::find(total, st.transport, &transport_stats::transport);
+      if (same == total.end()) {
+        total.push_back(st);
+        continue;
+      }
+      same->bytes_to_same_node += st.bytes_to_same_node;
+      same->bytes_to_other_nodes += st.bytes_to_other_nodes;
+    }
+  return total;
+}
 
 void halo_exchange::start() {
-  if (state_->started) throw std::logic_error("halo_exchange::start called twice without wait");
-  state_->started = true;
-  if (state_->plan.stages.empty()) return;
+  if (state_->running) throw std::logic_error("halo_exchange::start called twice without wait");
+  state_->running = state_->whole;
+  if (state_->whole->plan.stages.empty()) return;
   const stage_timer::stage_scope timed(state_->recording.get(), 0);
-  state_->mover->start(0);
+  state_->whole->mover->start(0);
+}
+
+void halo_exchange::start(const std::vector<int>& fields, int depth) {
+  if (state_->running) throw std::logic_error("halo_exchange::start called twice without wait");
+  schedule& sched = schedule_of(fields, depth);
+  state_->running = &sched;
+  if (sched.plan.stages.empty()) return;
+  const stage_timer::stage_scope timed(&sched == state_->whole ? state_->recording.get() : nullptr, 0);
+  sched.mover->start(0);
 }
 
 void halo_exchange::wait() {
-  if (!state_->started) throw std::logic_error("halo_exchange::wait called without start");
-  state_->started = false;
-  auto& mover = *state_->mover;
-  stage_timer::recorder* recording = state_->recording.get();
+  schedule* sched = state_->running;
+  if (!sched) throw std::logic_error("halo_exchange::wait called without start");
+  state_->running = nullptr;
+  auto& mover = *sched->mover;
+  // The breakdown records the whole exchange's stages only.
+  stage_timer::recorder* recording = sched == state_->whole ? state_->recording.get() : nullptr;
   {
     stage_timer::stage_scope timed(recording, 0);
-    for (size_t s = 0; s < state_->plan.stages.size(); ++s) {
+    for (size_t s = 0; s < sched->plan.stages.size(); ++s) {
       if (s > 0) {
         timed.next(s);
         mover.start(s);
@@ -271,11 +435,104 @@ void halo_exchange::wait() {
   if (recording) recording->finish_exchange();
 }
 
+void halo_exchange::prepare(const std::vector<int>& fields, int depth) {
+  if (state_->running) throw std::logic_error("halo_exchange::prepare called between start and wait");
+  (void)schedule_of(fields, depth);
+}
+
+std::vector<int> halo_exchange::fields_named(const std::vector<std::string>& names) const {
+  std::vector<int> out;
+  for (const auto& name : names) {
+    auto at = std::ranges::find(state_->names, name);
+    if (at == state_->names.end())
+      throw usage_error(fmt::format("no field named '{}' in this exchange (its fields: {})", name,
+                                    fmt::join(state_->names, ", ")));
+    out.push_back(static_cast<int>(at - state_->names.begin()));
+  }
+  return out;
+}
+
+std::vector<int> halo_exchange::fields_named(std::initializer_list<std::string_view> names) const {
+  std::vector<std::string> strings;
+  for (auto n : names) strings.emplace_back(n);
+  return fields_named(strings);
+}
+
+size_t halo_exchange::schedules_built() const { return state_->schedules.size(); }
+
+namespace {
+
+// Local checks of a subset call: the same arguments fail alike on every rank,
+// before anything moves. Returns the fields in ascending order.
+std::vector<int> checked_subset(const std::vector<int>& fields, int depth, const exchange_plan& whole,
+                                const std::vector<std::string>& names) {
+  const int count = static_cast<int>(whole.layouts.size());
+  std::vector<int> sorted = fields;
+  std::ranges::sort(sorted);
+  if (sorted.empty()) throw usage_error("a subset call names no field");
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    if (sorted[i] < 0 || sorted[i] >= count)
+      throw usage_error(fmt::format("field index {} is not one of the exchange's {} fields (0 to {})",
+                                    sorted[i], count, count - 1));
+    if (i > 0 && sorted[i] == sorted[i - 1])
+      throw usage_error(fmt::format("field '{}' is named twice in a subset call",
+                                    names[static_cast<size_t>(sorted[i])]));
+  }
+  if (depth < 0) throw usage_error(fmt::format("depth must not be negative, got {}", depth));
+  for (int f : sorted) {
+    const field_layout& l = whole.layouts[static_cast<size_t>(f)];
+    const ivec3 staggered = staggered_axes(l.at);
+    int deepest = 0;  // in cells: the points a staggered axis shares do not count
+    for (int d = 0; d < 3; ++d)
+      deepest = std::max({deepest, l.grid.halo.lo[d], l.grid.halo.hi[d] - staggered[d]});
+    if (depth > deepest)
+      throw usage_error(fmt::format("depth {} is deeper than the halo of field '{}' ({} cells)",
+                                    depth, names[static_cast<size_t>(f)], deepest));
+  }
+  return sorted;
+}
+
+}  // namespace
+
+halo_exchange::schedule& halo_exchange::schedule_of(const std::vector<int>& fields, int depth) {
+  state& s = *state_;
+  const std::vector<int> moved = checked_subset(fields, depth, s.whole->plan, s.names);
+  // Every field at its whole halo is the exchange as built.
+  if (depth == 0 && moved.size() == s.whole->plan.layouts.size()) return *s.whole;
+  auto [at, fresh] = s.schedules.try_emplace({moved, depth});
+  if (!fresh) return *at->second;
+  // Built once, collectively, as the whole exchange was: its transport, algorithm and knobs.
+  std::string problem;
+  auto sched = std::make_unique<schedule>();
+  try {
+    plan_request request;
+    request.layouts = s.whole->plan.layouts;
+    request.moved = moved;
+    request.depth = depth;
+    request.alg = s.options.alg;
+    request.mode = s.options.mode;
+    request.fields_per_message = s.per_message;
+    request.cache_block = s.cache_block;
+    sched->plan = make_plan(s.decomp, std::move(request));
+  } catch (const usage_error& e) {
+    problem = e.what();
+  }
+  try {
+    require_agreement(s.comm, describe(sched->plan, s.choice, s.options), problem);
+  } catch (...) {
+    s.schedules.erase(at);
+    throw;
+  }
+  sched->mover = make_transport(s.choice, {sched->plan, s.comm, s.fields, s.node, s.waits, s.knobs});
+  at->second = std::move(sched);
+  return *at->second;
+}
+
 void halo_exchange::record_stages(bool on) {
   state_->recording.reset();
   if (!on) return;
   (void)stage_timer::seconds_per_tick();  // calibrated now, not in the first exchange
-  state_->recording = std::make_unique<stage_timer::recorder>(state_->plan.stages.size());
+  state_->recording = std::make_unique<stage_timer::recorder>(state_->whole->plan.stages.size());
 }
 
 exchange_profile halo_exchange::profile() const {

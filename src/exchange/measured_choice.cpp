@@ -61,8 +61,10 @@ std::string broadcast(MPI_Comm comm, std::string text) {
 
 // What a wisdom entry is valid for: the machine, the MPI library, the rank
 // grid, the sub-domain, halo widths, fields, type, and what was left to measure.
-nlohmann::json wisdom_key(const decomposition& decomp, const local_grid& grid, element_type type,
-                          size_t nfields, const exchange_options& o) {
+nlohmann::json wisdom_key(const decomposition& decomp, const std::vector<field_layout>& layouts,
+                          const exchange_options& o) {
+  const local_grid& grid = layouts.front().grid;
+  const size_t nfields = layouts.size();
   char host[256] = "?";
   ::gethostname(host, sizeof host - 1);
   char library[MPI_MAX_LIBRARY_VERSION_STRING] = "";
@@ -81,10 +83,17 @@ nlohmann::json wisdom_key(const decomposition& decomp, const local_grid& grid, e
                         {"halo_lo", {h.lo[0], h.lo[1], h.lo[2]}},
                         {"halo_hi", {h.hi[0], h.hi[1], h.hi[2]}},
                         {"fields", nfields},
-                        {"type", to_string(type)},
+                        {"type", layouts.front().element_bytes == 4 ? "float" : "double"},
                         {"measured", {{"transport", o.auto_transport},
                                       {"algorithm", o.auto_algorithm},
                                       {"fields", o.auto_fields}}}};
+  // Fields of their own locations, halos or types: each one's, in order.
+  if (std::ranges::any_of(layouts, [&](const field_layout& l) { return !(l == layouts.front()); })) {
+    nlohmann::json each = nlohmann::json::array();
+    for (const auto& l : layouts)
+      each.push_back({to_string(l.at), l.element_bytes, l.grid.halo.lo, l.grid.halo.hi});
+    key["layouts"] = each;
+  }
   if (!o.auto_transport) key["transport"] = o.transport;
   if (!o.auto_algorithm) key["algorithm"] = to_string(o.alg);
   return key;
@@ -225,15 +234,16 @@ std::pair<size_t, double> final_choice(MPI_Comm comm, const std::vector<scored>&
 
 }  // namespace
 
-exchange_options halo_exchange::measured_choice(const decomposition& decomp, const local_grid& grid,
-                                                element_type type, const field_set& fields,
+exchange_options halo_exchange::measured_choice(const decomposition& decomp,
+                                                const std::vector<field_layout>& layouts,
+                                                const field_set& fields,
                                                 const exchange_options& requested,
                                                 std::string& report) {
   MPI_Comm comm = decomp.comm();
   const std::string& file = requested.wisdom_file;
   // Rank 0's key for all: hosts differ across nodes.
   const auto key = nlohmann::json::parse(
-      broadcast(comm, wisdom_key(decomp, grid, type, fields.pointers.size(), requested).dump()));
+      broadcast(comm, wisdom_key(decomp, layouts, requested).dump()));
   if (auto known = wisdom_choice(decomp, file, key, requested)) {
     report = fmt::format("chose {} (from wisdom file {})", describe_choice(*known), file);
     return *known;
@@ -243,7 +253,7 @@ exchange_options halo_exchange::measured_choice(const decomposition& decomp, con
   std::vector<scored> screened;
   for (const auto& c : candidates(decomp, requested, static_cast<int>(fields.pointers.size()))) {
     try {
-      halo_exchange ex(decomp, grid, type, fields, c);
+      halo_exchange ex(decomp, layouts, {}, fields, c);
       for (int i = 0; i < untimed_exchanges; ++i) ex.exchange();
       std::vector<double> times;
       for (int i = 0; i < timed_exchanges; ++i) {
@@ -268,7 +278,7 @@ exchange_options halo_exchange::measured_choice(const decomposition& decomp, con
          screened[finalists].seconds <= finalist_margin * screened.front().seconds)
     ++finalists;
   const auto [best, best_time] = final_choice(comm, screened, finalists, [&](const auto& options) {
-    return halo_exchange(decomp, grid, type, fields, options);
+    return halo_exchange(decomp, layouts, {}, fields, options);
   });
   const exchange_options chosen = screened[best].options;
   report = fmt::format("chose {} of {} candidates ({:.2f} us per exchange, measured; {} finalists)",

@@ -102,16 +102,19 @@ void recv_range(const local_grid& g, int dim, int side, int& lo, int& hi) {
   else { lo = 0; hi = n; }
 }
 
-halo_region region_for(const local_grid& g, const ivec3& direction, int staged_dim) {
+halo_region region_for(const local_grid& g, const ivec3& direction, int staged_dim,
+                       const neighbour_sides& sides) {
   halo_region r;
   r.direction = direction;
   for (int d = 0; d < 3; ++d) {
     send_range(g, d, direction[d], r.send.lo[d], r.send.hi[d]);
     recv_range(g, d, direction[d], r.recv.lo[d], r.recv.hi[d]);
     // Staged: dimensions exchanged in earlier steps travel with their halos.
+    // Only across sides with a neighbour: beside an open boundary the earlier
+    // step filled nothing, and the halo there stays the code's own.
     if (staged_dim >= 0 && d < staged_dim) {
-      r.send.lo[d] = r.recv.lo[d] = -g.halo.lo[d];
-      r.send.hi[d] = r.recv.hi[d] = g.interior[d] + g.halo.hi[d];
+      r.send.lo[d] = r.recv.lo[d] = sides.lo[d] ? -g.halo.lo[d] : 0;
+      r.send.hi[d] = r.recv.hi[d] = g.interior[d] + (sides.hi[d] ? g.halo.hi[d] : 0);
     }
   }
   return r;
@@ -119,7 +122,8 @@ halo_region region_for(const local_grid& g, const ivec3& direction, int staged_d
 
 }  // namespace
 
-std::vector<std::vector<halo_region>> halo_regions(const local_grid& g, algorithm a) {
+std::vector<std::vector<halo_region>> halo_regions(const local_grid& g, algorithm a,
+                                                   const neighbour_sides& sides) {
   std::vector<std::vector<halo_region>> steps;
   auto keep = [](const halo_region& r) { return !r.send.empty() || !r.recv.empty(); };
   if (a == algorithm::staged) {
@@ -128,7 +132,7 @@ std::vector<std::vector<halo_region>> halo_regions(const local_grid& g, algorith
       for (int side : {-1, +1}) {
         ivec3 direction{0, 0, 0};
         direction[dim] = side;
-        auto r = region_for(g, direction, dim);
+        auto r = region_for(g, direction, dim, sides);
         if (keep(r)) step.push_back(r);
       }
       steps.push_back(step);
@@ -141,7 +145,7 @@ std::vector<std::vector<halo_region>> halo_regions(const local_grid& g, algorith
     ivec3 direction = direction_of(i);
     int nonzero = std::abs(direction[0]) + std::abs(direction[1]) + std::abs(direction[2]);
     if (a == algorithm::faces && nonzero != 1) continue;
-    auto r = region_for(g, direction, -1);
+    auto r = region_for(g, direction, -1, sides);
     if (keep(r)) step.push_back(r);
   }
   steps.push_back(step);

@@ -314,47 +314,123 @@ bool copy_list::can_fetch_ahead() const {
   return false;
 }
 
+namespace {
+
+// What a box's field looks like: the same for every field, or each field its own (a plan's layouts).
+struct uniform_layout {
+  const local_grid& grid;
+  size_t element_bytes;
+  const local_grid& grid_of(int) const { return grid; }
+  size_t element_bytes_of(int) const { return element_bytes; }
+};
+
+template <class Layouts>
+size_t add_packs(copy_list& list, std::byte* buffer, std::span<const field_box> boxes,
+                 std::byte* const* fields, const Layouts& l) {
+  size_t offset = 0;
+  for (const auto& fb : boxes) {
+    const size_t bytes = l.element_bytes_of(fb.field);
+    list.add(pack_copy(fields[fb.field], l.grid_of(fb.field), fb.region, bytes, buffer + offset));
+    offset += static_cast<size_t>(fb.region.volume()) * bytes;
+  }
+  return offset;
+}
+
+template <class Layouts>
+size_t add_unpacks(copy_list& list, const std::byte* buffer, std::span<const field_box> boxes,
+                   std::byte* const* fields, const Layouts& l) {
+  size_t offset = 0;
+  for (const auto& fb : boxes) {
+    const size_t bytes = l.element_bytes_of(fb.field);
+    list.add(unpack_copy(buffer + offset, fields[fb.field], l.grid_of(fb.field), fb.region, bytes));
+    offset += static_cast<size_t>(fb.region.volume()) * bytes;
+  }
+  return offset;
+}
+
+template <class Layouts>
+box_copy copy_of(const field_box& from, const field_box& to, std::byte* const* fields,
+                 const Layouts& l) {
+  return field_copy(fields[from.field], l.grid_of(from.field), from.region, fields[to.field],
+                    l.grid_of(to.field), to.region, l.element_bytes_of(to.field));
+}
+
+template <class Layouts>
+void add_copies(copy_list& list, std::span<const local_copy> copies, std::byte* const* fields,
+                const Layouts& l) {
+  size_t most = 0;
+  for (const auto& c : copies) most = std::max(most, c.from.size());
+  for (size_t i = 0; i < most; ++i)
+    for (const auto& c : copies)
+      if (i < c.from.size() && i < c.to.size()) list.add(copy_of(c.from[i], c.to[i], fields, l));
+}
+
+template <class Layouts>
+void copy_all(std::span<const field_box> from, std::span<const field_box> to,
+              std::byte* const* fields, const Layouts& l) {
+  copy_list list;
+  for (size_t i = 0; i < from.size() && i < to.size(); ++i)
+    list.add(copy_of(from[i], to[i], fields, l));
+  list.run();
+}
+
+}  // namespace
+
 size_t packed_bytes(std::span<const field_box> boxes, size_t element_bytes) {
   size_t total = 0;
   for (const auto& b : boxes) total += static_cast<size_t>(b.region.volume()) * element_bytes;
   return total;
 }
 
+size_t packed_bytes(std::span<const field_box> boxes, const exchange_plan& plan) {
+  size_t total = 0;
+  for (const auto& b : boxes)
+    total += static_cast<size_t>(b.region.volume()) * plan.element_bytes_of(b.field);
+  return total;
+}
+
 size_t add_pack(copy_list& list, std::byte* buffer, std::span<const field_box> boxes,
                 std::byte* const* fields, const local_grid& grid, size_t element_bytes) {
-  size_t offset = 0;
-  for (const auto& fb : boxes) {
-    list.add(pack_copy(fields[fb.field], grid, fb.region, element_bytes, buffer + offset));
-    offset += static_cast<size_t>(fb.region.volume()) * element_bytes;
-  }
-  return offset;
+  return add_packs(list, buffer, boxes, fields, uniform_layout{grid, element_bytes});
+}
+
+size_t add_pack(copy_list& list, std::byte* buffer, std::span<const field_box> boxes,
+                std::byte* const* fields, const exchange_plan& plan) {
+  return add_packs(list, buffer, boxes, fields, plan);
 }
 
 size_t add_unpack(copy_list& list, const std::byte* buffer, std::span<const field_box> boxes,
                   std::byte* const* fields, const local_grid& grid, size_t element_bytes) {
-  size_t offset = 0;
-  for (const auto& fb : boxes) {
-    list.add(unpack_copy(buffer + offset, fields[fb.field], grid, fb.region, element_bytes));
-    offset += static_cast<size_t>(fb.region.volume()) * element_bytes;
-  }
-  return offset;
+  return add_unpacks(list, buffer, boxes, fields, uniform_layout{grid, element_bytes});
+}
+
+size_t add_unpack(copy_list& list, const std::byte* buffer, std::span<const field_box> boxes,
+                  std::byte* const* fields, const exchange_plan& plan) {
+  return add_unpacks(list, buffer, boxes, fields, plan);
 }
 
 void add_local_copies(copy_list& list, std::span<const local_copy> copies, std::byte* const* fields,
                       const local_grid& grid, size_t element_bytes) {
-  size_t most = 0;
-  for (const auto& c : copies) most = std::max(most, c.from.size());
-  for (size_t i = 0; i < most; ++i)
-    for (const auto& c : copies)
-      if (i < c.from.size() && i < c.to.size())
-        list.add(field_copy(fields[c.from[i].field], grid, c.from[i].region, fields[c.to[i].field],
-                            grid, c.to[i].region, element_bytes));
+  add_copies(list, copies, fields, uniform_layout{grid, element_bytes});
+}
+
+void add_local_copies(copy_list& list, std::span<const local_copy> copies, std::byte* const* fields,
+                      const exchange_plan& plan) {
+  add_copies(list, copies, fields, plan);
 }
 
 size_t pack(std::byte* buffer, std::span<const field_box> boxes, std::byte* const* fields,
             const local_grid& grid, size_t element_bytes) {
   copy_list list;
   const size_t bytes = add_pack(list, buffer, boxes, fields, grid, element_bytes);
+  list.run();
+  return bytes;
+}
+
+size_t pack(std::byte* buffer, std::span<const field_box> boxes, std::byte* const* fields,
+            const exchange_plan& plan) {
+  copy_list list;
+  const size_t bytes = add_pack(list, buffer, boxes, fields, plan);
   list.run();
   return bytes;
 }
@@ -367,13 +443,22 @@ size_t unpack(const std::byte* buffer, std::span<const field_box> boxes, std::by
   return bytes;
 }
 
+size_t unpack(const std::byte* buffer, std::span<const field_box> boxes, std::byte* const* fields,
+              const exchange_plan& plan) {
+  copy_list list;
+  const size_t bytes = add_unpack(list, buffer, boxes, fields, plan);
+  list.run();
+  return bytes;
+}
+
 void copy_boxes(std::span<const field_box> from, std::span<const field_box> to,
                 std::byte* const* fields, const local_grid& grid, size_t element_bytes) {
-  copy_list list;
-  for (size_t i = 0; i < from.size() && i < to.size(); ++i)
-    list.add(field_copy(fields[from[i].field], grid, from[i].region, fields[to[i].field], grid,
-                        to[i].region, element_bytes));
-  list.run();
+  copy_all(from, to, fields, uniform_layout{grid, element_bytes});
+}
+
+void copy_boxes(std::span<const field_box> from, std::span<const field_box> to,
+                std::byte* const* fields, const exchange_plan& plan) {
+  copy_all(from, to, fields, plan);
 }
 
 }  // namespace halox

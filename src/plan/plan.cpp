@@ -30,16 +30,6 @@ std::string to_string(field_mode m) {
   return "?";
 }
 
-element_type parse_element_type(const std::string& name) {
-  if (name == "float" || name == "f32") return element_type::f32;
-  if (name == "double" || name == "f64") return element_type::f64;
-  throw usage_error(fmt::format("unknown type '{}' (expected float or double)", name));
-}
-
-std::string to_string(element_type t) { return t == element_type::f32 ? "float" : "double"; }
-
-size_t element_size(element_type t) { return t == element_type::f32 ? 4 : 8; }
-
 int message_tag(int field_slot, const ivec3& direction) {
   return field_slot * direction_count + direction_index(direction);
 }
@@ -64,52 +54,67 @@ size_t exchange_plan::message_count() const {
   return total;
 }
 
+bool exchange_plan::uniform() const {
+  for (int f : moved)
+    if (!(layouts[static_cast<size_t>(f)] == first_layout())) return false;
+  return true;
+}
+
+neighbour_sides sides_of(const decomposition& d) {
+  neighbour_sides sides;
+  for (int dim = 0; dim < 3; ++dim) {
+    ivec3 down{0, 0, 0}, up{0, 0, 0};
+    down[dim] = -1;
+    up[dim] = +1;
+    sides.lo[dim] = d.neighbor(down).has_value();
+    sides.hi[dim] = d.neighbor(up).has_value();
+  }
+  return sides;
+}
+
 namespace {
 
-std::vector<field_box> boxes_for(const box& region, int first_field, int field_count) {
-  std::vector<field_box> out;
-  for (int f = first_field; f < first_field + field_count; ++f) out.push_back({f, region, {}});
-  return out;
-}
-
-size_t bytes_of(const std::vector<field_box>& boxes, size_t element_bytes) {
-  size_t total = 0;
-  for (const auto& b : boxes) total += static_cast<size_t>(b.region.volume()) * element_bytes;
-  return total;
-}
-
-// One direction's part of a message: its box, and the direction the sender
-// sends toward (the order of boxes in the message at both ends).
+// One direction's part of a message for one field: its box, and the
+// direction the sender sends toward (the order of boxes in the message at
+// both ends, field by field).
 struct message_part {
+  int field;
   ivec3 direction;
   box region;
   int sender_direction;
 };
 
+size_t bytes_of(const std::vector<field_box>& boxes, const exchange_plan& plan) {
+  size_t total = 0;
+  for (const auto& b : boxes)
+    total += static_cast<size_t>(b.region.volume()) * plan.element_bytes_of(b.field);
+  return total;
+}
+
 // The message to (or from) `peer` with every part, field by field.
-message make_message(int peer, std::vector<message_part> parts, int first_field, int field_count,
-                     int field_slot, size_t element_bytes) {
-  std::ranges::sort(parts, {}, &message_part::sender_direction);
+message make_message(int peer, std::vector<message_part> parts, int field_slot,
+                     const exchange_plan& plan) {
+  std::ranges::stable_sort(parts, [](const message_part& a, const message_part& b) {
+    return a.field != b.field ? a.field < b.field : a.sender_direction < b.sender_direction;
+  });
   message m;
   m.peer = peer;
   m.direction = parts.front().direction;
-  m.tag = message_tag(field_slot, direction_of(parts.front().sender_direction));
-  for (int f = first_field; f < first_field + field_count; ++f)
-    for (const auto& p : parts) m.boxes.push_back({f, p.region, p.direction});
-  m.bytes = bytes_of(m.boxes, element_bytes);
+  int first_sender_direction = parts.front().sender_direction;
+  for (const auto& p : parts) first_sender_direction = std::min(first_sender_direction, p.sender_direction);
+  m.tag = message_tag(field_slot, direction_of(first_sender_direction));
+  for (const auto& p : parts) m.boxes.push_back({p.field, p.region, p.direction});
+  m.bytes = bytes_of(m.boxes, plan);
   return m;
 }
 
-// Appends the messages of one algorithm step for fields [first, first+count).
-void add_step(stage& out, const decomposition& d, const std::vector<halo_region>& step,
-              int first_field, int field_count, int field_slot, size_t element_bytes) {
-  // Lookup of the region whose send feeds a self-copy.
-  auto region_toward = [&](const ivec3& direction) -> const halo_region* {
-    for (const auto& r : step)
-      if (r.direction == direction) return &r;
-    return nullptr;
-  };
-  // Parts by peer, in the order the peers first occur.
+// Each field's regions of every step, from its own layout at the plan's depth.
+using field_steps = std::vector<std::vector<halo_region>>;
+
+// The messages and local copies of step `step` for the fields of `block`.
+void add_step(stage& out, const decomposition& d, const std::vector<field_steps>& regions,
+              size_t step, const std::vector<int>& block, int field_slot,
+              const exchange_plan& plan) {
   std::vector<int> peers;
   std::vector<std::vector<message_part>> sends, recvs;
   auto slot_of = [&](int peer) {
@@ -120,38 +125,63 @@ void add_step(stage& out, const decomposition& d, const std::vector<halo_region>
     recvs.emplace_back();
     return peers.size() - 1;
   };
-  for (const auto& region : step) {
-    auto peer = d.neighbor(region.direction);
-    if (!peer) continue;  // open boundary: the halo keeps its values
-    if (*peer == d.rank()) {
-      // Our own cells, sent "toward -direction", land in the halo at +direction.
-      const halo_region* source = region_toward(opposite(region.direction));
-      if (!source || region.recv.empty()) continue;
-      local_copy copy;
-      copy.direction = region.direction;
-      copy.from = boxes_for(source->send, first_field, field_count);
-      copy.to = boxes_for(region.recv, first_field, field_count);
-      for (auto& b : copy.to) b.direction = region.direction;
-      copy.bytes = bytes_of(copy.to, element_bytes);
-      out.copies.push_back(std::move(copy));
-      continue;
+  std::vector<local_copy> copies;  // by direction, in the order they occur
+  auto copy_toward = [&](const ivec3& direction) -> local_copy& {
+    for (auto& c : copies)
+      if (c.direction == direction) return c;
+    copies.push_back({direction, {}, {}, 0});
+    return copies.back();
+  };
+  for (int f : block) {
+    const auto& step_regions = regions[static_cast<size_t>(f)][step];
+    for (const auto& region : step_regions) {
+      auto peer = d.neighbor(region.direction);
+      if (!peer) continue;  // open boundary: the halo keeps its values
+      if (*peer == d.rank()) {
+        // Our own points, sent "toward -direction", land in the halo at +direction.
+        const halo_region* source = nullptr;
+        for (const auto& r : step_regions)
+          if (r.direction == opposite(region.direction)) source = &r;
+        if (!source || region.recv.empty()) continue;
+        local_copy& copy = copy_toward(region.direction);
+        copy.from.push_back({f, source->send, {}});
+        copy.to.push_back({f, region.recv, region.direction});
+        continue;
+      }
+      const size_t slot = slot_of(*peer);
+      if (!region.send.empty())
+        sends[slot].push_back(
+            {f, region.direction, region.send, direction_index(region.direction)});
+      // The peer sent it toward us, i.e. toward -direction from its side.
+      if (!region.recv.empty())
+        recvs[slot].push_back(
+            {f, region.direction, region.recv, direction_index(opposite(region.direction))});
     }
-    const size_t slot = slot_of(*peer);
-    if (!region.send.empty())
-      sends[slot].push_back({region.direction, region.send, direction_index(region.direction)});
-    // The peer sent it toward us, i.e. toward -direction from its side.
-    if (!region.recv.empty())
-      recvs[slot].push_back(
-          {region.direction, region.recv, direction_index(opposite(region.direction))});
+  }
+  for (auto& c : copies) {
+    c.bytes = bytes_of(c.to, plan);
+    out.copies.push_back(std::move(c));
   }
   for (size_t i = 0; i < peers.size(); ++i) {
-    if (!sends[i].empty())
-      out.sends.push_back(
-          make_message(peers[i], sends[i], first_field, field_count, field_slot, element_bytes));
-    if (!recvs[i].empty())
-      out.recvs.push_back(
-          make_message(peers[i], recvs[i], first_field, field_count, field_slot, element_bytes));
+    if (!sends[i].empty()) out.sends.push_back(make_message(peers[i], sends[i], field_slot, plan));
+    if (!recvs[i].empty()) out.recvs.push_back(make_message(peers[i], recvs[i], field_slot, plan));
   }
+}
+
+std::string field_problem(const decomposition& d, const plan_request& r) {
+  const int count = static_cast<int>(r.layouts.size());
+  if (count < 1) return fmt::format("number of fields must be at least 1, got {}", count);
+  if (r.fields_per_message < 0)
+    return fmt::format("fields per message must not be negative, got {}", r.fields_per_message);
+  if (r.depth < 0) return fmt::format("depth must not be negative, got {}", r.depth);
+  for (size_t i = 0; i < r.moved.size(); ++i) {
+    if (r.moved[i] < 0 || r.moved[i] >= count)
+      return fmt::format("field index {} is not one of the exchange's {} fields", r.moved[i], count);
+    if (i > 0 && r.moved[i] <= r.moved[i - 1])
+      return "the fields a call moves must be listed once each, in ascending order";
+  }
+  (void)d;
+  return {};
 }
 
 }  // namespace
@@ -160,33 +190,56 @@ exchange_plan make_plan(const decomposition& d, const local_grid& grid, int nfie
                         size_t element_bytes, algorithm alg, field_mode mode,
                         int fields_per_message, int cache_block) {
   if (nfields < 1) throw usage_error(fmt::format("number of fields must be at least 1, got {}", nfields));
-  if (fields_per_message < 0)
-    throw usage_error(fmt::format("fields per message must not be negative, got {}", fields_per_message));
-  validate_grid(grid);
+  plan_request r;
+  r.layouts.assign(static_cast<size_t>(nfields), field_layout{grid, element_bytes, location::cell});
+  r.alg = alg;
+  r.mode = mode;
+  r.fields_per_message = fields_per_message;
+  r.cache_block = cache_block;
+  return make_plan(d, std::move(r));
+}
+
+exchange_plan make_plan(const decomposition& d, plan_request request) {
+  if (auto problem = field_problem(d, request); !problem.empty()) throw usage_error(problem);
   exchange_plan plan;
-  plan.grid = grid;
+  plan.layouts = std::move(request.layouts);
+  plan.moved = std::move(request.moved);
+  if (plan.moved.empty())
+    for (int f = 0; f < static_cast<int>(plan.layouts.size()); ++f) plan.moved.push_back(f);
+  plan.depth = request.depth;
+  plan.alg = request.alg;
+  plan.mode = request.mode;
+  const int nfields = static_cast<int>(plan.moved.size());
   plan.nfields = nfields;
-  plan.element_bytes = element_bytes;
-  plan.alg = alg;
-  plan.mode = mode;
-  const int cache = cache_block > 0 ? std::min(cache_block, nfields) : nfields;
-  plan.fields_per_message = fields_per_message > 0 ? std::min(fields_per_message, nfields)
-                            : mode == field_mode::compact  ? nfields
-                            : mode == field_mode::sequence ? 1
-                                                           : cache;
+  // Each field's regions, from the points it holds and the halo this depth fills.
+  const neighbour_sides sides = sides_of(d);
+  std::vector<field_steps> regions(plan.layouts.size());
+  for (int f : plan.moved) {
+    const field_layout& l = plan.layouts[static_cast<size_t>(f)];
+    const local_grid filled(l.grid.interior, filled_widths(l, plan.depth));
+    validate_grid(filled);
+    regions[static_cast<size_t>(f)] = halo_regions(filled, plan.alg, sides);
+  }
+  const int cache = request.cache_block > 0 ? std::min(request.cache_block, nfields) : nfields;
+  const int per_message = request.fields_per_message;
+  plan.fields_per_message = per_message > 0                      ? std::min(per_message, nfields)
+                            : plan.mode == field_mode::compact  ? nfields
+                            : plan.mode == field_mode::sequence ? 1
+                                                                 : cache;
   plan.fields_per_block = std::min(plan.fields_per_message, cache);
   // Block by block, each block through all steps: a block's halo is still in
   // cache when the next step sends it on. A message of fields_per_message
   // fields is the blocks of its fields, one after another.
-  auto steps = halo_regions(grid, alg);
+  const size_t steps = static_cast<size_t>(step_count(plan.alg));
   for (int first = 0, slot = 0; first < nfields; first += plan.fields_per_message)
-    for (int block = first; block < std::min(first + plan.fields_per_message, nfields);
-         block += plan.fields_per_block, ++slot) {
-      const int count =
-          std::min({plan.fields_per_block, nfields - block, first + plan.fields_per_message - block});
-      for (const auto& step : steps) {
+    for (int begin = first; begin < std::min(first + plan.fields_per_message, nfields);
+         begin += plan.fields_per_block, ++slot) {
+      const int count = std::min({plan.fields_per_block, nfields - begin,
+                                  first + plan.fields_per_message - begin});
+      const std::vector<int> block(plan.moved.begin() + begin, plan.moved.begin() + begin + count);
+      for (size_t step = 0; step < steps; ++step) {
         stage s;
-        add_step(s, d, step, block, count, slot, element_bytes);
+        add_step(s, d, regions, step, block, slot, plan);
         plan.stages.push_back(std::move(s));
       }
     }
@@ -213,15 +266,22 @@ size_t touched_bytes(const field_box& fb, const local_grid& grid, size_t element
 
 }  // namespace
 
-int cache_sized_block(const decomposition& d, const local_grid& grid, int nfields,
-                      size_t element_bytes, algorithm alg, size_t cache_bytes) {
-  if (cache_bytes == 0) return nfields;
-  exchange_plan one = make_plan(d, grid, 1, element_bytes, alg, field_mode::sequence);
+int cache_sized_block(const decomposition& d, const plan_request& request, size_t cache_bytes) {
+  const int nfields =
+      static_cast<int>(request.moved.empty() ? request.layouts.size() : request.moved.size());
+  if (cache_bytes == 0) return std::max(nfields, 1);
+  plan_request one = request;
+  one.mode = field_mode::sequence;
+  one.fields_per_message = 0;
+  one.cache_block = 0;
+  const exchange_plan plan = make_plan(d, std::move(one));
+  // The largest field's traffic in one stage (sequence mode: a stage is a field's step).
   size_t per_field = 1;
-  for (const auto& st : one.stages) {
+  for (const auto& st : plan.stages) {
     size_t bytes = 0;
     auto add = [&](const std::vector<field_box>& boxes) {
-      for (const auto& fb : boxes) bytes += touched_bytes(fb, grid, element_bytes);
+      for (const auto& fb : boxes)
+        bytes += touched_bytes(fb, plan.grid_of(fb.field), plan.element_bytes_of(fb.field));
     };
     for (const auto& m : st.sends) add(m.boxes);
     for (const auto& m : st.recvs) add(m.boxes);
@@ -233,6 +293,15 @@ int cache_sized_block(const decomposition& d, const local_grid& grid, int nfield
   }
   return static_cast<int>(
       std::clamp<size_t>(cache_bytes / 4 / per_field, 1, static_cast<size_t>(nfields)));
+}
+
+int cache_sized_block(const decomposition& d, const local_grid& grid, int nfields,
+                      size_t element_bytes, algorithm alg, size_t cache_bytes) {
+  plan_request r;
+  r.layouts.assign(static_cast<size_t>(std::max(nfields, 1)),
+                   field_layout{grid, element_bytes, location::cell});
+  r.alg = alg;
+  return cache_sized_block(d, r, cache_bytes);
 }
 
 std::vector<int> fields_filled(const stage& st) {

@@ -61,7 +61,7 @@ size_t exchange_by_peer_reads(const ivec3& dims, const std::array<bool, 3>& peri
   wait_policy waits;
   const transport_tuning tuning;
   const transport_context ctx{plan, decomp.comm(), fields, node, waits, tuning};
-  const auto layouts = gather_layouts(grid, {}, node, node_neighbours(plan, node));
+  const auto layouts = gather_layouts(plan, {}, node, node_neighbours(plan, node));
   std::string problem;
   const auto stages = device::plan_peer_reads(
       ctx, layouts,

@@ -31,7 +31,6 @@ class blocking_p2p final : public transport {
 
   void start(size_t stage) override {
     const auto& s = plan_.stages[stage];
-    const size_t bytes = plan_.element_bytes;
     sends_.assign(s.sends.size(), {});
     recvs_.assign(s.recvs.size(), {});
     requests_.clear();
@@ -43,19 +42,19 @@ class blocking_p2p final : public transport {
     }
     for (size_t i = 0; i < s.sends.size(); ++i) {
       sends_[i].resize(s.sends[i].bytes);
-      pack(sends_[i].data(), s.sends[i].boxes, fields_.data(), plan_.grid, bytes);
+      pack(sends_[i].data(), s.sends[i].boxes, fields_.data(), plan_);
       requests_.emplace_back();
       MPI_Isend(sends_[i].data(), static_cast<int>(sends_[i].size()), MPI_BYTE, s.sends[i].peer,
                 s.sends[i].tag, comm_, &requests_.back());
     }
-    for (const auto& c : s.copies) copy_boxes(c.from, c.to, fields_.data(), plan_.grid, bytes);
+    for (const auto& c : s.copies) copy_boxes(c.from, c.to, fields_.data(), plan_);
   }
 
   void wait(size_t stage) override {
     const auto& s = plan_.stages[stage];
     MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
     for (size_t i = 0; i < s.recvs.size(); ++i)
-      unpack(recvs_[i].data(), s.recvs[i].boxes, fields_.data(), plan_.grid, plan_.element_bytes);
+      unpack(recvs_[i].data(), s.recvs[i].boxes, fields_.data(), plan_);
   }
 
   std::string name() const override { return "test-blocking-p2p"; }

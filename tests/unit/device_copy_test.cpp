@@ -59,6 +59,13 @@ stage stage_of(const std::vector<halo_region>& step, int nfields, size_t element
   return s;
 }
 
+// The fields' layouts as a plan carries them (nothing else set): every field as g.
+exchange_plan layouts_as(const local_grid& g, int nfields, size_t element_bytes) {
+  exchange_plan plan;
+  plan.layouts.assign(static_cast<size_t>(nfields), field_layout{g, element_bytes, location::cell});
+  return plan;
+}
+
 struct shape {
   ivec3 interior;
   halo_widths halo;
@@ -86,7 +93,8 @@ TEST(DeviceCopies, PackBatchEqualsHostPack) {
             const stage_layout layout = layout_of(s);
             std::vector<std::byte> kernel(layout.total() + 16, std::byte{0x5a}), host = kernel;
             const copy_batch batch =
-                pack_batch(s, layout, kernel.data(), fields.pointers.data(), g, element_bytes);
+                pack_batch(s, layout, kernel.data(), fields.pointers.data(),
+                           layouts_as(g, nfields, element_bytes));
             batch.run_on_host();
             for (size_t m = 0; m < s.sends.size(); ++m) {
               EXPECT_EQ(layout.send_offsets[m] % message_alignment, 0u);
@@ -118,7 +126,8 @@ TEST(DeviceCopies, UnpackBatchEqualsHostUnpack) {
           std::vector<std::byte> area(layout.total());
           for (size_t i = 0; i < area.size(); ++i)
             area[i] = static_cast<std::byte>((i * 7 + 3) & 0xff);
-          unpack_batch(s, layout, area.data(), kernel.pointers.data(), g, element_bytes)
+          unpack_batch(s, layout, area.data(), kernel.pointers.data(),
+                       layouts_as(g, nfields, element_bytes))
               .run_on_host();
           for (size_t m = 0; m < s.recvs.size(); ++m)
             unpack(area.data() + layout.recv_offsets[m], s.recvs[m].boxes, host.pointers.data(), g,
@@ -146,7 +155,7 @@ TEST(DeviceCopies, LocalCopyBatchesOfThePlanEqualHostCopies) {
               host(g, nfields, element_bytes, 0, 3);
           size_t copied = 0;
           for (const auto& s : plan.stages) {
-            const copy_batch batch = local_copy_batch(s, kernel.pointers.data(), g, element_bytes);
+            const copy_batch batch = local_copy_batch(s, kernel.pointers.data(), plan);
             batch.run_on_host();
             copied += batch.bytes();
             for (const auto& c : s.copies)
@@ -208,7 +217,7 @@ TEST(DeviceCopies, BlocksOfALaunchCoverEveryRecord) {
   const stage s = stage_of(halo_regions(g, algorithm::standard).front(), 2, 8);
   const stage_layout layout = layout_of(s);
   std::vector<std::byte> area(layout.total());
-  const copy_batch batch = pack_batch(s, layout, area.data(), fields.pointers.data(), g, 8);
+  const copy_batch batch = pack_batch(s, layout, area.data(), fields.pointers.data(), layouts_as(g, 2, 8));
   const auto records = batch.records();
   ASSERT_EQ(records.size(), 26u * 2u);
   uint64_t block = 0;

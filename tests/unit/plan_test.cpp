@@ -82,10 +82,11 @@ TEST(Plan, CacheBlocksCountTheLinesTheBoxesTouch) {
   EXPECT_EQ(cache_sized_block(d, g, 8, 4, algorithm::staged, 16 * mib), 4);
   EXPECT_EQ(cache_sized_block(d, g, 8, 4, algorithm::staged, 64 * mib), 8);
   EXPECT_EQ(cache_sized_block(d, g, 8, 4, algorithm::staged, 0), 8);
-  // Whole planes (z faces of a 1x1x2-like step) count their bytes: with x and
-  // y open only the z step moves anything, 2 x 2 planes of 66 x 66 floats.
+  // With x and y open only the z step moves anything: 2 x 2 planes of 64 x 64
+  // floats (the x and y halos beside open boundaries are not carried), 64
+  // rows each of 64-float runs, a run touching (256 - 4) + 64 bytes of lines.
   auto open_xy = make_cart_decomposition(MPI_COMM_SELF, {1, 1, 1}, {false, false, true}, false);
-  const size_t z_step = 4 * 66 * 66 * 4;
+  const size_t z_step = 4 * 64 * (64 * 4 - 4 + 64);
   EXPECT_EQ(cache_sized_block(open_xy, g, 100, 4, algorithm::staged, 4 * z_step * 10), 10);
 }
 

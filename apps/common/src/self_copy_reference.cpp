@@ -15,23 +15,25 @@ box mirrored_source(const local_grid& grid, const box& halo_box) {
 }
 
 copy_list self_copy_reference(const exchange_plan& plan, std::byte* const* fields) {
-  const local_grid& grid = plan.grid;
   copy_list copies;
   for (const stage& st : plan.stages) {
     // Field by field, as the single-copy transports land a stage: the -x and
     // +x boxes of a field walk their rows together.
     for (int f : fields_filled(st)) {
       std::byte* field = fields[f];
+      const local_grid& grid = plan.grid_of(f);
+      const size_t element_bytes = plan.element_bytes_of(f);
       for (const auto& m : st.recvs)
         for (const auto& b : m.boxes)
           if (b.field == f)
             copies.add(field_copy(field, grid, mirrored_source(grid, b.region), field, grid,
-                                  b.region, plan.element_bytes));
+                                  b.region, element_bytes));
       for (const auto& c : st.copies)
         for (size_t i = 0; i < c.from.size() && i < c.to.size(); ++i)
           if (c.to[i].field == f)
-            copies.add(field_copy(fields[c.from[i].field], grid, c.from[i].region,
-                                  fields[c.to[i].field], grid, c.to[i].region, plan.element_bytes));
+            copies.add(field_copy(fields[c.from[i].field], plan.grid_of(c.from[i].field),
+                                  c.from[i].region, fields[c.to[i].field], grid, c.to[i].region,
+                                  element_bytes));
     }
   }
   return copies;

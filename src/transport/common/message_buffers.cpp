@@ -15,7 +15,6 @@ size_t round_up(size_t n) { return (n + alignment - 1) / alignment * alignment; 
 
 message_buffers::message_buffers(const exchange_plan& plan, const field_set& fields) {
   std::byte* const* f = fields.pointers.data();
-  const size_t element_bytes = plan.element_bytes;
   // Stages run one after another (a stage's sends complete in its wait), so
   // they share one buffer sized for the largest.
   size_t largest = 0;
@@ -33,17 +32,17 @@ message_buffers::message_buffers(const exchange_plan& plan, const field_set& fie
     std::byte* cursor = buffer_;
     for (const auto& m : s.recvs) {
       buffered_message piece{&m, cursor, {}};
-      add_unpack(piece.copies, cursor, m.boxes, f, plan.grid, element_bytes);
+      add_unpack(piece.copies, cursor, m.boxes, f, plan);
       cursor += round_up(m.bytes);
       st.recvs.push_back(std::move(piece));
     }
     for (const auto& m : s.sends) {
       buffered_message piece{&m, cursor, {}};
-      add_pack(piece.copies, cursor, m.boxes, f, plan.grid, element_bytes);
+      add_pack(piece.copies, cursor, m.boxes, f, plan);
       cursor += round_up(m.bytes);
       st.sends.push_back(std::move(piece));
     }
-    add_local_copies(st.self_copies, s.copies, f, plan.grid, element_bytes);
+    add_local_copies(st.self_copies, s.copies, f, plan);
     stages_.push_back(std::move(st));
   }
 }

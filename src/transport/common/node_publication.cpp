@@ -78,19 +78,24 @@ std::vector<int> node_neighbours(const exchange_plan& plan, const node_membershi
   return out;
 }
 
-std::vector<node_layout> gather_layouts(const local_grid& mine, const std::vector<uint64_t>& words,
+std::vector<node_layout> gather_layouts(const exchange_plan& plan, const std::vector<uint64_t>& words,
                                         const node_membership& node,
                                         const std::vector<int>& neighbours) {
-  std::vector<std::byte> my_record(sizeof(rank_layout) + words.size() * sizeof(uint64_t));
-  rank_layout l;
-  for (int d = 0; d < 3; ++d) {
-    l.interior[d] = mine.interior[d];
-    l.halo_lo[d] = mine.halo.lo[d];
-    l.halo_hi[d] = mine.halo.hi[d];
+  const size_t nfields = plan.layouts.size();
+  const size_t grid_bytes = nfields * sizeof(rank_layout);
+  std::vector<std::byte> my_record(grid_bytes + words.size() * sizeof(uint64_t));
+  for (size_t f = 0; f < nfields; ++f) {
+    const local_grid& mine = plan.layouts[f].grid;
+    rank_layout l;
+    for (int d = 0; d < 3; ++d) {
+      l.interior[d] = mine.interior[d];
+      l.halo_lo[d] = mine.halo.lo[d];
+      l.halo_hi[d] = mine.halo.hi[d];
+    }
+    std::memcpy(my_record.data() + f * sizeof l, &l, sizeof l);
   }
-  std::memcpy(my_record.data(), &l, sizeof l);
   if (!words.empty())
-    std::memcpy(my_record.data() + sizeof l, words.data(), words.size() * sizeof(uint64_t));
+    std::memcpy(my_record.data() + grid_bytes, words.data(), words.size() * sizeof(uint64_t));
   const auto records =
       exchange_with(neighbours, std::vector<std::vector<std::byte>>(neighbours.size(), my_record),
                     layout_tag, node.comm);
@@ -98,14 +103,17 @@ std::vector<node_layout> gather_layouts(const local_grid& mine, const std::vecto
   auto fill = [&](int node_rank, const std::vector<std::byte>& record) {
     if (record.size() != my_record.size())
       throw std::logic_error("a neighbour's layout record has another size");
-    std::memcpy(&l, record.data(), sizeof l);
     node_layout& to = out[static_cast<size_t>(node_rank)];
-    to.grid = local_grid(ivec3{l.interior[0], l.interior[1], l.interior[2]},
-                         halo_widths{{l.halo_lo[0], l.halo_lo[1], l.halo_lo[2]},
-                                     {l.halo_hi[0], l.halo_hi[1], l.halo_hi[2]}});
+    for (size_t f = 0; f < nfields; ++f) {
+      rank_layout l;
+      std::memcpy(&l, record.data() + f * sizeof l, sizeof l);
+      to.grids.emplace_back(ivec3{l.interior[0], l.interior[1], l.interior[2]},
+                            halo_widths{{l.halo_lo[0], l.halo_lo[1], l.halo_lo[2]},
+                                        {l.halo_hi[0], l.halo_hi[1], l.halo_hi[2]}});
+    }
     to.words.resize(words.size());
     if (!words.empty())
-      std::memcpy(to.words.data(), record.data() + sizeof l, words.size() * sizeof(uint64_t));
+      std::memcpy(to.words.data(), record.data() + grid_bytes, words.size() * sizeof(uint64_t));
   };
   fill(node.rank, my_record);
   for (size_t i = 0; i < neighbours.size(); ++i) fill(neighbours[i], records[i]);

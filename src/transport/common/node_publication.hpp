@@ -34,8 +34,9 @@ namespace halox {
 void require_on_node(const transport_context& ctx, std::string_view transport);
 
 struct node_layout {
-  local_grid grid;
-  std::vector<uint64_t> words;  // what the transport published beside the grid
+  std::vector<local_grid> grids;  // by field: each field's points and halo on that rank
+  std::vector<uint64_t> words;    // what the transport published beside the grids
+  const local_grid& grid_of(int field) const { return grids[static_cast<size_t>(field)]; }
 };
 
 // The node ranks this rank exchanges halos with (every on-node peer of the
@@ -43,9 +44,9 @@ struct node_layout {
 std::vector<int> node_neighbours(const exchange_plan& plan, const node_membership& node);
 
 // Collective over the neighbours (the same number of words on every rank):
-// by node rank, the grid and words of every neighbour and mine; the entries
-// of other node ranks stay empty.
-std::vector<node_layout> gather_layouts(const local_grid& mine, const std::vector<uint64_t>& words,
+// by node rank, the field grids and words of every neighbour and mine; the
+// entries of other node ranks stay empty.
+std::vector<node_layout> gather_layouts(const exchange_plan& plan, const std::vector<uint64_t>& words,
                                         const node_membership& node,
                                         const std::vector<int>& neighbours);
 

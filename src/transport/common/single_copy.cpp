@@ -36,8 +36,9 @@ std::vector<size_t> outbox_rules(const exchange_plan& plan, const field_set& fie
   for (const auto& st : plan.stages)
     for (const auto& m : st.sends)
       for (const auto& fb : m.boxes) {
-        const size_t run = pack_copy(fields.pointers[static_cast<size_t>(fb.field)], plan.grid,
-                                     fb.region, plan.element_bytes, nullptr)
+        const size_t run = pack_copy(fields.pointers[static_cast<size_t>(fb.field)],
+                                     plan.grid_of(fb.field), fb.region,
+                                     plan.element_bytes_of(fb.field), nullptr)
                                .run;
         if (run > 0 && run <= longest_outbox_run) rules.insert(run + 1);
       }
@@ -51,8 +52,8 @@ namespace {
 
 box_copy box_copy_of(const exchange_plan& plan, const field_set& fields, const field_box& fb,
                      std::byte* to) {
-  return pack_copy(fields.pointers[static_cast<size_t>(fb.field)], plan.grid, fb.region,
-                   plan.element_bytes, to);
+  return pack_copy(fields.pointers[static_cast<size_t>(fb.field)], plan.grid_of(fb.field),
+                   fb.region, plan.element_bytes_of(fb.field), to);
 }
 
 // My outbox stages (those that pack something), in order: the k-th is stage_of[k].

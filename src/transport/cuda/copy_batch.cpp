@@ -109,12 +109,13 @@ stage_layout layout_of(const stage& s) {
 }
 
 copy_batch pack_batch(const stage& s, const stage_layout& layout, std::byte* area,
-                      std::byte* const* fields, const local_grid& grid, size_t element_bytes) {
+                      std::byte* const* fields, const exchange_plan& plan) {
   copy_batch batch;
   for (size_t m = 0; m < s.sends.size(); ++m) {
     std::byte* cursor = area + layout.send_offsets[m];
     for (const auto& fb : s.sends[m].boxes) {
-      const box_copy c = pack_copy(fields[fb.field], grid, fb.region, element_bytes, cursor);
+      const box_copy c = pack_copy(fields[fb.field], plan.grid_of(fb.field), fb.region,
+                                   plan.element_bytes_of(fb.field), cursor);
       batch.add(c);
       cursor += c.bytes();
     }
@@ -123,12 +124,13 @@ copy_batch pack_batch(const stage& s, const stage_layout& layout, std::byte* are
 }
 
 copy_batch unpack_batch(const stage& s, const stage_layout& layout, const std::byte* area,
-                        std::byte* const* fields, const local_grid& grid, size_t element_bytes) {
+                        std::byte* const* fields, const exchange_plan& plan) {
   copy_batch batch;
   for (size_t m = 0; m < s.recvs.size(); ++m) {
     const std::byte* cursor = area + layout.recv_offsets[m];
     for (const auto& fb : s.recvs[m].boxes) {
-      const box_copy c = unpack_copy(cursor, fields[fb.field], grid, fb.region, element_bytes);
+      const box_copy c = unpack_copy(cursor, fields[fb.field], plan.grid_of(fb.field), fb.region,
+                                     plan.element_bytes_of(fb.field));
       batch.add(c);
       cursor += c.bytes();
     }
@@ -136,13 +138,13 @@ copy_batch unpack_batch(const stage& s, const stage_layout& layout, const std::b
   return batch;
 }
 
-copy_batch local_copy_batch(const stage& s, std::byte* const* fields, const local_grid& grid,
-                            size_t element_bytes) {
+copy_batch local_copy_batch(const stage& s, std::byte* const* fields, const exchange_plan& plan) {
   copy_batch batch;
   for (const auto& c : s.copies)
     for (size_t i = 0; i < c.from.size(); ++i)
-      batch.add(field_copy(fields[c.from[i].field], grid, c.from[i].region, fields[c.to[i].field],
-                           grid, c.to[i].region, element_bytes));
+      batch.add(field_copy(fields[c.from[i].field], plan.grid_of(c.from[i].field),
+                           c.from[i].region, fields[c.to[i].field], plan.grid_of(c.to[i].field),
+                           c.to[i].region, plan.element_bytes_of(c.to[i].field)));
   return batch;
 }
 

@@ -54,11 +54,11 @@ stage_layout layout_of(const stage& s);
 
 // The packs of a stage's sends into `area` (laid out as `layout`), the
 // unpacks of its receives out of it, and its local copies.
+// Each field is laid out as the plan says.
 copy_batch pack_batch(const stage& s, const stage_layout& layout, std::byte* area,
-                      std::byte* const* fields, const local_grid& grid, size_t element_bytes);
+                      std::byte* const* fields, const exchange_plan& plan);
 copy_batch unpack_batch(const stage& s, const stage_layout& layout, const std::byte* area,
-                        std::byte* const* fields, const local_grid& grid, size_t element_bytes);
-copy_batch local_copy_batch(const stage& s, std::byte* const* fields, const local_grid& grid,
-                            size_t element_bytes);
+                        std::byte* const* fields, const exchange_plan& plan);
+copy_batch local_copy_batch(const stage& s, std::byte* const* fields, const exchange_plan& plan);
 
 }  // namespace halox::device

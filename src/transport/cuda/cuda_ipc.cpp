@@ -105,7 +105,7 @@ cuda_ipc_transport::cuda_ipc_transport(const transport_context& ctx)
   const std::vector<uint64_t> words = publish_handles(fields, me, problem);
   require_all(ctx.comm, problem);
   const auto layouts =
-      gather_layouts(plan_.grid, words, ctx.node, node_neighbours(plan_, ctx.node));
+      gather_layouts(plan_, words, ctx.node, node_neighbours(plan_, ctx.node));
   const size_t per_field = handle_words + 1, events_at = fields.size() * per_field;
   auto node_rank = [&](int peer) { return ctx.node.node_rank_of[static_cast<size_t>(peer)]; };
 

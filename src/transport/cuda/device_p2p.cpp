@@ -51,11 +51,11 @@ device_p2p_transport::device_p2p_transport(const transport_context& ctx)
     stage_work w;
     w.layout = device::layout_of(s);
     w.pack = device::launch_batch(
-        device::pack_batch(s, w.layout, area, fields, plan_.grid, plan_.element_bytes));
+        device::pack_batch(s, w.layout, area, fields, plan_));
     w.unpack = device::launch_batch(
-        device::unpack_batch(s, w.layout, area, fields, plan_.grid, plan_.element_bytes));
+        device::unpack_batch(s, w.layout, area, fields, plan_));
     w.local =
-        device::launch_batch(device::local_copy_batch(s, fields, plan_.grid, plan_.element_bytes));
+        device::launch_batch(device::local_copy_batch(s, fields, plan_));
     for (size_t i = 0; i < s.recvs.size(); ++i) {
       w.recvs.emplace_back();
       MPI_Recv_init(wire + w.layout.recv_offsets[i], static_cast<int>(s.recvs[i].bytes), MPI_BYTE,

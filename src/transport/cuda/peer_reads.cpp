@@ -27,17 +27,18 @@ std::vector<peer_stage> plan_peer_reads(
       if (!problem.empty()) break;
       if (std::ranges::find(w.owners, m.peer) == w.owners.end()) w.owners.push_back(m.peer);
       const int owner = ctx.node.node_rank_of[static_cast<size_t>(m.peer)];
-      const local_grid& owner_grid = layouts[static_cast<size_t>(owner)].grid;
+      const node_layout& owner_layout = layouts[static_cast<size_t>(owner)];
       for (size_t i = 0; i < m.boxes.size(); ++i) {
         const published_box& p = *owner_boxes[i];
-        w.reads.add(field_copy(field_of(m.peer, p.field), owner_grid, p.region(),
-                               fields[m.boxes[i].field], plan.grid, m.boxes[i].region,
-                               plan.element_bytes));
+        const int f = m.boxes[i].field;
+        w.reads.add(field_copy(field_of(m.peer, p.field), owner_layout.grid_of(p.field),
+                               p.region(), fields[f], plan.grid_of(f), m.boxes[i].region,
+                               plan.element_bytes_of(f)));
       }
     }
     for (const auto& m : st.sends)
       if (std::ranges::find(w.readers, m.peer) == w.readers.end()) w.readers.push_back(m.peer);
-    w.local = local_copy_batch(st, fields, plan.grid, plan.element_bytes);
+    w.local = local_copy_batch(st, fields, plan);
     out.push_back(std::move(w));
   }
   return out;

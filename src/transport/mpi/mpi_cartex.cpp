@@ -1,5 +1,7 @@
 #include "transport/mpi/mpi_cartex.hpp"
 #include "transport/mpi/mpi_datatypes.hpp"
+#include "transport/core/names.hpp"
+#include "halox/common/error.hpp"
 #include "common/stage_timer.hpp"
 
 #include <fmt/core.h>
@@ -183,9 +185,21 @@ int cartex_faces_dimension(const std::vector<Transfer>& sends, const std::vector
 
 }  // namespace
 
+namespace {
+// cartex exchanges fields of one layout and type; so does its replica.
+const exchange_plan& uniform_plan(const exchange_plan& plan) {
+  if (!plan.uniform())
+    throw usage_error(fmt::format(
+        "transport {} runs the cartex benchmark's exchange, whose fields share one location, halo "
+        "and type; these fields do not (another transport moves them)",
+        transport_names::mpi_cartex));
+  return plan;
+}
+}  // namespace
+
 mpi_cartex_transport::mpi_cartex_transport(const transport_context& ctx)
-    : grid_(ctx.plan.grid),
-      element_bytes_(ctx.plan.element_bytes),
+    : grid_(uniform_plan(ctx.plan).first_layout().grid),
+      element_bytes_(ctx.plan.first_layout().element_bytes),
       fields_(ctx.fields.pointers),
       comm_(ctx.comm),
       waits_(ctx.waits) {

@@ -27,15 +27,16 @@ MPI_Datatype make_box_type(const box& region, const local_grid& grid, MPI_Dataty
   return type;
 }
 
-MPI_Datatype make_boxes_type(const std::vector<field_box>& boxes, const local_grid& grid,
-                             MPI_Datatype element, const std::vector<std::byte*>& fields) {
+MPI_Datatype make_boxes_type(const std::vector<field_box>& boxes, const exchange_plan& plan,
+                             const std::vector<std::byte*>& fields) {
   std::vector<MPI_Datatype> parts;
   std::vector<MPI_Aint> displacements;
   std::vector<int> lengths;
   for (const auto& fb : boxes) {
     MPI_Aint address;
     MPI_Get_address(fields[static_cast<size_t>(fb.field)], &address);
-    parts.push_back(subarray(fb.region, grid, element));
+    parts.push_back(subarray(fb.region, plan.grid_of(fb.field),
+                             mpi_element_type(plan.element_bytes_of(fb.field))));
     displacements.push_back(address);
     lengths.push_back(1);
   }

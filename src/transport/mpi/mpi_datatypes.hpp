@@ -22,9 +22,10 @@ MPI_Datatype mpi_element_type(size_t element_bytes);
 // One box of one field, relative to the field's first allocated cell (committed).
 MPI_Datatype make_box_type(const box& region, const local_grid& grid, MPI_Datatype element);
 
-// All boxes of a message at absolute addresses, for MPI_BOTTOM (committed).
-MPI_Datatype make_boxes_type(const std::vector<field_box>& boxes, const local_grid& grid,
-                             MPI_Datatype element, const std::vector<std::byte*>& fields);
+// All boxes of a message at absolute addresses, for MPI_BOTTOM (committed),
+// each field laid out as the plan says (its own grid and element type).
+MPI_Datatype make_boxes_type(const std::vector<field_box>& boxes, const exchange_plan& plan,
+                             const std::vector<std::byte*>& fields);
 
 // The boxes of a message by the direction they go toward (sends) or come
 // from (receives), in the message's order: one MPI message per direction.

@@ -131,7 +131,6 @@ T* non_null(std::vector<T>& v) {
 // (sequence mode repeats the steps per field), so at most a few graphs exist.
 mpi_neighbor_transport::mpi_neighbor_transport(const transport_context& ctx)
     : plan_(ctx.plan), fields_(ctx.fields), waits_(ctx.waits) {
-  const MPI_Datatype element = mpi_element_type(plan_.element_bytes);
   std::vector<stage_edges> edges;
   for (const auto& s : plan_.stages) edges.push_back(edges_of(s));
   const std::vector<int> shared_with = agree_on_graphs(edges, ctx.comm);
@@ -158,7 +157,7 @@ mpi_neighbor_transport::mpi_neighbor_transport(const transport_context& ctx)
     c.graph = graph_of[s];
     auto add = [&](const edge& x, std::vector<int>& counts, std::vector<MPI_Datatype>& types) {
       counts.push_back(x.m ? 1 : 0);
-      types.push_back(x.m ? make_boxes_type(x.m->boxes, plan_.grid, element, fields_.pointers)
+      types.push_back(x.m ? make_boxes_type(x.m->boxes, plan_, fields_.pointers)
                           : MPI_BYTE);
       if (x.m) types_.push_back(types.back());
     };
@@ -201,7 +200,7 @@ void mpi_neighbor_transport::start(size_t stage_index) {
   }
   // Self copies fill other halo cells than the collective writes, from cells it only reads.
   for (const auto& copy : plan_.stages[stage_index].copies)
-    copy_boxes(copy.from, copy.to, fields_.pointers.data(), plan_.grid, plan_.element_bytes);
+    copy_boxes(copy.from, copy.to, fields_.pointers.data(), plan_);
 }
 
 void mpi_neighbor_transport::wait(size_t stage_index) {

@@ -16,29 +16,33 @@ namespace halox {
 
 namespace {
 
-// Interior extents of the neighbours this rank puts into, from the neighbours
-// themselves: each rank tells those that put into it (the peers of its
-// receives) and hears from those it puts into (the peers of its sends).
-std::map<int, ivec3> exchange_interiors(const exchange_plan& plan, MPI_Comm comm,
-                                        const wait_policy& waits) {
+// Interior extents of every field of the neighbours this rank puts into, from
+// the neighbours themselves: each rank tells those that put into it (the peers
+// of its receives) and hears from those it puts into (the peers of its sends).
+std::map<int, std::vector<ivec3>> exchange_interiors(const exchange_plan& plan, MPI_Comm comm,
+                                                     const wait_policy& waits) {
   std::set<int> origins, targets;
   for (const auto& s : plan.stages) {
     for (const auto& m : s.recvs) origins.insert(m.peer);
     for (const auto& m : s.sends) targets.insert(m.peer);
   }
-  std::map<int, ivec3> interiors;
+  const int count = static_cast<int>(3 * plan.layouts.size());
+  std::map<int, std::vector<ivec3>> interiors;
   std::vector<MPI_Request> requests;
   std::vector<int> peers;
   for (int peer : targets) {
     requests.emplace_back();
     peers.push_back(peer);
-    MPI_Irecv(interiors[peer].data(), 3, MPI_INT, peer, 0, comm, &requests.back());
+    auto& theirs = interiors[peer];
+    theirs.resize(plan.layouts.size());
+    MPI_Irecv(theirs.data(), count, MPI_INT, peer, 0, comm, &requests.back());
   }
-  const ivec3 mine = plan.grid.interior;
+  std::vector<ivec3> mine;
+  for (const auto& l : plan.layouts) mine.push_back(l.grid.interior);
   for (int peer : origins) {
     requests.emplace_back();
     peers.push_back(peer);
-    MPI_Isend(mine.data(), 3, MPI_INT, peer, 0, comm, &requests.back());
+    MPI_Isend(mine.data(), count, MPI_INT, peer, 0, comm, &requests.back());
   }
   waits.wait_all(requests, {}, [&](size_t i) {
     return fmt::format("the layout of rank {} ({} set-up)", peers[i], transport_names::mpi_rma);
@@ -130,7 +134,6 @@ mpi_rma_transport::mpi_rma_transport(const transport_context& ctx, rma_sync sync
   MPI_Info_create(&info);
   MPI_Info_set(info, "no_locks", "true");  // active target only
   MPI_Info_set(info, "same_disp_unit", "true");
-  const MPI_Aint bytes = static_cast<MPI_Aint>(plan_.grid.cells() * plan_.element_bytes);
   // An MPI library may have no one-sided component for these peers (Open MPI
   // 4.1 over its TCP BTL): one clear error on every rank instead of an abort.
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
@@ -145,7 +148,9 @@ mpi_rma_transport::mpi_rma_transport(const transport_context& ctx, rma_sync sync
         failed = 1;
     }
   };
-  for (auto* field : fields_.pointers) create(field, bytes);
+  for (size_t f = 0; f < fields_.pointers.size(); ++f)
+    create(fields_.pointers[f], static_cast<MPI_Aint>(plan_.layouts[f].grid.cells() *
+                                                      plan_.layouts[f].element_bytes));
   if (landing_anywhere_) create(landing_, static_cast<MPI_Aint>(landing_bytes_));
   MPI_Info_free(&info);
   int failed_anywhere = 0;
@@ -170,7 +175,6 @@ mpi_rma_transport::mpi_rma_transport(const transport_context& ctx, rma_sync sync
 // The receiver decides, from its own layout, which messages come packed and
 // where they land; it tells each origin the offset (or -1), stage by stage.
 void mpi_rma_transport::choose_packed_messages() {
-  const local_grid& grid = plan_.grid;
   const size_t nstages = plan_.stages.size();
   recv_offsets_.assign(nstages, {});
   send_offsets_.assign(nstages, {});
@@ -190,7 +194,8 @@ void mpi_rma_transport::choose_packed_messages() {
       for (const auto& fb : m.boxes) {
         // Only the shape of the copy counts here: the field stands in for the buffer.
         std::byte* field = fields_.pointers[static_cast<size_t>(fb.field)];
-        const box_copy c = unpack_copy(field, field, grid, fb.region, plan_.element_bytes);
+        const box_copy c = unpack_copy(field, field, plan_.grid_of(fb.field), fb.region,
+                                       plan_.element_bytes_of(fb.field));
         runs += static_cast<size_t>(c.rows) * static_cast<size_t>(c.planes);
       }
       const bool short_runs = runs > 0 && m.bytes < min_run_ * runs;
@@ -276,10 +281,8 @@ void mpi_rma_transport::assign_window_slots(const std::vector<std::vector<window
   window_slots_ = agreed;
 }
 
-void mpi_rma_transport::build_schedule(const std::map<int, ivec3>& interiors,
+void mpi_rma_transport::build_schedule(const std::map<int, std::vector<ivec3>>& interiors,
                                        const std::vector<std::vector<window_use>>& uses) {
-  const MPI_Datatype element = mpi_element_type(plan_.element_bytes);
-  const local_grid& grid = plan_.grid;
   const size_t nfields = fields_.pointers.size();
   std::byte* const* fields = fields_.pointers.data();
   for (size_t s = 0; s < plan_.stages.size(); ++s) {
@@ -290,16 +293,18 @@ void mpi_rma_transport::build_schedule(const std::map<int, ivec3>& interiors,
     for (size_t i = 0; i < st.sends.size(); ++i) {
       const message& m = st.sends[i];
       if (const long long offset = send_offsets_[s][i]; offset >= 0) {
-        add_pack(ops.pack, send_buffer_ + packed, m.boxes, fields, grid, plan_.element_bytes);
+        add_pack(ops.pack, send_buffer_ + packed, m.boxes, fields, plan_);
         ops.packed.push_back({m.peer, packed, m.bytes, static_cast<MPI_Aint>(offset)});
         packed += (m.bytes + 63) / 64 * 64;
         continue;
       }
-      const ivec3 peer_interior = interiors.at(m.peer);
-      const local_grid peer_grid(peer_interior, grid.halo);
       for (const auto& fb : m.boxes) {
-        const box there = in_peer_coordinates(fb.region, fb.direction, grid.interior, peer_interior);
         const auto field = static_cast<size_t>(fb.field);
+        const local_grid& grid = plan_.grid_of(fb.field);
+        const MPI_Datatype element = mpi_element_type(plan_.element_bytes_of(fb.field));
+        const ivec3 peer_interior = interiors.at(m.peer)[field];
+        const local_grid peer_grid(peer_interior, grid.halo);
+        const box there = in_peer_coordinates(fb.region, fb.direction, grid.interior, peer_interior);
         put_op put{fields_.pointers[field], make_box_type(fb.region, grid, element), m.peer,
                    make_box_type(there, peer_grid, element), window_of(s, field)};
         types_.push_back(put.origin_type);
@@ -309,8 +314,7 @@ void mpi_rma_transport::build_schedule(const std::map<int, ivec3>& interiors,
     }
     for (size_t i = 0; i < st.recvs.size(); ++i)
       if (const long long offset = recv_offsets_[s][i]; offset >= 0)
-        add_unpack(ops.unpack, landing_ + offset, st.recvs[i].boxes, fields, grid,
-                   plan_.element_bytes);
+        add_unpack(ops.unpack, landing_ + offset, st.recvs[i].boxes, fields, plan_);
     for (size_t k = 0; k <= nfields; ++k) {
       const window_use& use = uses[s][k];
       if (use.origins.empty() && use.targets.empty()) continue;
@@ -400,7 +404,7 @@ void mpi_rma_transport::start(size_t stage_index) {
     MPI_Put(p.origin, 1, p.origin_type, p.target, 0, 1, p.target_type, windows_[p.window]);
   // Self copies fill other halo cells than the puts write, from cells they only read.
   for (const auto& copy : plan_.stages[stage_index].copies)
-    copy_boxes(copy.from, copy.to, fields_.pointers.data(), plan_.grid, plan_.element_bytes);
+    copy_boxes(copy.from, copy.to, fields_.pointers.data(), plan_);
 }
 
 void mpi_rma_transport::wait(size_t stage_index) {

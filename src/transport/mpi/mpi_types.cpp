@@ -29,7 +29,6 @@ mpi_types_transport::mpi_types_transport(const transport_context& ctx)
   const auto& fields = ctx.fields.pointers;
   int self = 0;
   MPI_Comm_rank(comm_, &self);
-  const MPI_Datatype element = mpi_element_type(plan.element_bytes);
   auto make = [&](const std::vector<field_box>& boxes, int peer, int tag, const ivec3& direction) {
     post p;
     p.peer = peer;
@@ -37,10 +36,12 @@ mpi_types_transport::mpi_types_transport(const transport_context& ctx)
     p.direction = direction;
     if (boxes.size() == 1) {
       p.data = fields[static_cast<size_t>(boxes.front().field)];
-      p.type = make_box_type(boxes.front().region, plan.grid, element);
+      const int f = boxes.front().field;
+      p.type = make_box_type(boxes.front().region, plan.grid_of(f),
+                             mpi_element_type(plan.element_bytes_of(f)));
     } else {
       p.data = MPI_BOTTOM;
-      p.type = make_boxes_type(boxes, plan.grid, element, fields);
+      p.type = make_boxes_type(boxes, plan, fields);
     }
     return p;
   };

@@ -152,7 +152,7 @@ cma_transport::cma_transport(const transport_context& ctx)
   for (auto* f : fields_.pointers) words.push_back(address(f));
   if (yama_ptrace_scope() == 1 && !has_cap_sys_ptrace())
     ::prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
-  layouts_ = gather_layouts(plan_.grid, words, node_, neighbours_);
+  layouts_ = gather_layouts(plan_, words, node_, neighbours_);
 
   // One trial read from every peer I read from: a refusal fails here, on
   // every rank, rather than in the first exchange.
@@ -218,7 +218,6 @@ size_t cma_transport::measured_rule(const std::vector<size_t>& candidates) {
 
 cma_transport::schedule cma_transport::build(size_t outbox_below, std::string& problem) {
   schedule out;
-  const size_t element_bytes = plan_.element_bytes;
   out.owner = publish_send_boxes(plan_, fields_, node_, neighbours_, me_,
                                  {outbox_below, outbox_.data(), slot_bytes_});
   const node_publication& publication = *out.owner.publication;
@@ -257,9 +256,11 @@ cma_transport::schedule cma_transport::build(size_t outbox_below, std::string& p
           via_outbox[entry->second].emplace_back(p.outbox_offset, to);
           continue;
         }
-        append_box(r.remote, owner.words[word_fields + static_cast<size_t>(p.field)], owner.grid,
-                   p.region(), element_bytes);
-        append_box(r.local, address(fields[to.field]), plan_.grid, to.region, element_bytes);
+        const size_t element_bytes = plan_.element_bytes_of(to.field);
+        append_box(r.remote, owner.words[word_fields + static_cast<size_t>(p.field)],
+                   owner.grid_of(p.field), p.region(), element_bytes);
+        append_box(r.local, address(fields[to.field]), plan_.grid_of(to.field), to.region,
+                   element_bytes);
       }
     }
     size_t cursor = 0;  // in my inbox
@@ -269,16 +270,17 @@ cma_transport::schedule cma_transport::build(size_t outbox_below, std::string& p
       std::stable_sort(via_outbox[k].begin(), via_outbox[k].end(),
                        [](const auto& a, const auto& b) { return a.first < b.first; });
       for (const auto& [offset, to] : via_outbox[k]) {
+        const size_t element_bytes = plan_.element_bytes_of(to.field);
         const size_t bytes = static_cast<size_t>(to.region.volume()) * element_bytes;
         append_run(r.remote, owner.words[word_outbox] + offset, bytes);
         append_run(r.local, address(inbox_.data()) + cursor, bytes);
-        r.unpack.add(unpack_copy(inbox_.data() + cursor, fields[to.field], plan_.grid, to.region,
-                                 element_bytes));
+        r.unpack.add(unpack_copy(inbox_.data() + cursor, fields[to.field],
+                                 plan_.grid_of(to.field), to.region, element_bytes));
         cursor += bytes;
       }
       cut_into_batches(r, max_iov);
     }
-    add_local_copies(out.stages[s].self_copies, st.copies, fields, plan_.grid, element_bytes);
+    add_local_copies(out.stages[s].self_copies, st.copies, fields, plan_);
   }
   return out;
 }

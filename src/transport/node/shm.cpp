@@ -27,8 +27,8 @@ shm_transport::shm_transport(const transport_context& ctx)
   std::vector<uint64_t> my_offsets(nfields, 0);
   for (size_t f = 0; f < nfields; ++f)
     if (direct_) my_offsets[f] = fields_.shared->offset(static_cast<int>(f));
-  for (auto& l : gather_layouts(plan_.grid, my_offsets, node_, neighbours_)) {
-    peer_grids_.push_back(l.grid);
+  for (auto& l : gather_layouts(plan_, my_offsets, node_, neighbours_)) {
+    peer_grids_.push_back(std::move(l.grids));
     peer_words_.push_back(std::move(l.words));
   }
 
@@ -122,8 +122,6 @@ shm_transport::phases shm_transport::build(const rule& choice, std::string& prob
 shm_transport::schedule shm_transport::build_phase(const rule& choice, size_t phase,
                                                    uint64_t rule_id, std::string& problem) {
   schedule out;
-  const size_t element_bytes = plan_.element_bytes;
-  const auto& grid = plan_.grid;
   std::byte* const* fields = fields_.pointers.data();
   auto node_rank_of = [&](int peer) { return node_.node_rank_of[static_cast<size_t>(peer)]; };
 
@@ -157,6 +155,8 @@ shm_transport::schedule shm_transport::build_phase(const rule& choice, size_t ph
           if (!(choice.push && !p.in_outbox) && std::ranges::find(w.peers, peer) == w.peers.end())
             w.peers.push_back(peer);
           std::byte* field = fields[to.field];
+          const local_grid& grid = plan_.grid_of(to.field);
+          const size_t element_bytes = plan_.element_bytes_of(to.field);
           if (choice.push && !p.in_outbox) {
             if (std::ranges::find(w.pushers, peer) == w.pushers.end()) w.pushers.push_back(peer);
           } else if (p.in_outbox) {
@@ -166,23 +166,24 @@ shm_transport::schedule shm_transport::build_phase(const rule& choice, size_t ph
             const std::byte* there =
                 fields_.shared->segment_of(peer) +
                 peer_words_[static_cast<size_t>(peer)][static_cast<size_t>(p.field)];
-            w.land.add(field_copy(there, peer_grids_[static_cast<size_t>(peer)], p.region(), field,
-                                  grid, to.region, element_bytes));
+            w.land.add(field_copy(there, peer_grids_[static_cast<size_t>(peer)][static_cast<size_t>(p.field)],
+                                  p.region(), field, grid, to.region, element_bytes));
           }
         }
       }
       for (const auto& c : st.copies)
         for (size_t i = 0; i < c.from.size(); ++i)
           if (c.to[i].field == f)
-            w.land.add(field_copy(fields[c.from[i].field], grid, c.from[i].region,
-                                  fields[c.to[i].field], grid, c.to[i].region, element_bytes));
+            w.land.add(field_copy(fields[c.from[i].field], plan_.grid_of(c.from[i].field),
+                                  c.from[i].region, fields[c.to[i].field],
+                                  plan_.grid_of(c.to[i].field), c.to[i].region,
+                                  plan_.element_bytes_of(c.to[i].field)));
     }
   }
   return out;
 }
 
 void shm_transport::add_pushes(const rule& choice, schedule& out, std::string& problem) {
-  const auto& grid = plan_.grid;
   std::byte* const* fields = fields_.pointers.data();
   // My receive boxes, published to their owners (who write them).
   std::vector<published_box> mine;
@@ -205,22 +206,23 @@ void shm_transport::add_pushes(const rule& choice, schedule& out, std::string& p
     if (!problem.empty()) return;
     stage_work& w = out.stages[s];
     // Field by field, as the reader lands them.
-    for (int f = 0; f < plan_.nfields; ++f)
+    for (int f : plan_.moved)
       for (size_t r = 0; r < sends.size(); ++r) {
         const message& m = sends[r];
         const int peer = node_.node_rank_of[static_cast<size_t>(m.peer)];
         for (size_t i = 0; i < m.boxes.size(); ++i) {
           const auto& from = m.boxes[i];
+          const local_grid& grid = plan_.grid_of(f);
           if (from.field != f ||
-              pack_copy(fields[f], grid, from.region, plan_.element_bytes, nullptr).run <
+              pack_copy(fields[f], grid, from.region, plan_.element_bytes_of(f), nullptr).run <
                   choice.outbox_below)
             continue;
           if (std::ranges::find(w.targets, peer) == w.targets.end()) w.targets.push_back(peer);
           std::byte* there = fields_.shared->segment_of(peer) +
                              peer_words_[static_cast<size_t>(peer)][static_cast<size_t>(f)];
           w.push.add(field_copy(fields[f], grid, from.region, there,
-                                peer_grids_[static_cast<size_t>(peer)], theirs[r][i]->region(),
-                                plan_.element_bytes));
+                                peer_grids_[static_cast<size_t>(peer)][static_cast<size_t>(f)],
+                                theirs[r][i]->region(), plan_.element_bytes_of(f)));
         }
       }
   }

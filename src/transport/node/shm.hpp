@@ -84,7 +84,7 @@ class shm_transport final : public single_copy_transport {
   rule measured_rule(const std::vector<rule>& candidates);
 
   bool direct_ = false;                            // fields of the whole node in shared memory
-  std::vector<local_grid> peer_grids_;             // by node rank
+  std::vector<std::vector<local_grid>> peer_grids_;  // by node rank, then field
   std::vector<std::vector<uint64_t>> peer_words_;  // by node rank: field offsets in the window
   phases work_;
   const phases* active_ = &work_;      // work_, or a candidate while they are measured

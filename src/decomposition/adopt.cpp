@@ -1,0 +1,174 @@
+// A code's own decomposition: its rank numbering taken as it is, and its
+// sub-domains checked against the neighbours halox would exchange with.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <vector>
+
+#include "halox/common/error.hpp"
+#include "halox/decomposition.hpp"
+
+namespace halox {
+
+namespace {
+
+std::string dims_text(const ivec3& v, char sep = 'x') {
+  return fmt::format("{}{}{}{}{}", v[0], sep, v[1], sep, v[2]);
+}
+
+std::string fit_problem(MPI_Comm comm, const ivec3& dims) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  for (int d = 0; d < 3; ++d)
+    if (dims[d] < 1) return fmt::format("rank grid {} has an entry below 1", dims_text(dims));
+  if (dims[0] * dims[1] * dims[2] != size)
+    return fmt::format("rank grid {} does not fit {} ranks", dims_text(dims), size);
+  return {};
+}
+
+const std::array<rank_order, 6>& every_order() {
+  static const std::array<rank_order, 6> orders{
+      rank_order::parse("XYZ"), rank_order::parse("XZY"), rank_order::parse("YXZ"),
+      rank_order::parse("YZX"), rank_order::parse("ZXY"), rank_order::parse("ZYX")};
+  return orders;
+}
+
+// What each rank tells its face neighbours of its sub-domain.
+struct tile {
+  int offset[3], extent[3], global[3], coords[3];
+};
+
+tile tile_of(const decomposition& d, const subdomain& s) {
+  tile t;
+  for (int k = 0; k < 3; ++k) {
+    t.offset[k] = s.offset[k];
+    t.extent[k] = s.extent[k];
+    t.global[k] = s.global[k];
+    t.coords[k] = d.coords()[k];
+  }
+  return t;
+}
+
+// The coordinates the code's offsets imply, where its sub-domains are even.
+std::string implied_coords(const tile& t) {
+  ivec3 c{0, 0, 0};
+  for (int k = 0; k < 3; ++k) {
+    if (t.extent[k] <= 0 || t.offset[k] % t.extent[k] != 0) return "?";
+    c[k] = t.offset[k] / t.extent[k];
+  }
+  return dims_text(c, ',');
+}
+
+std::string mismatch(const decomposition& d, int rank, const tile& t, const std::string& what) {
+  return fmt::format(
+      "the code's sub-domains do not tile the grid as this decomposition places the ranks "
+      "(ranks numbered {}, {} fastest, on a {} grid): rank {} sits at coordinates ({}) but holds "
+      "cells from ({}) on, which the code's extents put at coordinates ({}); {}. A code that "
+      "numbers its ranks in another order adopts it: adopt_decomposition(comm, dims, periodic, "
+      "rank_order::parse(\"XYZ\")) for x fastest",
+      d.order().name(), static_cast<char>('x' + d.order().fastest_first[0]), dims_text(d.dims()),
+      rank, dims_text({t.coords[0], t.coords[1], t.coords[2]}, ','),
+      dims_text({t.offset[0], t.offset[1], t.offset[2]}, ','), implied_coords(t), what);
+}
+
+// This rank's own checks: extents, the first and last rank of each dimension.
+std::string own_problem(const decomposition& d, const tile& me) {
+  static const char* names = "xyz";
+  for (int k = 0; k < 3; ++k) {
+    if (me.extent[k] < 1)
+      return fmt::format("rank {} holds {} cells in {}", d.rank(), me.extent[k], names[k]);
+    if (d.coords()[k] == 0 && me.offset[k] != 0)
+      return mismatch(d, d.rank(), me,
+                      fmt::format("the first rank in {} must start at 0", names[k]));
+    if (d.coords()[k] == d.dims()[k] - 1 && me.offset[k] + me.extent[k] != me.global[k])
+      return mismatch(d, d.rank(), me,
+                      fmt::format("the last rank in {} must end at the global extent {}",
+                                  names[k], me.global[k]));
+  }
+  return {};
+}
+
+// Whether `above`, the neighbour above `me` in dimension k, continues it.
+std::string neighbour_problem(const decomposition& d, const tile& me, const tile& above, int k,
+                              int above_rank) {
+  static const char* names = "xyz";
+  const int expected = (me.offset[k] + me.extent[k]) % std::max(me.global[k], 1);
+  bool fits = above.offset[k] == expected;
+  for (int j = 0; j < 3; ++j)
+    fits = fits && above.global[j] == me.global[j] &&
+           (j == k || (above.offset[j] == me.offset[j] && above.extent[j] == me.extent[j]));
+  if (fits) return {};
+  return mismatch(d, d.rank(), me,
+                  fmt::format("its neighbour above in {}, rank {}, holds cells from ({}) on, not "
+                              "from {} in {} beside it",
+                              names[k], above_rank,
+                              dims_text({above.offset[0], above.offset[1], above.offset[2]}, ','),
+                              expected, names[k]));
+}
+
+}  // namespace
+
+decomposition adopt_decomposition(MPI_Comm comm, const ivec3& dims,
+                                  const std::array<bool, 3>& periodic, const rank_order& order) {
+  require_all(comm, fit_problem(comm, dims));
+  MPI_Comm own = MPI_COMM_NULL;
+  MPI_Comm_dup(comm, &own);
+  return decomposition(own, dims, periodic, order, "code");
+}
+
+decomposition adopt_decomposition(MPI_Comm comm, const ivec3& dims,
+                                  const std::array<bool, 3>& periodic, const ivec3& my_coords) {
+  require_all(comm, fit_problem(comm, dims));
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  std::vector<int> all(static_cast<size_t>(3 * size));
+  MPI_Allgather(my_coords.data(), 3, MPI_INT, all.data(), 3, MPI_INT, comm);
+  for (const rank_order& order : every_order()) {
+    bool follows = true;
+    for (int r = 0; r < size && follows; ++r) {
+      const ivec3 c{all[3 * r], all[3 * r + 1], all[3 * r + 2]};
+      follows = coords_of(r, dims, order) == c;
+    }
+    if (follows) return adopt_decomposition(comm, dims, periodic, order);
+  }
+  throw usage_error(fmt::format(
+      "the ranks' coordinates on the {} grid follow no numbering order (XYZ, ..., ZYX): rank 0 "
+      "is at ({}), rank {} at ({})",
+      dims_text(dims), dims_text({all[0], all[1], all[2]}, ','), size - 1,
+      dims_text({all[3 * size - 3], all[3 * size - 2], all[3 * size - 1]}, ',')));
+}
+
+void require_tiling(const decomposition& d, const subdomain& mine) {
+  const tile me = tile_of(d, mine);
+  std::string problem = own_problem(d, me);
+  // Each rank tells its neighbour below in each dimension; the neighbour checks.
+  std::vector<MPI_Request> requests;
+  std::array<tile, 3> above{};
+  std::array<int, 3> above_rank{-1, -1, -1};
+  for (int k = 0; k < 3; ++k) {
+    ivec3 up{0, 0, 0}, down{0, 0, 0};
+    up[k] = 1;
+    down[k] = -1;
+    const auto up_rank = d.neighbor(up), down_rank = d.neighbor(down);
+    if (up_rank) {
+      above_rank[static_cast<size_t>(k)] = *up_rank;
+      requests.emplace_back();
+      MPI_Irecv(&above[static_cast<size_t>(k)], sizeof(tile), MPI_BYTE, *up_rank, 7400 + k,
+                d.comm(), &requests.back());
+    }
+    if (down_rank) {
+      requests.emplace_back();
+      MPI_Isend(&me, sizeof(tile), MPI_BYTE, *down_rank, 7400 + k, d.comm(), &requests.back());
+    }
+  }
+  MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+  for (int k = 0; k < 3 && problem.empty(); ++k)
+    if (above_rank[static_cast<size_t>(k)] >= 0)
+      problem = neighbour_problem(d, me, above[static_cast<size_t>(k)], k,
+                                  above_rank[static_cast<size_t>(k)]);
+  require_all(d.comm(), problem);
+}
+
+}  // namespace halox

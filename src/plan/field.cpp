@@ -1,0 +1,86 @@
+#include "halox/field.hpp"
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "halox/common/error.hpp"
+
+namespace halox {
+
+element_type parse_element_type(const std::string& name) {
+  if (name == "float" || name == "f32") return element_type::f32;
+  if (name == "double" || name == "f64") return element_type::f64;
+  throw usage_error(fmt::format("unknown type '{}' (expected float or double)", name));
+}
+
+std::string to_string(element_type t) { return t == element_type::f32 ? "float" : "double"; }
+
+size_t element_size(element_type t) { return t == element_type::f32 ? 4 : 8; }
+
+location parse_location(const std::string& name) {
+  std::vector<std::string> names;
+  for (const location at : all_locations) {
+    if (to_string(at) == name) return at;
+    names.push_back(to_string(at));
+  }
+  throw usage_error(
+      fmt::format("unknown location '{}' (expected {})", name, fmt::join(names, ", ")));
+}
+
+std::string to_string(location at) {
+  switch (at) {
+    case location::cell: return "cell";
+    case location::x_face: return "x_face";
+    case location::y_face: return "y_face";
+    case location::z_face: return "z_face";
+    case location::x_edge: return "x_edge";
+    case location::y_edge: return "y_edge";
+    case location::z_edge: return "z_edge";
+    case location::node: return "node";
+  }
+  return "?";
+}
+
+ivec3 staggered_axes(location at) {
+  switch (at) {
+    case location::cell: return {0, 0, 0};
+    case location::x_face: return {1, 0, 0};
+    case location::y_face: return {0, 1, 0};
+    case location::z_face: return {0, 0, 1};
+    case location::x_edge: return {0, 1, 1};
+    case location::y_edge: return {1, 0, 1};
+    case location::z_edge: return {1, 1, 0};
+    case location::node: return {1, 1, 1};
+  }
+  return {0, 0, 0};
+}
+
+ivec3 field_points(const decomposition& d, const ivec3& cells, location at) {
+  const ivec3 staggered = staggered_axes(at);
+  ivec3 points = cells;
+  for (int dim = 0; dim < 3; ++dim)
+    if (staggered[dim] && !d.periodic()[dim] && d.coords()[dim] == d.dims()[dim] - 1)
+      ++points[dim];
+  return points;
+}
+
+field_layout layout_of(const decomposition& d, const ivec3& cells, const field& f) {
+  return {local_grid(field_points(d, cells, f.at), f.halo), element_size(f.type), f.at};
+}
+
+halo_widths filled_widths(const field_layout& layout, int depth) {
+  halo_widths w = layout.grid.halo;
+  if (depth <= 0) return w;
+  const ivec3 staggered = staggered_axes(layout.at);
+  for (int dim = 0; dim < 3; ++dim) {
+    w.lo[dim] = std::min(w.lo[dim], depth);
+    w.hi[dim] = std::min(w.hi[dim], depth + staggered[dim]);
+  }
+  return w;
+}
+
+}  // namespace halox

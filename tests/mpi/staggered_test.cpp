@@ -1,0 +1,465 @@
+// Fields as codes hold them, verified point by point: cell, face, edge and node
+// locations with halos and element types of their own in one exchange, subset
+// calls at smaller depths, open and periodic boundaries (the same halos from
+// every algorithm), every host transport, 1..8 ranks, and a code's own rank
+// order honoured or refused.
+//
+// The checker is independent of the library: it derives each field's points
+// per rank, which halo points a call fills, and the value of every point from
+// its global index, from the conventions of halox/field.hpp as written there.
+#include "halox/exchange.hpp"
+
+#include <fmt/core.h>
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "halox/common/error.hpp"
+#include "halox/field_memory.hpp"
+#include "halox/transport/registry.hpp"
+
+using namespace halox;
+
+namespace {
+
+int world_size() {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+// Oversubscribed runs (more ranks than the 2 cores) take fewer cases.
+bool reduced() { return world_size() > 2; }
+
+// One field as the test declares it: location, type and allocated halo.
+struct field_spec {
+  std::string name;
+  location at;
+  element_type type;
+  halo_widths halo;
+};
+
+// Cell, node (CloverLeaf's extents), faces and edges (DMStag's and per-side),
+// floats and doubles, a field without a z halo.
+std::vector<field_spec> mixed_fields() {
+  return {{"density", location::cell, element_type::f64, halo_widths::uniform(2)},
+          {"xvel", location::node, element_type::f64, {{2, 2, 2}, {3, 3, 3}}},
+          {"vol_flux_x", location::x_face, element_type::f32, {{1, 2, 1}, {2, 1, 2}}},
+          {"edge_y", location::y_edge, element_type::f32, {{1, 1, 1}, {2, 1, 2}}},
+          {"w", location::z_face, element_type::f64, halo_widths::uniform(2)},
+          {"tracer", location::cell, element_type::f32, {{1, 1, 0}, {1, 1, 0}}}};
+}
+
+// Which axes of a location sit on cell faces (independent of the library).
+ivec3 staggered(location at) {
+  switch (at) {
+    case location::x_face: return {1, 0, 0};
+    case location::y_face: return {0, 1, 0};
+    case location::z_face: return {0, 0, 1};
+    case location::x_edge: return {0, 1, 1};
+    case location::y_edge: return {1, 0, 1};
+    case location::z_edge: return {1, 1, 0};
+    case location::node: return {1, 1, 1};
+    default: return {0, 0, 0};
+  }
+}
+
+// The points of one field on one rank, and the whole grid's.
+struct field_geometry {
+  ivec3 points, offset, global_points;
+  ivec3 alloc_lo, alloc_hi;
+  size_t count() const {
+    size_t n = 1;
+    for (int k = 0; k < 3; ++k) n *= static_cast<size_t>(alloc_lo[k] + points[k] + alloc_hi[k]);
+    return n;
+  }
+  size_t index(const ivec3& p) const {
+    size_t i = 0;
+    for (int k = 2; k >= 0; --k)
+      i = i * static_cast<size_t>(alloc_lo[k] + points[k] + alloc_hi[k]) +
+          static_cast<size_t>(p[k] + alloc_lo[k]);
+    return i;
+  }
+};
+
+field_geometry geometry_of(const decomposition& d, const subdomain& sub, const field_spec& f) {
+  field_geometry g;
+  const ivec3 s = staggered(f.at);
+  for (int k = 0; k < 3; ++k) {
+    const bool open_staggered = s[k] && !d.periodic()[k];
+    g.global_points[k] = sub.global[k] + (open_staggered ? 1 : 0);
+    g.offset[k] = sub.offset[k];
+    g.points[k] = sub.extent[k] + (open_staggered && d.coords()[k] == d.dims()[k] - 1 ? 1 : 0);
+    g.alloc_lo[k] = f.halo.lo[k];
+    g.alloc_hi[k] = f.halo.hi[k];
+  }
+  return g;
+}
+
+// A point's value: its field, its global index and the epoch, exact in float.
+double point_value(int field, const ivec3& g, int epoch) {
+  return 1 + field * 9000 + g[0] + 21 * g[1] + 441 * g[2] + epoch * 70000;
+}
+// What a rank leaves in its halo: its own mark, so a neighbour's halo copied
+// into it shows.
+double unfilled_mark(int rank) { return -1.0 - rank; }
+
+// Whether a call at `depth` (0: whole halo) of `alg` writes local point p,
+// and from which global point.
+bool filled_from(const field_geometry& g, const field_spec& f, const decomposition& d,
+                 algorithm alg, int depth, const ivec3& p, ivec3& global) {
+  const ivec3 s = staggered(f.at);
+  int outside = 0;
+  for (int k = 0; k < 3; ++k) {
+    const int lo = depth > 0 ? std::min(f.halo.lo[k], depth) : f.halo.lo[k];
+    const int hi = depth > 0 ? std::min(f.halo.hi[k], depth + s[k]) : f.halo.hi[k];
+    if (p[k] < -lo || p[k] >= g.points[k] + hi) return false;
+    if (p[k] < 0 || p[k] >= g.points[k]) ++outside;
+    int gk = g.offset[k] + p[k];
+    if (gk < 0 || gk >= g.global_points[k]) {
+      if (!d.periodic()[k]) return false;  // beyond an open boundary: nobody owns it
+      gk = (gk + g.global_points[k]) % g.global_points[k];
+    }
+    global[k] = gk;
+  }
+  if (alg == algorithm::faces && outside > 1) return false;
+  return outside > 0;
+}
+
+template <class T>
+void fill(std::vector<std::byte>& memory, const field_geometry& g, int field, int epoch, int rank) {
+  T* data = reinterpret_cast<T*>(memory.data());
+  for (int z = -g.alloc_lo[2]; z < g.points[2] + g.alloc_hi[2]; ++z)
+    for (int y = -g.alloc_lo[1]; y < g.points[1] + g.alloc_hi[1]; ++y)
+      for (int x = -g.alloc_lo[0]; x < g.points[0] + g.alloc_hi[0]; ++x) {
+        const ivec3 p{x, y, z};
+        bool inside = true;
+        for (int k = 0; k < 3; ++k) inside = inside && p[k] >= 0 && p[k] < g.points[k];
+        const ivec3 gi{g.offset[0] + x, g.offset[1] + y, g.offset[2] + z};
+        data[g.index(p)] = static_cast<T>(inside ? point_value(field, gi, epoch) : unfilled_mark(rank));
+      }
+}
+
+template <class T>
+std::string check(const std::vector<std::byte>& memory, const field_geometry& g,
+                  const field_spec& f, int field, const decomposition& d, algorithm alg,
+                  int depth, bool moved, int epoch) {
+  const T* data = reinterpret_cast<const T*>(memory.data());
+  size_t wrong = 0;
+  std::string first;
+  for (int z = -g.alloc_lo[2]; z < g.points[2] + g.alloc_hi[2]; ++z)
+    for (int y = -g.alloc_lo[1]; y < g.points[1] + g.alloc_hi[1]; ++y)
+      for (int x = -g.alloc_lo[0]; x < g.points[0] + g.alloc_hi[0]; ++x) {
+        const ivec3 p{x, y, z};
+        bool inside = true;
+        for (int k = 0; k < 3; ++k) inside = inside && p[k] >= 0 && p[k] < g.points[k];
+        ivec3 from{0, 0, 0};
+        const ivec3 gi{g.offset[0] + x, g.offset[1] + y, g.offset[2] + z};
+        const double expected =
+            inside ? point_value(field, gi, epoch)
+            : moved && filled_from(g, f, d, alg, depth, p, from) ? point_value(field, from, epoch)
+                                                                 : unfilled_mark(d.rank());
+        const double found = static_cast<double>(data[g.index(p)]);
+        if (found != expected && wrong++ == 0)
+          first = fmt::format("rank {} field '{}' ({}) local point ({},{},{}): expected {}, found {}",
+                              d.rank(), f.name, to_string(f.at), x, y, z, expected, found);
+      }
+  return wrong ? fmt::format("{} wrong points, first: {}", wrong, first) : std::string{};
+}
+
+// One rank's fields of a case, in heap or node-shared memory.
+struct case_fields {
+  std::vector<field_spec> specs;
+  std::vector<field_geometry> geometry;
+  std::vector<std::vector<std::byte>> memory;
+  std::optional<shared_field_memory> shared;
+  std::vector<field> fields;
+
+  case_fields(const decomposition& d, const subdomain& sub, std::vector<field_spec> s, bool in_shared)
+      : specs(std::move(s)) {
+    size_t largest = 0;
+    for (const auto& f : specs) {
+      geometry.push_back(geometry_of(d, sub, f));
+      memory.emplace_back(geometry.back().count() * element_size(f.type));
+      largest = std::max(largest, memory.back().size());
+    }
+    // Collective: the largest field of any rank.
+    MPI_Allreduce(MPI_IN_PLACE, &largest, 1, MPI_UNSIGNED_LONG, MPI_MAX, d.comm());
+    if (in_shared) shared.emplace(d, largest, static_cast<int>(specs.size()));
+    for (size_t i = 0; i < specs.size(); ++i)
+      fields.push_back({shared ? shared->field(static_cast<int>(i)) : memory[i].data(),
+                        specs[i].type, specs[i].at, specs[i].halo, specs[i].name});
+  }
+
+  // The shared window's bytes mirror `memory` (the checks read `memory`).
+  void to_fields() {
+    if (!shared) return;
+    for (size_t i = 0; i < memory.size(); ++i)
+      std::memcpy(shared->field(static_cast<int>(i)), memory[i].data(), memory[i].size());
+  }
+  void from_fields() {
+    if (!shared) return;
+    for (size_t i = 0; i < memory.size(); ++i)
+      std::memcpy(memory[i].data(), shared->field(static_cast<int>(i)), memory[i].size());
+  }
+
+  void fill_all(int epoch, int rank) {
+    for (size_t i = 0; i < specs.size(); ++i)
+      if (specs[i].type == element_type::f32)
+        fill<float>(memory[i], geometry[i], static_cast<int>(i), epoch, rank);
+      else
+        fill<double>(memory[i], geometry[i], static_cast<int>(i), epoch, rank);
+    to_fields();
+  }
+
+  std::string check_all(const decomposition& d, algorithm alg, int depth,
+                        const std::vector<int>& moved, int epoch) {
+    from_fields();
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const bool is_moved = moved.empty() || std::ranges::find(moved, static_cast<int>(i)) != moved.end();
+      const std::string error =
+          specs[i].type == element_type::f32
+              ? check<float>(memory[i], geometry[i], specs[i], static_cast<int>(i), d, alg, depth,
+                             is_moved, epoch)
+              : check<double>(memory[i], geometry[i], specs[i], static_cast<int>(i), d, alg, depth,
+                              is_moved, epoch);
+      if (!error.empty()) return error;
+    }
+    return {};
+  }
+};
+
+std::vector<ivec3> rank_grids() {
+  switch (world_size()) {
+    case 1: return {{1, 1, 1}};
+    case 2: return {{2, 1, 1}, {1, 2, 1}, {1, 1, 2}};
+    case 3: return {{1, 3, 1}};
+    case 4: return {{2, 2, 1}, {1, 2, 2}};
+    case 8: return {{2, 2, 2}};
+    default: return {{0, 0, 0}};
+  }
+}
+
+std::vector<std::array<bool, 3>> periodicities() {
+  if (reduced()) return {{false, false, false}, {true, false, true}};
+  return {{true, true, true}, {false, false, false}, {true, false, true}};
+}
+
+// Global extents with a remainder in every split dimension, sub-domains of at
+// least 3 cells (the node halo above is 3 points deep).
+ivec3 global_cells(const ivec3& dims) {
+  ivec3 g;
+  for (int k = 0; k < 3; ++k) g[k] = 4 * dims[k] + (dims[k] > 1 ? dims[k] - 1 : 1);
+  return g;
+}
+
+// Whole exchange, then subsets at smaller depths, two epochs each.
+std::string run_case(const decomposition& d, const exchange_options& options, bool in_shared) {
+  const subdomain sub = subdomain_of_global(d, global_cells(d.dims()));
+  case_fields c(d, sub, mixed_fields(), in_shared);
+  std::optional<halo_exchange> ex;
+  if (c.shared)
+    ex.emplace(d, sub.extent, c.fields, *c.shared, options);
+  else
+    ex.emplace(d, sub, c.fields, options);
+  struct call {
+    std::vector<int> fields;  // empty: every field
+    int depth;
+  };
+  const std::vector<call> calls{
+      {{}, 0}, {{0, 1, 4}, 1}, {{1, 2, 4}, 2}, {{3, 5}, 1}, {{2}, 1}, {{0, 1, 4}, 1}};
+  for (const auto& cl : calls)
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      c.fill_all(epoch, d.rank());
+      if (cl.fields.empty())
+        ex->exchange();
+      else
+        ex->exchange(cl.fields, cl.depth);
+      std::string error = c.check_all(d, options.alg, cl.depth, cl.fields, epoch);
+      if (!error.empty())
+        return fmt::format("{} fields at depth {}: {}",
+                           cl.fields.empty() ? "all" : fmt::format("{} of the", cl.fields.size()),
+                           cl.depth, error);
+    }
+  // The repeated subset reused its schedule: whole + four subsets.
+  if (ex->schedules_built() != 5)
+    return fmt::format("{} schedules built for 4 distinct subset calls", ex->schedules_built());
+  return {};
+}
+
+struct transport_param {
+  std::string choice;
+  bool shared = false;
+};
+
+void PrintTo(const transport_param& t, std::ostream* os) {
+  *os << t.choice << (t.shared ? " (node-shared fields)" : "");
+}
+
+std::vector<transport_param> transport_params() {
+  std::vector<transport_param> out;
+  for (const transport_entry* t : transport_registry()) {
+    if (!t->available() || !t->moves_host_memory()) continue;
+    if (t->name == std::string("mpi-cartex")) continue;  // refuses mixed fields: tested below
+    out.push_back({t->name, false});
+    if (t->reach == transport_reach::same_node) out.push_back({t->name, true});
+  }
+  return out;
+}
+
+std::string param_name(const testing::TestParamInfo<std::tuple<transport_param, algorithm>>& info) {
+  auto [t, a] = info.param;
+  std::string name = t.choice + (t.shared ? "_shared" : "") + "_" + to_string(a);
+  for (auto& ch : name)
+    if (ch == '-' || ch == '+') ch = '_';
+  return name;
+}
+
+class StaggeredMatrix
+    : public testing::TestWithParam<std::tuple<transport_param, algorithm>> {};
+
+TEST_P(StaggeredMatrix, EveryPointIsExact) {
+  auto [transport, alg] = GetParam();
+  if (reduced() && transport.choice != "mpi-p2p" && transport.choice != "shm" &&
+      transport.choice != "mpi-types")
+    GTEST_SKIP() << "oversubscribed: mpi-p2p, mpi-types and shm only";
+  exchange_options options{.alg = alg, .mode = field_mode::compact,
+                           .transport = parse_transport_choice(transport.choice)};
+  int cases = 0;
+  for (const auto& dims : rank_grids())
+    for (const auto& periodic : periodicities()) {
+      auto d = make_cart_decomposition(MPI_COMM_WORLD, dims, periodic, false);
+      for (field_mode mode : {field_mode::compact, field_mode::sequence}) {
+        if (reduced() && mode == field_mode::sequence) continue;
+        options.mode = mode;
+        const std::string agreed =
+            agree_on_error(MPI_COMM_WORLD, run_case(d, options, transport.shared));
+        ASSERT_TRUE(agreed.empty()) << fmt::format("dims {}x{}x{} periodic {}{}{} {}: {}",
+                                                   d.dims()[0], d.dims()[1], d.dims()[2],
+                                                   periodic[0], periodic[1], periodic[2],
+                                                   to_string(mode), agreed);
+        ++cases;
+      }
+    }
+  EXPECT_GT(cases, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllTransports, StaggeredMatrix,
+    testing::Combine(testing::ValuesIn(transport_params()),
+                     testing::Values(algorithm::standard, algorithm::staged, algorithm::faces)),
+    param_name);
+
+// Cell fields of one halo on an open grid: standard and staged leave the very
+// same halos, edges and corners beside the open boundaries untouched.
+TEST(Staggered, StandardAndStagedLeaveTheSameHalosOnOpenGrids) {
+  for (const auto& dims : rank_grids())
+  for (const auto& periodic : periodicities()) {
+    auto d = make_cart_decomposition(MPI_COMM_WORLD, dims, periodic, false);
+    const subdomain sub = subdomain_of_global(d, global_cells(d.dims()));
+    std::vector<std::vector<std::byte>> after;
+    for (algorithm alg : {algorithm::standard, algorithm::staged}) {
+      case_fields c(d, sub, {{"u", location::cell, element_type::f64, halo_widths::uniform(2)}},
+                    false);
+      halo_exchange ex(d, sub.extent, c.fields, {.alg = alg});
+      c.fill_all(0, d.rank());
+      ex.exchange();
+      after.push_back(c.memory[0]);
+    }
+    const int same = after[0] == after[1] ? 1 : 0;
+    int all_same = 0;
+    MPI_Allreduce(&same, &all_same, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    EXPECT_EQ(all_same, 1) << "periodic " << periodic[0] << periodic[1] << periodic[2];
+  }
+}
+
+// A code that numbers its ranks x fastest, handing halox sub-domains computed
+// that way: refused on a z-fastest decomposition, exact once adopted.
+TEST(Staggered, CodeRankOrderIsHonouredOrRefused) {
+  if (world_size() != 4) GTEST_SKIP() << "a 1x2x2 grid takes 4 ranks";
+  const ivec3 dims{1, 2, 2};
+  const std::array<bool, 3> periodic{false, false, false};
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  // The code's own x-fastest numbering and its sub-domain.
+  const ivec3 code_coords = coords_of(rank, dims, rank_order::parse("XYZ"));
+  subdomain mine;
+  mine.global = {6, 8, 8};
+  for (int k = 0; k < 3; ++k) {
+    auto [offset, extent] = split_extent(mine.global[k], dims[k], code_coords[k]);
+    mine.offset[k] = offset;
+    mine.extent[k] = extent;
+  }
+  auto run = [&](const decomposition& d) {
+    case_fields c(d, mine, mixed_fields(), false);
+    halo_exchange ex(d, mine, c.fields, {.alg = algorithm::staged});
+    c.fill_all(0, d.rank());
+    ex.exchange();
+    return agree_on_error(MPI_COMM_WORLD, c.check_all(d, algorithm::staged, 0, {}, 0));
+  };
+  // halox's own numbering (z fastest) would swap the y and z neighbours.
+  auto zyx = adopt_decomposition(MPI_COMM_WORLD, dims, periodic, rank_order::mpi_cart());
+  try {
+    run(zyx);
+    ADD_FAILURE() << "a sub-domain layout in another rank order was accepted";
+  } catch (const usage_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("numbered ZYX"), std::string::npos) << what;
+    EXPECT_NE(what.find("XYZ"), std::string::npos) << what;
+  }
+  // Adopted in the code's order, by name and from the code's coordinates.
+  EXPECT_EQ(run(adopt_decomposition(MPI_COMM_WORLD, dims, periodic, rank_order::parse("XYZ"))), "");
+  auto from_coords = adopt_decomposition(MPI_COMM_WORLD, dims, periodic, code_coords);
+  EXPECT_EQ(from_coords.order().name(), "XYZ");
+  EXPECT_EQ(run(from_coords), "");
+}
+
+// Bad input: one clear error on every rank, before anything moves.
+TEST(Staggered, BadInputIsRefusedOnEveryRank) {
+  auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
+  const subdomain sub = subdomain_of_global(d, global_cells(d.dims()));
+  case_fields c(d, sub, mixed_fields(), false);
+  halo_exchange ex(d, sub.extent, c.fields);
+  auto refused = [&](auto&& call, const std::string& words) {
+    try {
+      call();
+      return std::string("accepted");
+    } catch (const usage_error& e) {
+      const std::string what = e.what();
+      return what.find(words) != std::string::npos ? std::string{} : what;
+    }
+  };
+  EXPECT_EQ(refused([&] { ex.exchange({"density", "pressure"}, 1); }, "no field named 'pressure'"), "");
+  EXPECT_EQ(refused([&] { ex.exchange({0, 9}, 1); }, "field index 9"), "");
+  EXPECT_EQ(refused([&] { ex.exchange({0, 0}, 1); }, "named twice"), "");
+  EXPECT_EQ(refused([&] { ex.exchange({"tracer"}, 2); }, "deeper than the halo of field 'tracer'"), "");
+  EXPECT_EQ(refused([&] { ex.exchange({0}, -1); }, "negative"), "");
+  // The exchange still works after refused calls.
+  c.fill_all(0, d.rank());
+  ex.exchange({"density"}, 2);
+  EXPECT_EQ(agree_on_error(MPI_COMM_WORLD, c.check_all(d, algorithm::standard, 2, {0}, 0)), "");
+  // Two fields of one name, a shape wider than its neighbour, cartex's replica.
+  auto twice = mixed_fields();
+  twice[1].name = "density";
+  case_fields t(d, sub, twice, false);
+  EXPECT_EQ(refused([&] { halo_exchange bad(d, sub.extent, t.fields); }, "two fields are named"), "");
+  auto deep = mixed_fields();
+  deep[0].halo = halo_widths::uniform(40);
+  case_fields w(d, sub, deep, false);
+  EXPECT_EQ(refused([&] { halo_exchange bad(d, sub.extent, w.fields); }, "wider than"), "");
+  EXPECT_EQ(refused(
+                [&] {
+                  halo_exchange bad(d, sub.extent, c.fields,
+                                    {.transport = parse_transport_choice("mpi-cartex")});
+                },
+                "cartex"),
+            "");
+}
+
+}  // namespace
