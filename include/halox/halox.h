@@ -70,6 +70,35 @@ typedef struct halox_field {
   int allocated[3];
 } halox_field;
 
+/* Where a field's points sit on the cell grid (halox/field.hpp, the
+ * conventions of PETSc's DMStag): at cell centres, on the x, y or z faces, on
+ * the edges running along x, y or z, or on the nodes. Along each axis a
+ * location staggers, the rank at the high end of an open axis holds one more
+ * point than it has cells. */
+typedef enum halox_location {
+  HALOX_CELL = 0,
+  HALOX_X_FACE = 1,
+  HALOX_Y_FACE = 2,
+  HALOX_Z_FACE = 3,
+  HALOX_X_EDGE = 4,
+  HALOX_Y_EDGE = 5,
+  HALOX_Z_EDGE = 6,
+  HALOX_NODE = 7
+} halox_location;
+
+/* A field as a code holds it: its first allocated point, element type,
+ * location, halo widths in points [lo_x, hi_x, lo_y, hi_y, lo_z, hi_z], and
+ * optionally the extents of its array (0, 0, 0: not checked) and a name
+ * (NULL: "field <index>") for errors and subset calls by name. */
+typedef struct halox_field_spec {
+  void* data;
+  halox_type type;
+  halox_location location;
+  int halo[6];
+  int allocated[3];
+  const char* name;
+} halox_field_spec;
+
 /* The options of an exchange. Start from HALOX_OPTIONS_INIT (or
  * halox_options_init()): every member then means "the library's default",
  * and the HALOX_* environment variables apply as in C++. Strings are read
@@ -116,6 +145,21 @@ const char* halox_status_name(int status);
 halox_status halox_decomposition_create(halox_decomposition* decomp, MPI_Comm comm,
                                         const int global[3], const int dims[3],
                                         const int periodic[3]);
+/* A code's own decomposition: its ranks numbered in `order` ("XYZ": x
+ * fastest, as CloverLeaf numbers its chunks; "ZYX": z fastest, as
+ * MPI_Cart_create) on a dims grid (every entry given), and its own sub-domain
+ * on this rank (offset: global index of its first cell; extent: its cells;
+ * NULL for both: the global grid split as halox_decomposition_create does).
+ * Collective: the sub-domains are checked to tile the global grid as the
+ * order places the ranks (HALOX_ERROR_USAGE, naming both layouts). */
+halox_status halox_decomposition_adopt(halox_decomposition* decomp, MPI_Comm comm,
+                                       const int global[3], const int dims[3],
+                                       const int periodic[3], const char* order,
+                                       const int offset[3], const int extent[3]);
+halox_status halox_decomposition_adopt_f(halox_decomposition* decomp, MPI_Fint comm,
+                                         const int global[3], const int dims[3],
+                                         const int periodic[3], const char* order,
+                                         const int offset[3], const int extent[3]);
 /* The same with a Fortran communicator (MPI_Comm_c2f, mpi_f08's MPI_VAL). */
 halox_status halox_decomposition_create_f(halox_decomposition* decomp, MPI_Fint comm,
                                           const int global[3], const int dims[3],
@@ -162,6 +206,23 @@ halox_status halox_exchange_create_float(halox_exchange* ex, halox_decomposition
 halox_status halox_exchange_create_shared(halox_exchange* ex, halox_decomposition decomp,
                                           halox_shared_fields fields,
                                           const halox_options* options);
+/* Fields of their own locations, halos and types in one exchange. interior:
+ * the rank's cells (NULL: the decomposition's sub-domain). With `allocated`
+ * set, each array's extents are checked against its location's points plus
+ * its halos. */
+halox_status halox_exchange_create_fields(halox_exchange* ex, halox_decomposition decomp,
+                                          const int interior[3], int nfields,
+                                          const halox_field_spec* fields,
+                                          const halox_options* options);
+/* Subset calls: only the `count` fields of `indices` (0-based, as created),
+ * at `depth` (0: each field's whole halo). The first call of a subset and
+ * depth builds its schedule (collectively); later ones reuse it. Arguments
+ * are checked before anything moves (HALOX_ERROR_USAGE). */
+halox_status halox_start_subset(halox_exchange ex, int count, const int* indices, int depth);
+halox_status halox_exchange_subset(halox_exchange ex, int count, const int* indices, int depth);
+/* The index of the field named `name` (HALOX_ERROR_USAGE when none is). */
+halox_status halox_field_index(halox_exchange ex, const char* name, int* index);
+
 /* Sets *ex to NULL. Not collective; an exchange in flight is completed first. */
 halox_status halox_exchange_destroy(halox_exchange* ex);
 

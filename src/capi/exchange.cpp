@@ -12,6 +12,7 @@
 using halox::capi::guarded;
 using halox::capi::handle_kind;
 using halox::capi::live;
+using halox::capi::options_of;
 
 namespace {
 
@@ -56,36 +57,6 @@ std::string field_problem(const halox::local_grid& grid, int nfields, const halo
 bool all_digits(const std::string& s) {
   return !s.empty() && s.size() < 9 &&
          std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
-}
-
-// Throws usage_error for a bad option (this rank's view).
-halox::exchange_options options_of(const halox_options* o) {
-  halox::exchange_options out;
-  if (o == nullptr) return out;
-  if (o->transport && std::string(o->transport) == "auto")
-    out.auto_transport = true;
-  else if (o->transport)
-    out.transport = halox::parse_transport_choice(o->transport);
-  if (o->algorithm) out.alg = halox::parse_algorithm(o->algorithm);
-  if (o->fields && all_digits(o->fields) && std::stoi(o->fields) > 0)
-    out.fields_per_message = std::stoi(o->fields);
-  else if (o->fields)
-    out.mode = halox::parse_field_mode(o->fields);
-  out.auto_transport = out.auto_transport || o->auto_transport != 0;
-  out.auto_algorithm = o->auto_algorithm != 0;
-  out.auto_fields = o->auto_fields != 0;
-  if (!(o->timeout_seconds >= 0))
-    throw halox::usage_error(fmt::format("timeout must be 0 (the default) or positive, got {}",
-                                         o->timeout_seconds));
-  out.timeout_seconds = o->timeout_seconds;
-  if (o->wisdom_file) out.wisdom_file = o->wisdom_file;
-  if (o->memory) out.memory = halox::parse_memory_kind(o->memory);
-  out.cuda_stream = o->cuda_stream;
-  if (o->ranks_per_node < 0)
-    throw halox::usage_error(fmt::format("ranks_per_node must be 0 or positive, got {}",
-                                         o->ranks_per_node));
-  out.ranks_per_node = o->ranks_per_node;
-  return out;
 }
 
 std::string local_problem(const std::function<void()>& check) {
@@ -162,6 +133,40 @@ halox_status create_typed(halox_exchange* ex, halox_decomposition decomp, const 
 }
 
 }  // namespace
+
+namespace halox::capi {
+
+// Throws usage_error for a bad option (this rank's view).
+halox::exchange_options options_of(const halox_options* o) {
+  halox::exchange_options out;
+  if (o == nullptr) return out;
+  if (o->transport && std::string(o->transport) == "auto")
+    out.auto_transport = true;
+  else if (o->transport)
+    out.transport = halox::parse_transport_choice(o->transport);
+  if (o->algorithm) out.alg = halox::parse_algorithm(o->algorithm);
+  if (o->fields && all_digits(o->fields) && std::stoi(o->fields) > 0)
+    out.fields_per_message = std::stoi(o->fields);
+  else if (o->fields)
+    out.mode = halox::parse_field_mode(o->fields);
+  out.auto_transport = out.auto_transport || o->auto_transport != 0;
+  out.auto_algorithm = o->auto_algorithm != 0;
+  out.auto_fields = o->auto_fields != 0;
+  if (!(o->timeout_seconds >= 0))
+    throw halox::usage_error(fmt::format("timeout must be 0 (the default) or positive, got {}",
+                                         o->timeout_seconds));
+  out.timeout_seconds = o->timeout_seconds;
+  if (o->wisdom_file) out.wisdom_file = o->wisdom_file;
+  if (o->memory) out.memory = halox::parse_memory_kind(o->memory);
+  out.cuda_stream = o->cuda_stream;
+  if (o->ranks_per_node < 0)
+    throw halox::usage_error(fmt::format("ranks_per_node must be 0 or positive, got {}",
+                                         o->ranks_per_node));
+  out.ranks_per_node = o->ranks_per_node;
+  return out;
+}
+
+}  // namespace halox::capi
 
 extern "C" {
 

@@ -79,6 +79,9 @@ halox_status guarded(const char* function, Body&& body) noexcept {
   }
 }
 
+// The C options as C++ options; throws usage_error for a bad one (this rank's view).
+halox::exchange_options options_of(const halox_options* o);
+
 // Copies text into buf (size bytes, terminated, cut short when longer).
 void copy_out(const std::string& text, char* buf, size_t size, const char* function);
 

@@ -1,0 +1,131 @@
+// C API: fields of their own locations, halos and types; subset calls; a
+// code's own decomposition. Every argument is read inside the guard.
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "capi/handles.hpp"
+
+using halox::capi::guarded;
+using halox::capi::handle_kind;
+using halox::capi::live;
+
+namespace {
+
+const char* type_name(halox_type t) { return t == HALOX_FLOAT ? "float (real32)" : "double (real64)"; }
+
+std::string name_of(const halox_field_spec& f, int i) {
+  return f.name ? std::string(f.name) : fmt::format("field {}", i);
+}
+
+// A field descriptor as C++ sees it; its own problems as this rank sees them.
+std::string spec_problem(const halox_field_spec& f, int i, halox::field& out) {
+  if (f.type != HALOX_FLOAT && f.type != HALOX_DOUBLE)
+    return fmt::format("field '{}': type {} is neither HALOX_FLOAT nor HALOX_DOUBLE", name_of(f, i),
+                       static_cast<int>(f.type));
+  if (f.location < HALOX_CELL || f.location > HALOX_NODE)
+    return fmt::format("field '{}': location {} is not a halox_location", name_of(f, i),
+                       static_cast<int>(f.location));
+  if (f.data == nullptr) return fmt::format("field '{}': data is NULL", name_of(f, i));
+  for (int k = 0; k < 6; ++k)
+    if (f.halo[k] < 0)
+      return fmt::format("field '{}': halo widths must not be negative, got {}", name_of(f, i),
+                         f.halo[k]);
+  out.data = f.data;
+  out.type = f.type == HALOX_FLOAT ? halox::element_type::f32 : halox::element_type::f64;
+  out.at = halox::all_locations[f.location];
+  out.halo = {{f.halo[0], f.halo[2], f.halo[4]}, {f.halo[1], f.halo[3], f.halo[5]}};
+  out.name = name_of(f, i);
+  return {};
+}
+
+// The array's extents against its location's points plus halos.
+std::string extent_problem(const halox_field_spec& f, const halox::field& field,
+                           const halox::decomposition& d, const halox::ivec3& cells) {
+  if (!(f.allocated[0] || f.allocated[1] || f.allocated[2])) return {};
+  const auto layout = halox::layout_of(d, cells, field);
+  const auto want = layout.grid.allocated();
+  if (f.allocated[0] == want[0] && f.allocated[1] == want[1] && f.allocated[2] == want[2])
+    return {};
+  const auto& p = layout.grid.interior;
+  return fmt::format("field '{}' ({}, {}) is {} x {} x {} points, but a {} field on this rank "
+                     "holds {} x {} x {} points plus halos {}+{}, {}+{}, {}+{}: {} x {} x {}",
+                     field.name, halox::to_string(field.at), type_name(f.type), f.allocated[0],
+                     f.allocated[1], f.allocated[2], halox::to_string(field.at), p[0], p[1], p[2],
+                     f.halo[0], f.halo[1], f.halo[2], f.halo[3], f.halo[4], f.halo[5], want[0],
+                     want[1], want[2]);
+}
+
+}  // namespace
+
+extern "C" {
+
+halox_status halox_exchange_create_fields(halox_exchange* ex, halox_decomposition decomp,
+                                          const int interior[3], int nfields,
+                                          const halox_field_spec* fields,
+                                          const halox_options* options) {
+  const char* function = "halox_exchange_create_fields";
+  return guarded(function, [&] {
+    if (ex == nullptr) throw halox::usage_error(fmt::format("{}: ex is NULL", function));
+    *ex = nullptr;
+    auto* d = live(decomp, handle_kind::decomposition, function);
+    halox::exchange_options cpp;
+    std::vector<halox::field> described;
+    halox::ivec3 cells = d->sub.extent;
+    std::string problem;
+    try {
+      cpp = halox::capi::options_of(options);
+      if (interior) cells = {interior[0], interior[1], interior[2]};
+      if (nfields <= 0) problem = fmt::format("no fields (nfields is {})", nfields);
+      if (problem.empty() && fields == nullptr) problem = "fields is NULL";
+      for (int i = 0; problem.empty() && i < nfields; ++i) {
+        described.emplace_back();
+        problem = spec_problem(fields[i], i, described.back());
+        if (problem.empty()) problem = extent_problem(fields[i], described.back(), *d->decomp, cells);
+      }
+    } catch (const halox::usage_error& e) {
+      problem = e.what();
+    }
+    if (!problem.empty()) problem = fmt::format("rank {}: {}", d->decomp->rank(), problem);
+    const auto agreed = halox::agree_on_error(d->decomp->comm(), problem);
+    if (!agreed.empty()) throw halox::usage_error(fmt::format("{}: {}", function, agreed));
+    auto handle = std::make_unique<halox_exchange_s>();
+    handle->decomp = d->decomp;
+    handle->exchange.emplace(*handle->decomp, cells, described, cpp);
+    halox::capi::register_handle(handle.get(), handle_kind::exchange);
+    *ex = handle.release();
+  });
+}
+
+halox_status halox_start_subset(halox_exchange ex, int count, const int* indices, int depth) {
+  const char* function = "halox_start_subset";
+  return guarded(function, [&] {
+    auto* h = live(ex, handle_kind::exchange, function);
+    if (h->in_flight)
+      throw halox::capi::state_error(fmt::format(
+          "{}: the exchange is in flight already (call halox_wait before starting it again)",
+          function));
+    if (count <= 0 || indices == nullptr)
+      throw halox::usage_error(fmt::format("{}: no fields (count {})", function, count));
+    h->exchange->start(std::vector<int>(indices, indices + count), depth);
+    h->in_flight = true;
+  });
+}
+
+halox_status halox_exchange_subset(halox_exchange ex, int count, const int* indices, int depth) {
+  const halox_status status = halox_start_subset(ex, count, indices, depth);
+  return status == HALOX_SUCCESS ? halox_wait(ex) : status;
+}
+
+halox_status halox_field_index(halox_exchange ex, const char* name, int* index) {
+  const char* function = "halox_field_index";
+  return guarded(function, [&] {
+    auto* h = live(ex, handle_kind::exchange, function);
+    if (name == nullptr || index == nullptr)
+      throw halox::usage_error(fmt::format("{}: name or index is NULL", function));
+    *index = h->exchange->fields_named(std::vector<std::string>{name}).front();
+  });
+}
+
+}  // extern "C"
