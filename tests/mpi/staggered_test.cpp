@@ -14,6 +14,8 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <random>
 #include <cstring>
 #include <optional>
 #include <ostream>
@@ -418,6 +420,84 @@ TEST(Staggered, CodeRankOrderIsHonouredOrRefused) {
   auto from_coords = adopt_decomposition(MPI_COMM_WORLD, dims, periodic, code_coords);
   EXPECT_EQ(from_coords.order().name(), "XYZ");
   EXPECT_EQ(run(from_coords), "");
+}
+
+// Seeded random configurations: field counts, locations, types, per-side halos
+// (up to the smallest sub-domain), periodicity, algorithm, transport, subsets
+// and depths drawn at random; every point checked. HALOX_RANDOM_SEED and
+// HALOX_RANDOM_DRAWS widen the search.
+TEST(Staggered, RandomConfigurations) {
+  const char* seed_text = std::getenv("HALOX_RANDOM_SEED");
+  const char* draws_text = std::getenv("HALOX_RANDOM_DRAWS");
+  const unsigned seed = seed_text ? static_cast<unsigned>(std::stoul(seed_text)) : 20261128u;
+  const int draws = draws_text ? std::stoi(draws_text) : (reduced() ? 4 : 12);
+  std::mt19937 rng(seed);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::vector<std::string> transports;
+  for (const auto& t : transport_params())
+    if (!t.shared) transports.push_back(t.choice);
+  for (int draw = 0; draw < draws; ++draw) {
+    // Every rank draws the same (same seed, same calls).
+    std::array<bool, 3> periodic{pick(0, 1) == 1, pick(0, 1) == 1, pick(0, 1) == 1};
+    const auto grids = rank_grids();
+    auto d = make_cart_decomposition(MPI_COMM_WORLD, grids[static_cast<size_t>(pick(0, static_cast<int>(grids.size()) - 1))], periodic, false);
+    ivec3 global;
+    for (int k = 0; k < 3; ++k) global[k] = d.dims()[k] * pick(2, 5) + pick(0, d.dims()[k] - 1);
+    const subdomain sub = subdomain_of_global(d, global);
+    int smallest = 1 << 30;
+    for (int k = 0; k < 3; ++k) smallest = std::min(smallest, global[k] / d.dims()[k]);
+    std::vector<field_spec> specs;
+    const int nfields = pick(1, 5);
+    for (int f = 0; f < nfields; ++f) {
+      const location at = all_locations[pick(0, 7)];
+      const ivec3 st = staggered(at);
+      halo_widths h;
+      for (int k = 0; k < 3; ++k) {
+        h.lo[k] = pick(0, std::min(smallest, 3));
+        h.hi[k] = pick(0, std::min(smallest, 3 + st[k]) );
+        h.hi[k] = std::min(h.hi[k], smallest);  // a neighbour holds at least `smallest` points
+      }
+      specs.push_back({fmt::format("f{}", f), at, pick(0, 1) ? element_type::f32 : element_type::f64, h});
+    }
+    const algorithm alg = all_algorithms[pick(0, 2)];
+    const std::string transport = transports[static_cast<size_t>(pick(0, static_cast<int>(transports.size()) - 1))];
+    std::vector<int> subset;
+    for (int f = 0; f < nfields; ++f)
+      if (pick(0, 1)) subset.push_back(f);
+    if (subset.empty()) subset.push_back(pick(0, nfields - 1));
+    // A depth every field of the subset reaches (each field's deepest side, in cells).
+    int deepest = 1 << 30;
+    for (int f : subset) {
+      const field_spec& fs = specs[static_cast<size_t>(f)];
+      int own = 0;
+      for (int k = 0; k < 3; ++k)
+        own = std::max({own, fs.halo.lo[k], fs.halo.hi[k] - staggered(fs.at)[k]});
+      deepest = std::min(deepest, own);
+    }
+    const int depth = deepest > 0 ? pick(1, deepest) : 0;
+    const std::string what = fmt::format(
+        "draw {} (seed {}): {} on {}x{}x{} periodic {}{}{} global {}x{}x{}, {} fields, subset of {} at depth {}",
+        draw, seed, transport, d.dims()[0], d.dims()[1], d.dims()[2], periodic[0], periodic[1],
+        periodic[2], global[0], global[1], global[2], nfields, subset.size(), depth);
+    case_fields c(d, sub, specs, false);
+    std::string error;
+    try {
+      halo_exchange ex(d, sub.extent, c.fields,
+                       {.alg = alg, .transport = parse_transport_choice(transport)});
+      c.fill_all(0, d.rank());
+      ex.exchange();
+      error = c.check_all(d, alg, 0, {}, 0);
+      if (error.empty()) {
+        c.fill_all(1, d.rank());
+        ex.exchange(subset, depth);
+        error = c.check_all(d, alg, depth, subset, 1);
+      }
+    } catch (const usage_error& e) {
+      error = std::string("refused: ") + e.what();
+    }
+    const std::string agreed = agree_on_error(MPI_COMM_WORLD, error);
+    ASSERT_EQ(agreed, "") << what;
+  }
 }
 
 // Bad input: one clear error on every rank, before anything moves.
