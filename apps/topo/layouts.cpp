@@ -73,8 +73,10 @@ topo_plan plan_layouts(const topo_options& o) {
   p.choice = choose_auto(shape_of_node(node0), o.nodes, p.layouts.front().dims, p.shape, p.periodic,
                          order);
   p.layouts.push_back(auto_layout(p.choice, p.placements, order));
-  for (auto& l : p.layouts)
+  for (auto& l : p.layouts) {
     l.bytes = count_traffic(l.coords, l.dims, p.periodic, p.placements, p.shape);
+    l.loads = rank_loads(l.coords, l.dims, p.periodic, p.placements, p.shape);
+  }
   return p;
 }
 
