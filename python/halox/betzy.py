@@ -82,7 +82,7 @@ def fit_model(data: dict | None = None) -> dict:
     doc["machine"] = data["machine"]
     doc["citation"] = data["citation"]
     doc["calibration"] = [{"label": m.label, "measured_us": m.us,
-                           "fitted_us": max(tm._row_value(r, values) for r in m.rows)}
+                           "fitted_us": max(tm.row_value(r, values) for r in m.rows)}
                           for m in measurements]
     return doc
 

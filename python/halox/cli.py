@@ -1,9 +1,13 @@
-"""The `halox` command: `halox sweep SPEC.toml` and `halox report FILE.jsonl ...`."""
+"""The `halox` command: `halox sweep SPEC.toml`, `halox report FILE.jsonl ...` and
+`halox calibrate FILE.jsonl ... -o MODEL.json`."""
 from __future__ import annotations
 
 import argparse
+import json
+import pathlib
 import sys
 
+from . import calibrate as cal
 from . import launch
 from . import records as rec
 from . import report as rep
@@ -111,7 +115,57 @@ def build_parser() -> argparse.ArgumentParser:
                         "allocation, appending to --output; run nothing")
     s.add_argument("-v", "--verbose", action="store_true",
                    help="show each benchmark's own output (its summary table) when it ends")
+    c = sub.add_parser("calibrate", help="fit the time model of halox-topo predict to "
+                                         "halox-bench records (docs/topology.md)",
+                       description="Fits the time model's parameters (halox-topo predict) to "
+                                   "the median times of halox-bench records of --mpicart or "
+                                   "level-grid runs on one node (examples/sweeps/"
+                                   "calibrate-node.toml), and the network's to runs across "
+                                   "nodes; or, with --betzy, the Betzy model to the published "
+                                   "single-node table and HDR100's figures, and prints its "
+                                   "check against the 27-node tables.")
+    c.add_argument("files", nargs="*", metavar="FILE.jsonl")
+    c.add_argument("--output", "-o", required=True, metavar="MODEL.json",
+                   help="write the model here")
+    c.add_argument("--betzy", action="store_true",
+                   help="the Betzy model, from the published tables (no records)")
+    c.add_argument("--topology", help="the node the records ran on, as halox-topo --topology "
+                                      "takes it (default: this machine)")
+    c.add_argument("--base", metavar="MODEL.json",
+                   help="parameters kept as they are unless fitted (e.g. a network entered by "
+                        "hand, or fitted from a two-node run)")
+    c.add_argument("--fit", metavar="GROUP,...",
+                   help="parameter groups to fit (default: the on-node ones, and the "
+                        "network's when a record spans nodes): " + ", ".join(cal.GROUPS))
     return parser
+
+
+def calibrate_main(args) -> int:
+    prog = "halox calibrate"
+    from . import betzy
+    from . import timemodel as tm
+    try:
+        if args.betzy:
+            if args.files:
+                return _fail(prog, "--betzy takes no records")
+            doc = betzy.fit_model()
+        else:
+            if not args.files:
+                return _fail(prog, "give the halox-bench records to fit (or --betzy)")
+            records = cal.read_records(args.files)
+            base = tm.load_model(args.base) if args.base else None
+            groups = rec.parse_list(args.fit) or cal.default_groups(records)
+            doc = cal.calibrate(records, args.topology, groups, base)
+        pathlib.Path(args.output).write_text(json.dumps(doc, indent=1) + "\n")
+    except tm.ModelError as e:
+        return _fail(prog, str(e), code=1)
+    except OSError as e:
+        return _fail(prog, f"cannot write {args.output}: {e.strerror}", code=1)
+    print(cal.summary(doc))
+    if args.betzy:
+        print("\n" + betzy.check_table(betzy.check(doc)))
+    print(f"\nmodel written to {args.output}")
+    return 0
 
 
 def report_main(args) -> int:
@@ -210,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "report":
             return report_main(args)
+        if args.command == "calibrate":
+            return calibrate_main(args)
         return sweep_main(args)
     except ModuleNotFoundError as e:
         if e.name not in TOOLS_EXTRA:

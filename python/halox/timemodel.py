@@ -118,13 +118,13 @@ def nnls(a: np.ndarray, b: np.ndarray, iterations: int = 200) -> np.ndarray:
     return x
 
 
-def _row_value(row: dict[str, float], values: dict[str, float]) -> float:
+def row_value(row: dict[str, float], values: dict[str, float]) -> float:
     return sum(c * values.get(name, 0.0) for name, c in row.items())
 
 
 def _active_rows(measurements: list[Measurement], values: dict[str, float]) -> list[dict]:
     """Each measurement's slowest row under the current values (the max of the model)."""
-    return [max(m.rows, key=lambda r: _row_value(r, values)) for m in measurements]
+    return [max(m.rows, key=lambda r: row_value(r, values)) for m in measurements]
 
 
 def fit(measurements: list[Measurement], free: dict[str, list[str]],
@@ -145,7 +145,7 @@ def fit(measurements: list[Measurement], free: dict[str, list[str]],
         chosen = active
         a = np.array([[sum(row.get(n, 0.0) for n in group) for group in free.values()]
                       for row in active]) / np.array([[m.us] for m in measurements])
-        b = np.array([1.0 - _row_value(row, fixed) / m.us for row, m in zip(active, measurements)])
+        b = np.array([1.0 - row_value(row, fixed) / m.us for row, m in zip(active, measurements)])
         for (_, group), v in zip(free.items(), nnls(a, b)):
             values.update({name: float(v) for name in group})
     return values
