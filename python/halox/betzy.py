@@ -133,3 +133,15 @@ def check_table(rows: list[dict]) -> str:
             f"{_num(r.get('ratio_error') and 100 * r['ratio_error'], '+.1f')}"
             f"{'' if r.get('ratio_error') is None else ' %'} |")
     return "\n".join(lines)
+
+
+def published_points(rows: list[dict]) -> list[tuple[float, float, str]]:
+    """(published, predicted, label) in µs per exchange for every published time of the check."""
+    points = []
+    for r in rows:
+        for kind in ("hw", "mpicart"):
+            published_s = r[f"published_{kind}_s"]
+            if published_s:
+                points.append((published_s * 100, r[f"{kind}_s"] * 100,
+                               f"{r['run']} {r['order']} {r['cell']} {kind}"))
+    return points

@@ -78,6 +78,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--plot", metavar="OUT.png", help="also write a bar plot of the chosen layout")
     r.add_argument("--save", metavar="DIR",
                    help="also write DIR/report.md (every table) and PNG plots beside it")
+    r.add_argument("--model", metavar="MODEL.json",
+                   help="halox-bench: also the placement effect (each run's time over that of "
+                        "the --mpicart run of its shape) measured, predicted by this time model "
+                        "(halox calibrate) and published for Betzy")
+    r.add_argument("--model-topology", metavar="TOPOLOGY",
+                   help="with --model: the node the records ran on (default: this machine)")
+    r.add_argument("--plot-model", metavar="OUT.png",
+                   help="with --model: a plot of predicted against measured times")
     filters = r.add_argument_group("selection (comma lists)")
     filters.add_argument("--run-id", help="only these runs")
     filters.add_argument("--halo", help="only these halo widths, e.g. 1,5")
@@ -137,6 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--fit", metavar="GROUP,...",
                    help="parameter groups to fit (default: the on-node ones, and the "
                         "network's when a record spans nodes): " + ", ".join(cal.GROUPS))
+    c.add_argument("--plot", metavar="OUT.png",
+                   help="with --betzy: predicted against published times of the 27-node tables")
     return parser
 
 
@@ -163,7 +173,12 @@ def calibrate_main(args) -> int:
         return _fail(prog, f"cannot write {args.output}: {e.strerror}", code=1)
     print(cal.summary(doc))
     if args.betzy:
-        print("\n" + betzy.check_table(betzy.check(doc)))
+        rows = betzy.check(doc)
+        print("\n" + betzy.check_table(rows))
+        if args.plot:
+            from . import report_model
+            report_model.plot_points(betzy.published_points(rows), args.plot,
+                                     "published µs per exchange (ghexbench, Betzy)")
     print(f"\nmodel written to {args.output}")
     return 0
 
@@ -202,6 +217,10 @@ def report_main(args) -> int:
     if records:
         parts.append(render(rep.build(records, args.layout, args.metric, args.baseline,
                                       args.efficiency, args.self_copy)))
+    if records and args.model:
+        failed = _placement_effect(args, records, render, parts)
+        if failed:
+            return failed
     from . import report_breakdown, report_halo2d, report_ipc
     if records and args.breakdown:
         if report_breakdown.has_breakdown(records):
@@ -241,6 +260,26 @@ def report_main(args) -> int:
     closing = rep.closing_line(records, args.baseline) if records else ""
     if closing:
         print(f"\n{closing}")
+    return 0
+
+
+def _placement_effect(args, records, render, parts: list[str]) -> int:
+    """Appends the placement-effect table (and writes its plot); non-zero on a bad model."""
+    from . import report_model
+    from . import timemodel as tm
+    prog = "halox report"
+    try:
+        report, points = report_model.placement_effect(records, tm.load_model(args.model),
+                                                       args.model_topology)
+    except tm.ModelError as e:
+        return _fail(prog, str(e), code=1)
+    parts.append(render(report))
+    if args.plot_model and points:
+        try:
+            out = report_model.plot_points(points, args.plot_model)
+        except OSError as e:
+            return _fail(prog, f"cannot write {args.plot_model}: {e.strerror}")
+        print(f"{prog}: plot written to {out}", file=sys.stderr)
     return 0
 
 

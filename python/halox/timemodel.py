@@ -36,10 +36,11 @@ class ModelError(RuntimeError):
 
 
 def topo_program() -> str:
-    """halox-topo of the build (HALOX_BUILD_DIR) or on PATH."""
-    build = os.environ.get("HALOX_BUILD_DIR")
-    if build and (pathlib.Path(build) / "halox-topo").exists():
-        return str(pathlib.Path(build) / "halox-topo")
+    """halox-topo of the build (HALOX_BUILD_DIR, else the checkout's build/openmpi) or on PATH."""
+    checkout = pathlib.Path(__file__).resolve().parents[2] / "build" / "openmpi"
+    for build in (os.environ.get("HALOX_BUILD_DIR"), checkout):
+        if build and (pathlib.Path(build) / "halox-topo").exists():
+            return str(pathlib.Path(build) / "halox-topo")
     found = shutil.which("halox-topo")
     if not found:
         raise ModelError("halox-topo not found: set HALOX_BUILD_DIR or put it on PATH")

@@ -119,3 +119,18 @@ def test_betzy_model_is_the_fit_of_the_published_tables():
     assert shipped.keys() == fitted.keys()
     for name, p in shipped.items():
         assert fitted[name]["value"] == pytest.approx(p["value"], rel=1e-9), name
+
+
+def test_report_puts_the_prediction_beside_the_measured_placement_effect(tmp_path):
+    from halox import cli
+    model = tmp_path / "model.json"
+    model.write_text(json.dumps(tm.model_document(KNOWN, {})))
+    plot = tmp_path / "model.png"
+    data = str(ROOT / "tests/python/data/bench.jsonl")
+    code = cli.main(["report", data, "--model", str(model), "--model-topology", NODE,
+                     "--plot-model", str(plot), "--halo", "1", "--nfields", "1"])
+    assert code == 0
+    assert plot.stat().st_size > 0
+    bad = tmp_path / "bad.json"
+    bad.write_text("[]")
+    assert cli.main(["report", data, "--model", str(bad)]) == 1
