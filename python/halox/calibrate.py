@@ -70,7 +70,7 @@ def label(record: dict) -> str:
     c, d = record["config"], record["decomposition"]
     dims = "x".join(map(str, d["dims"]))
     return (f"{record['ranks']} ranks on {nodes_of(record)} node(s) {dims} {c['algorithm']} "
-            f"h{c['halo']}f{c['nfields']} {c['type']} {c['transport']}")
+            f"h{c['halo']}f{c['nfields']} {c['type']} {c['transport']}/{c['fields']}")
 
 
 def measurements(records: Iterable[dict], topology: str | None) -> list[tm.Measurement]:
