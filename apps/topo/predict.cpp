@@ -90,8 +90,7 @@ time_parameters load_model(const std::string& path) {
   return p;
 }
 
-void print_prediction_json(const topo_options& o, const topo_plan& plan,
-                           const time_parameters& p) {
+void print_prediction_json(const topo_options& o, const topo_plan& plan, const time_parameters& p) {
   const auto predictions = predictions_of(plan, p);
   nlohmann::json j;
   j["topology"] = {{"source", plan.topo.source()}, {"summary", plan.topo.summary()}};
@@ -106,9 +105,12 @@ void print_prediction_json(const topo_options& o, const topo_plan& plan,
     const auto& t = predictions[i];
     nlohmann::json terms;
     for (const auto& term : t.terms) terms[term.name] = term.us;
-    nlohmann::json row = {{"name", l.name},         {"options", l.options},
-                          {"us", t.us},             {"vs_mpicart", t.us / mpicart_us(predictions)},
-                          {"slowest_rank", t.slowest_rank}, {"terms", terms}};
+    nlohmann::json row = {{"name", l.name},
+                          {"options", l.options},
+                          {"us", t.us},
+                          {"vs_mpicart", t.us / mpicart_us(predictions)},
+                          {"slowest_rank", t.slowest_rank},
+                          {"terms", terms}};
     if (o.coefficients) row["rows"] = coefficient_rows_json(l.loads);
     j["layouts"].push_back(row);
   }
@@ -122,8 +124,8 @@ void print_prediction_table(const topo_options& o, const topo_plan& plan,
              plan.topo.is_this_machine() ? std::string("this machine") : plan.topo.source(),
              plan.topo.summary(), o.nodes, o.nodes == 1 ? "" : "s", plan.per_node);
   fmt::print("exchange: {}x{}x{} cells per rank, halo {}, {} field{} x {} B, {}\n", o.domain[0],
-             o.domain[1], o.domain[2], o.halo, o.fields, o.fields == 1 ? "" : "s",
-             o.element_size, o.algorithm);
+             o.domain[1], o.domain[2], o.halo, o.fields, o.fields == 1 ? "" : "s", o.element_size,
+             o.algorithm);
   fmt::print("model:    {}\n\n", o.model);
   size_t width = 6;
   for (const auto& l : plan.layouts) width = std::max(width, l.name.size());

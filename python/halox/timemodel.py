@@ -4,9 +4,10 @@ The formula is halox-topo's (include/halox/decomposition/time_model.hpp): the ti
 a sum of terms, each a count from the exchange's plan (messages or bytes over a level, the bytes
 of the ranks sharing a node's port or a socket's memory, the bytes a rank copies) times one
 parameter, and the slowest rank's time is the exchange's. `halox-topo predict --json
---coefficients` lists each layout's distinct rows of those counts; this module only solves for
-the parameters that make the rows' maxima match measured times, and never evaluates a term
-itself: predictions come from halox-topo.
+--coefficients` lists each layout's distinct rows of those counts (already multiplied out per
+parameter); this module only solves for the parameters that make the rows' maxima match
+measured times (a row times the parameters is all it computes), and predictions come from
+halox-topo.
 
 A model file is JSON: {"parameters": {name: {"value": v, "source": "where it came from"}},
 "calibration": [...measured and fitted cells...]}; a parameter of 0 (or absent) drops its term.

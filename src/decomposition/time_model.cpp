@@ -60,10 +60,11 @@ std::vector<rank_load> rank_loads(const std::vector<ivec3>& coords, const ivec3&
 const std::vector<std::string>& model_parameter_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n;
-    for (size_t k = 0; k < levels; ++k) n.push_back(fmt::format("{}.us_per_message", level_name(k)));
+    for (size_t k = 0; k < levels; ++k)
+      n.push_back(fmt::format("{}.us_per_message", level_name(k)));
     for (size_t k = 0; k < levels; ++k) n.push_back(fmt::format("{}.ns_per_byte", level_name(k)));
-    n.insert(n.end(), {"node.injection_ns_per_byte", "socket.memory_ns_per_byte",
-                       "rank.copy_ns_per_byte"});
+    n.insert(n.end(),
+             {"node.injection_ns_per_byte", "socket.memory_ns_per_byte", "rank.copy_ns_per_byte"});
     return n;
   }();
   return names;
@@ -78,9 +79,10 @@ void time_parameters::validate() const {
   const auto& names = model_parameter_names();
   for (const auto& [name, v] : value) {
     if (std::find(names.begin(), names.end(), name) == names.end())
-      throw usage_error(fmt::format("unknown model parameter '{}' (known: {})", name,
-                                    fmt::join(names, ", ")));
-    if (!(v >= 0)) throw usage_error(fmt::format("model parameter {} must be >= 0, not {}", name, v));
+      throw usage_error(
+          fmt::format("unknown model parameter '{}' (known: {})", name, fmt::join(names, ", ")));
+    if (!(v >= 0))
+      throw usage_error(fmt::format("model parameter {} must be >= 0, not {}", name, v));
   }
 }
 
@@ -94,7 +96,8 @@ std::vector<std::pair<std::string, double>> model_coefficients(const rank_load& 
   c.emplace_back("node.injection_ns_per_byte",
                  static_cast<double>(load.node_cross_bytes) * us_per_ns);
   c.emplace_back("socket.memory_ns_per_byte", static_cast<double>(load.socket_bytes) * us_per_ns);
-  c.emplace_back("rank.copy_ns_per_byte", 2.0 * static_cast<double>(load.total_bytes()) * us_per_ns);
+  c.emplace_back("rank.copy_ns_per_byte",
+                 2.0 * static_cast<double>(load.total_bytes()) * us_per_ns);
   return c;
 }
 

@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "betzy_topology.hpp"
 #include "halox/common/error.hpp"
 #include "halox/decomposition.hpp"
-#include "betzy_topology.hpp"
 
 namespace halox {
 namespace {

@@ -70,7 +70,7 @@ struct time_term {
 };
 
 struct time_prediction {
-  double us = 0;                 // the slowest rank's time
+  double us = 0;  // the slowest rank's time
   int slowest_rank = 0;
   std::vector<time_term> terms;  // the slowest rank's terms
 };
