@@ -134,3 +134,16 @@ def test_report_puts_the_prediction_beside_the_measured_placement_effect(tmp_pat
     bad = tmp_path / "bad.json"
     bad.write_text("[]")
     assert cli.main(["report", data, "--model", str(bad)]) == 1
+
+
+def test_a_level_grid_run_records_its_grids_and_is_laid_out_again(run_mpi, tmp_path):
+    out = tmp_path / "hw.jsonl"
+    run = run_mpi(2, "halox-bench", "--slot", "2", "1", "1", "--halo", "1", "--nfields", "1",
+                  "--transport", "mpi-p2p", "--nrep", "5", "--rounds", "1", "--quiet",
+                  "--json", str(out))
+    assert run.returncode == 0, run.stderr
+    (record,) = cal.read_records([str(out)])
+    assert record["decomposition"]["level_grids"] == "--node 1 1 1 --slot 2 1 1"
+    assert cal.layout_options(record)[0] == "hw"
+    (m,) = cal.measurements([record], NODE)
+    assert m.rows and all(row.get("core.us_per_message") == 18 for row in m.rows)
