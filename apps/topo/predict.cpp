@@ -137,7 +137,11 @@ void print_prediction_table(const topo_options& o, const topo_plan& plan,
                t.us, t.us * 1e-2, t.us / mpicart_us(predictions), t.slowest_rank,
                largest_terms(t.terms, 4));
   }
-  fmt::print("\n");
+  const auto fastest = std::min_element(
+      predictions.begin(), predictions.end(),
+      [](const time_prediction& a, const time_prediction& b) { return a.us < b.us; });
+  fmt::print("\nfastest predicted: {}\n\n",
+             plan.layouts[static_cast<size_t>(fastest - predictions.begin())].name);
   for (const auto& l : plan.layouts) fmt::print("{:<{}} {}\n", l.name, width, l.options);
   fmt::print("\nparameters (0: no term):\n");
   for (const auto& name : model_parameter_names())

@@ -77,7 +77,7 @@ def test_predict_prints_times_ratios_and_sources(run_mpi, tmp_path):
                   "--core", "1", "1", "2", "--domain", "8", "8", "8")
     assert run.returncode == 0, run.stderr
     for text in ("us/exchange", "vs mpicart", "mpicart 2x2x2", "hw 2x2x2", "auto 2x2x2",
-                 "node.us_per_message", "by hand"):
+                 "fastest predicted: ", "node.us_per_message", "by hand"):
         assert text in run.stdout
 
 
