@@ -98,8 +98,9 @@ def test_bad_model_file_is_one_error_line(run_mpi, tmp_path, content, message):
 
 def test_betzy_hwcart_vs_mpicart_on_27_nodes():
     """The 27-node run of the study (halfcores: 64 ranks per node, benchmark_mpi_comm, both
-    orders): predicted MPICart/hwcart within 20 % of the published ratio where both are published (h1f1,
-    h5f8), and hwcart's absolute time within the factor measured for this model (1.38-1.54)."""
+    orders): predicted MPICart/hwcart within 20 % of the published ratio where both are
+    published (h1f1, h5f8), and hwcart's absolute time within the factor measured for this
+    model (1.38-1.54)."""
     model = tm.load_model(tm.BETZY_MODEL)
     rows = betzy.check(model, runs=("halfcores_27_nodes",))
     assert len(rows) == 8
