@@ -2,7 +2,8 @@
 
 Each record (a --mpicart or level-grid run: one node, or real hosts, or --ranks-per-node groups)
 is laid out again by halox-topo on the topology it ran on, which lists the coefficient rows of
-the model for its layout; the free parameters are then fitted to the records' median times (timemodel.fit).
+the model for its layout; the free parameters are then fitted to the records' median times
+(timemodel.fit).
 A base model holds the parameters that are not fitted (a network entered by hand, or fitted
 earlier from a two-node run).
 """
