@@ -3,6 +3,7 @@
 
 #include "halox_programs/common/memory.hpp"
 #include "halox/device.hpp"
+#include "halox/decomposition/hw.hpp"
 #include "halox/exchange.hpp"
 
 namespace halox::bench {
@@ -99,6 +100,9 @@ nlohmann::json to_json_record(const result& r, const summary& s, const cell_verd
                         {"dims", decomp.dims()},
                         {"periodic", decomp.periodic()},
                         {"order", decomp.order().name()}};
+  // The level grids as given, so that halox-topo can lay the run out again.
+  if (decomp.kind() == "hw")
+    j["decomposition"]["level_grids"] = level_grids_of(o.decomp).options(true);
   j["plan"] = {{"messages", r.messages},
                {"bytes_sent", r.bytes_sent},
                {"bytes_copied", r.bytes_copied},

@@ -1,5 +1,6 @@
 // halox-topo's layouts: every rank placed by the assumed binding, then laid
-// out by --mpicart, by the given per-level grids (hw) and by auto.
+// out by --mpicart, by the given per-level grids (hw) and by auto (and, to
+// predict times, auto's runners-up).
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -32,13 +33,15 @@ layout_result hw_layout(const topo_options& o, const std::vector<rank_placement>
   return l;
 }
 
-layout_result auto_layout(const auto_choice& choice, const std::vector<rank_placement>& placements,
-                          const rank_order& order) {
+// A hw layout of the given grids: auto's choice ("auto") or a runner-up ("auto#2").
+layout_result grids_layout(const std::string& label, const hw_grids& grids,
+                           const std::vector<rank_placement>& placements,
+                           const rank_order& order) {
   layout_result l;
-  l.dims = choice.grids.dims();
-  l.options = choice.grids.options() + " --order " + order.name();
-  l.name = fmt::format("auto {}x{}x{}", l.dims[0], l.dims[1], l.dims[2]);
-  l.coords = map_ranks(placements, choice.grids, order);
+  l.dims = grids.dims();
+  l.options = grids.options() + " --order " + order.name();
+  l.name = fmt::format("{} {}x{}x{}", label, l.dims[0], l.dims[1], l.dims[2]);
+  l.coords = map_ranks(placements, grids, order);
   return l;
 }
 
@@ -72,9 +75,16 @@ topo_plan plan_layouts(const topo_options& o) {
   std::vector<rank_placement> node0(p.placements.begin(), p.placements.begin() + p.per_node);
   p.choice = choose_auto(shape_of_node(node0), o.nodes, p.layouts.front().dims, p.shape, p.periodic,
                          order);
-  p.layouts.push_back(auto_layout(p.choice, p.placements, order));
-  for (auto& l : p.layouts)
+  p.layouts.push_back(grids_layout("auto", p.choice.grids, p.placements, order));
+  // predict: auto's runners-up by bytes are candidates too; time may rank them otherwise.
+  if (!o.model.empty())
+    for (size_t i = 1; i < p.choice.best.size(); ++i)
+      p.layouts.push_back(
+          grids_layout(fmt::format("auto#{}", i + 1), p.choice.best[i].grids, p.placements, order));
+  for (auto& l : p.layouts) {
     l.bytes = count_traffic(l.coords, l.dims, p.periodic, p.placements, p.shape);
+    l.loads = rank_loads(l.coords, l.dims, p.periodic, p.placements, p.shape);
+  }
   return p;
 }
 

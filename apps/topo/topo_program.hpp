@@ -8,6 +8,7 @@
 
 #include "halox/decomposition/auto.hpp"
 #include "halox_programs/decomposition/options.hpp"
+#include "halox/decomposition/time_model.hpp"
 #include "halox/decomposition/traffic.hpp"
 #include "halox/topology.hpp"
 
@@ -24,6 +25,9 @@ struct topo_options {
   std::string algorithm = "standard";
   bool json = false;
   bool print = false;  // the node and core of every rank, per layout
+  // halox-topo predict
+  std::string model;          // time model parameters (JSON)
+  bool coefficients = false;  // JSON: each layout's distinct coefficient rows
 };
 
 struct layout_result {
@@ -31,6 +35,7 @@ struct layout_result {
   ivec3 dims{1, 1, 1};
   std::vector<ivec3> coords;
   traffic bytes;
+  std::vector<rank_load> loads;  // per rank, for the time model
 };
 
 // Everything halox-topo prints: the ranks placed on the nodes and each layout's traffic.
@@ -57,5 +62,13 @@ topo_plan plan_layouts(const topo_options& o);
 // output.cpp
 void print_json(const topo_options& o, const topo_plan& plan);
 void print_tables(const topo_options& o, const topo_plan& plan);
+
+// predict.cpp: the predict subcommand's option, model file and output.
+CLI::App* add_predict_command(CLI::App& app, topo_options& o);
+// Throws usage_error for a missing or malformed model file.
+time_parameters load_model(const std::string& path);
+void print_prediction_json(const topo_options& o, const topo_plan& plan, const time_parameters& p);
+void print_prediction_table(const topo_options& o, const topo_plan& plan,
+                            const time_parameters& p);
 
 }  // namespace halox::topo_program

@@ -1,9 +1,13 @@
-"""The `halox` command: `halox sweep SPEC.toml` and `halox report FILE.jsonl ...`."""
+"""The `halox` command: `halox sweep SPEC.toml`, `halox report FILE.jsonl ...` and
+`halox calibrate FILE.jsonl ... -o MODEL.json`."""
 from __future__ import annotations
 
 import argparse
+import json
+import pathlib
 import sys
 
+from . import calibrate as cal
 from . import launch
 from . import records as rec
 from . import report as rep
@@ -74,6 +78,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--plot", metavar="OUT.png", help="also write a bar plot of the chosen layout")
     r.add_argument("--save", metavar="DIR",
                    help="also write DIR/report.md (every table) and PNG plots beside it")
+    r.add_argument("--model", metavar="MODEL.json",
+                   help="halox-bench: also the placement effect (each run's time over that of "
+                        "the --mpicart run of its shape) measured, predicted by this time model "
+                        "(halox calibrate) and published for Betzy")
+    r.add_argument("--model-topology", metavar="TOPOLOGY",
+                   help="with --model: the node the records ran on (default: this machine)")
+    r.add_argument("--plot-model", metavar="OUT.png",
+                   help="with --model: a plot of predicted against measured times")
     filters = r.add_argument_group("selection (comma lists)")
     filters.add_argument("--run-id", help="only these runs")
     filters.add_argument("--halo", help="only these halo widths, e.g. 1,5")
@@ -111,7 +123,64 @@ def build_parser() -> argparse.ArgumentParser:
                         "allocation, appending to --output; run nothing")
     s.add_argument("-v", "--verbose", action="store_true",
                    help="show each benchmark's own output (its summary table) when it ends")
+    c = sub.add_parser("calibrate", help="fit the time model of halox-topo predict to "
+                                         "halox-bench records (docs/topology.md)",
+                       description="Fits the time model's parameters (halox-topo predict) to "
+                                   "the median times of halox-bench records of --mpicart or "
+                                   "level-grid runs on one node (examples/sweeps/"
+                                   "calibrate-node.toml), and the network's to runs across "
+                                   "nodes; or, with --betzy, the Betzy model to the published "
+                                   "single-node table and HDR100's figures, and prints its "
+                                   "check against the 27-node tables.")
+    c.add_argument("files", nargs="*", metavar="FILE.jsonl")
+    c.add_argument("--output", "-o", required=True, metavar="MODEL.json",
+                   help="write the model here")
+    c.add_argument("--betzy", action="store_true",
+                   help="the Betzy model, from the published tables (no records)")
+    c.add_argument("--topology", help="the node the records ran on, as halox-topo --topology "
+                                      "takes it (default: this machine)")
+    c.add_argument("--base", metavar="MODEL.json",
+                   help="parameters kept as they are unless fitted (e.g. a network entered by "
+                        "hand, or fitted from a two-node run)")
+    c.add_argument("--fit", metavar="GROUP,...",
+                   help="parameter groups to fit (default: the on-node ones, and the "
+                        "network's when a record spans nodes): " + ", ".join(cal.GROUPS))
+    c.add_argument("--plot", metavar="OUT.png",
+                   help="with --betzy: predicted against published times of the 27-node tables")
     return parser
+
+
+def calibrate_main(args) -> int:
+    prog = "halox calibrate"
+    from . import betzy
+    from . import timemodel as tm
+    try:
+        if args.betzy:
+            if args.files:
+                return _fail(prog, "--betzy takes no records")
+            doc = betzy.fit_model()
+        else:
+            if not args.files:
+                return _fail(prog, "give the halox-bench records to fit (or --betzy)")
+            records = cal.read_records(args.files)
+            base = tm.load_model(args.base) if args.base else None
+            groups = rec.parse_list(args.fit) or cal.default_groups(records)
+            doc = cal.calibrate(records, args.topology, groups, base)
+        pathlib.Path(args.output).write_text(json.dumps(doc, indent=1) + "\n")
+    except tm.ModelError as e:
+        return _fail(prog, str(e), code=1)
+    except OSError as e:
+        return _fail(prog, f"cannot write {args.output}: {e.strerror}", code=1)
+    print(cal.summary(doc))
+    if args.betzy:
+        rows = betzy.check(doc)
+        print("\n" + betzy.check_table(rows))
+        if args.plot:
+            from . import report_model
+            report_model.plot_points(betzy.published_points(rows), args.plot,
+                                     "published µs per exchange (ghexbench, Betzy)")
+    print(f"\nmodel written to {args.output}")
+    return 0
 
 
 def report_main(args) -> int:
@@ -148,6 +217,10 @@ def report_main(args) -> int:
     if records:
         parts.append(render(rep.build(records, args.layout, args.metric, args.baseline,
                                       args.efficiency, args.self_copy)))
+    if records and args.model:
+        failed = _placement_effect(args, records, render, parts)
+        if failed:
+            return failed
     from . import report_breakdown, report_halo2d, report_ipc
     if records and args.breakdown:
         if report_breakdown.has_breakdown(records):
@@ -190,6 +263,26 @@ def report_main(args) -> int:
     return 0
 
 
+def _placement_effect(args, records, render, parts: list[str]) -> int:
+    """Appends the placement-effect table (and writes its plot); non-zero on a bad model."""
+    from . import report_model
+    from . import timemodel as tm
+    prog = "halox report"
+    try:
+        report, points = report_model.placement_effect(records, tm.load_model(args.model),
+                                                       args.model_topology)
+    except tm.ModelError as e:
+        return _fail(prog, str(e), code=1)
+    parts.append(render(report))
+    if args.plot_model and points:
+        try:
+            out = report_model.plot_points(points, args.plot_model)
+        except OSError as e:
+            return _fail(prog, f"cannot write {args.plot_model}: {e.strerror}")
+        print(f"{prog}: plot written to {out}", file=sys.stderr)
+    return 0
+
+
 def sweep_main(args) -> int:
     prog = "halox sweep"
     try:
@@ -210,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "report":
             return report_main(args)
+        if args.command == "calibrate":
+            return calibrate_main(args)
         return sweep_main(args)
     except ModuleNotFoundError as e:
         if e.name not in TOOLS_EXTRA:

@@ -56,9 +56,10 @@ boundary crossed_boundary(const rank_placement& a, const rank_placement& b) {
   return boundary::none;
 }
 
-traffic count_traffic(const std::vector<ivec3>& coords, const ivec3& dims,
-                      const std::array<bool, 3>& periodic,
-                      const std::vector<rank_placement>& placements, const exchange_shape& shape) {
+std::vector<rank_traffic> traffic_per_rank(const std::vector<ivec3>& coords, const ivec3& dims,
+                                           const std::array<bool, 3>& periodic,
+                                           const std::vector<rank_placement>& placements,
+                                           const exchange_shape& shape) {
   const rank_order xyz{};
   const size_t cells =
       static_cast<size_t>(dims[0]) * static_cast<size_t>(dims[1]) * static_cast<size_t>(dims[2]);
@@ -72,9 +73,8 @@ traffic count_traffic(const std::vector<ivec3>& coords, const ivec3& dims,
     slot = static_cast<int>(r);
   }
   const auto messages = messages_per_rank(shape);
-  traffic t;
+  std::vector<rank_traffic> out(coords.size());
   for (size_t r = 0; r < coords.size(); ++r) {
-    std::array<long long, boundary_count> mine{};
     for (const auto& m : messages) {
       ivec3 c = coords[r];
       bool exists = true;
@@ -88,18 +88,27 @@ traffic count_traffic(const std::vector<ivec3>& coords, const ivec3& dims,
       if (!exists) continue;
       const auto& peer =
           placements[static_cast<size_t>(at[static_cast<size_t>(linear_index(c, dims, xyz))])];
-      int k = static_cast<int>(crossed_boundary(placements[r], peer));
-      mine[static_cast<size_t>(k)] += m.bytes;
-      t.messages[static_cast<size_t>(k)] += 1;
+      const auto k = static_cast<size_t>(crossed_boundary(placements[r], peer));
+      out[r].bytes[k] += m.bytes;
+      out[r].messages[k] += 1;
     }
+  }
+  return out;
+}
+
+traffic count_traffic(const std::vector<ivec3>& coords, const ivec3& dims,
+                      const std::array<bool, 3>& periodic,
+                      const std::vector<rank_placement>& placements, const exchange_shape& shape) {
+  traffic t;
+  for (const auto& mine : traffic_per_rank(coords, dims, periodic, placements, shape)) {
     long long sum = 0;
-    for (long long b : mine) sum += b;
-    t.max_rank_bytes = std::max(t.max_rank_bytes, sum);
-    for (int k = 0; k < boundary_count; ++k) {
-      t.total[static_cast<size_t>(k)] += mine[static_cast<size_t>(k)];
-      t.max_per_rank[static_cast<size_t>(k)] =
-          std::max(t.max_per_rank[static_cast<size_t>(k)], mine[static_cast<size_t>(k)]);
+    for (size_t k = 0; k < static_cast<size_t>(boundary_count); ++k) {
+      sum += mine.bytes[k];
+      t.total[k] += mine.bytes[k];
+      t.messages[k] += mine.messages[k];
+      t.max_per_rank[k] = std::max(t.max_per_rank[k], mine.bytes[k]);
     }
+    t.max_rank_bytes = std::max(t.max_rank_bytes, sum);
   }
   return t;
 }

@@ -164,7 +164,8 @@ PAGES = {
     "docs/transports.md": ["halox-bench"],
     "docs/halo2d.md": ["halox-halo2d"],
     "docs/ipc.md": ["halox-ipc"],
-    "docs/topology.md": ["halox-bench", "halox-topo"],
+    "docs/topology.md": ["halox-bench", "halox-topo", "halox-topo predict", "halox calibrate",
+                         "halox report"],
     "docs/multihost.md": ["halox-bench", "halox-topo"],
 }
 OTHER_TOOLS = {
@@ -178,8 +179,13 @@ HIDDEN = {"halox-halo2d": {"--inject-fault"}}
 
 
 def help_options(program: str) -> set[str]:
-    out = subprocess.run(launcher(1) + [str(build_dir() / program), "--help"], capture_output=True,
-                         text=True, timeout=60).stdout
+    """The options in the --help of a program, a program's subcommand ("halox-topo predict") or
+    a command of the Python tools ("halox calibrate")."""
+    exe, *sub = program.split()
+    cmd = ([sys.executable, "-m", "halox.cli"] if exe == "halox"
+           else launcher(1) + [str(build_dir() / exe)])
+    out = subprocess.run(cmd + sub + ["--help"], capture_output=True, text=True,
+                         timeout=60).stdout
     return set(re.findall(r"(--[a-z][a-z0-9-]*)", out))
 
 

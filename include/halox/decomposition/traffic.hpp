@@ -44,7 +44,19 @@ std::vector<message_size> messages_per_rank(const exchange_shape& shape);
 
 boundary crossed_boundary(const rank_placement& a, const rank_placement& b);
 
-// Exact count: rank r sits at coords[r] of the grid dims, on placements[r].
+// What one rank sends per exchange, by the highest boundary crossed.
+struct rank_traffic {
+  std::array<long long, boundary_count> bytes{};
+  std::array<long long, boundary_count> messages{};
+};
+
+// Per rank (index = rank): rank r sits at coords[r] of the grid dims, on placements[r].
+std::vector<rank_traffic> traffic_per_rank(const std::vector<ivec3>& coords, const ivec3& dims,
+                                           const std::array<bool, 3>& periodic,
+                                           const std::vector<rank_placement>& placements,
+                                           const exchange_shape& shape);
+
+// Exact count over all ranks (traffic_per_rank summed).
 traffic count_traffic(const std::vector<ivec3>& coords, const ivec3& dims,
                       const std::array<bool, 3>& periodic,
                       const std::vector<rank_placement>& placements, const exchange_shape& shape);
