@@ -19,3 +19,34 @@ def test_heat3d_is_independent_of_the_rank_count(run_mpi, ranks):
     assert parallel[0] == pytest.approx(serial[0], rel=1e-9, abs=1e-9)
     assert parallel[1] == pytest.approx(serial[1], rel=1e-12)
     assert serial[1] > 1.0  # the field is not trivially zero
+
+
+def digest(run):
+    assert run.returncode == 0, run.stderr
+    match = re.search(r"digest ([0-9a-f]{16})", run.stdout)
+    assert match, run.stdout
+    return match.group(1)
+
+
+# The staggered mini-app: cell, node and face fields, subset halo updates at depths 2
+# and 1. Bit for bit the same state on 1 rank and on several, periodic or open, with
+# halox or with the plain-MPI exchange written the way CloverLeaf's is.
+@pytest.mark.parametrize("periodic", ["111", "000", "101"])
+def test_hydro3d_is_bit_identical_on_any_rank_count(run_mpi, periodic):
+    args = ["global=10", "steps=3", f"periodic={periodic}"]
+    serial = digest(run_mpi(1, "halox-example-hydro3d", *args))
+    for ranks, extra in [(2, "algorithm=standard"), (4, "exchange=plain"), (4, "order=XYZ"),
+                         (8, "transport=shm")]:
+        assert digest(run_mpi(ranks, "halox-example-hydro3d", *args, extra)) == serial, (ranks, extra)
+
+
+def test_hydro3d_digest_follows_the_state(run_mpi):
+    # One step more changes the state, and the digest with it.
+    assert digest(run_mpi(1, "halox-example-hydro3d", "global=10", "steps=2")) != \
+        digest(run_mpi(1, "halox-example-hydro3d", "global=10", "steps=3"))
+
+
+def test_hydro3d_refuses_a_bad_argument(run_mpi):
+    run = run_mpi(2, "halox-example-hydro3d", "exchange=carrier-pigeon")
+    assert run.returncode != 0
+    assert "exchange must be halox or plain" in run.stderr

@@ -1,0 +1,236 @@
+// The staggered mini-app's halo time, measured three ways in one run
+// (interleaved rounds, the slowest rank's time per round, medians):
+//
+//  1. the app's halo updates per step: halox against the plain-MPI exchange
+//     written the way CloverLeaf's is;
+//  2. all 14 fields (5 cell, 3 node, 6 face) at depth 1 and 2: one mixed
+//     exchange against one exchange per location;
+//  3. subset calls of the mixed exchange against exchanges built for that
+//     subset alone.
+//
+//   mpiexec -n 2 --bind-to core halox-example-hydro3d-bench cells=32 rounds=7
+//     cells=N (32, per rank) steps=S (10) calls=C (20) rounds=R (7)
+//     transport=NAME (mpi-p2p) algorithm=NAME (staged)
+//
+// Prints a table and one JSON object per measurement.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fields.hpp"
+#include "halox/common/error.hpp"
+#include "step.hpp"
+
+namespace {
+
+using halox::ivec3;
+using hydro::field3d;
+
+struct bench_options {
+  int cells = 32, steps = 10, calls = 20, rounds = 7;
+  std::string transport = "mpi-p2p", algorithm = "staged";
+};
+
+bench_options parse(int argc, char** argv) {
+  bench_options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const auto eq = arg.find('=');
+    const std::string key = arg.substr(0, eq), value = eq == std::string::npos ? "" : arg.substr(eq + 1);
+    if (key == "cells") o.cells = std::stoi(value);
+    else if (key == "steps") o.steps = std::stoi(value);
+    else if (key == "calls") o.calls = std::stoi(value);
+    else if (key == "rounds") o.rounds = std::stoi(value);
+    else if (key == "transport") o.transport = value;
+    else if (key == "algorithm") o.algorithm = value;
+    else throw halox::usage_error("unknown argument '" + arg + "'");
+  }
+  return o;
+}
+
+// Times the halo updates of whatever runs inside (the slowest rank's sum).
+class timed_updater final : public hydro::halo_updater {
+ public:
+  explicit timed_updater(hydro::halo_updater& inner) : inner_(inner) {}
+  void update(const std::vector<int>& fields, int depth) override {
+    const double t0 = MPI_Wtime();
+    inner_.update(fields, depth);
+    seconds += MPI_Wtime() - t0;
+  }
+  double seconds = 0;
+
+ private:
+  hydro::halo_updater& inner_;
+};
+
+double slowest(double mine, MPI_Comm comm) {
+  double most = 0;
+  MPI_Allreduce(&mine, &most, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return most;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Runs each candidate once per round, in turn; each returns its seconds.
+std::vector<double> medians(int rounds, const std::vector<std::function<double()>>& candidates) {
+  std::vector<std::vector<double>> times(candidates.size());
+  for (int r = 0; r < rounds; ++r)
+    for (size_t c = 0; c < candidates.size(); ++c) times[c].push_back(candidates[c]());
+  std::vector<double> out;
+  for (auto& t : times) out.push_back(median(t));
+  return out;
+}
+
+halox::exchange_options options_of(const bench_options& o) {
+  return {.alg = halox::parse_algorithm(o.algorithm), .mode = halox::field_mode::compact,
+          .transport = halox::parse_transport_choice(o.transport)};
+}
+
+void report(int rank, const char* what, const char* a, double ta, const char* b, double tb,
+            const bench_options& o) {
+  if (rank != 0) return;
+  std::printf("%-40s %-22s %10.1f us  %-22s %10.1f us  ratio %.3f\n", what, a, ta * 1e6, b, tb * 1e6,
+              ta / tb);
+  std::printf("{\"measurement\": \"%s\", \"cells\": %d, \"transport\": \"%s\", \"algorithm\": "
+              "\"%s\", \"%s_us\": %.2f, \"%s_us\": %.2f, \"ratio\": %.4f}\n",
+              what, o.cells, o.transport.c_str(), o.algorithm.c_str(), a, ta * 1e6, b, tb * 1e6,
+              ta / tb);
+}
+
+// 1. The app's halo time per step, halox against the plain exchange.
+void app_halos(const halox::decomposition& d, const hydro::geometry& g, const bench_options& o) {
+  const ivec3 cells{o.cells, o.cells, o.cells};
+  std::vector<field3d> halox_fields = hydro::make_fields(d, cells), plain_fields = hydro::make_fields(d, cells);
+  hydro::halox_updater with_halox(d, cells, halox_fields, options_of(o));
+  hydro::plain_updater with_plain(d, plain_fields);
+  auto run = [&](std::vector<field3d>& f, hydro::halo_updater& u) {
+    hydro::initial_state(f, g);
+    timed_updater timed(u);
+    MPI_Barrier(d.comm());
+    for (int s = 0; s < o.steps; ++s) hydro::step(f, g, timed);
+    return slowest(timed.seconds, d.comm()) / o.steps;
+  };
+  const auto t = medians(o.rounds, {[&] { return run(halox_fields, with_halox); },
+                                    [&] { return run(plain_fields, with_plain); }});
+  report(d.rank(), "halo time per step", "halox", t[0], "cloverleaf-style", t[1], o);
+}
+
+// Calls of `exchange` (C per batch), the slowest rank's time per call.
+double per_call(MPI_Comm comm, int calls, const std::function<void()>& exchange) {
+  exchange();  // warm
+  MPI_Barrier(comm);
+  const double t0 = MPI_Wtime();
+  for (int c = 0; c < calls; ++c) exchange();
+  return slowest(MPI_Wtime() - t0, comm) / calls;
+}
+
+// 2. All fields at a depth: one mixed exchange against one per location.
+void mixed_against_separate(const halox::decomposition& d, const bench_options& o) {
+  const ivec3 cells{o.cells, o.cells, o.cells};
+  std::vector<field3d> f = hydro::make_fields(d, cells);
+  const auto all = hydro::descriptors(f);
+  halox::halo_exchange mixed(d, cells, all, options_of(o));
+  auto only = [&](auto keep) {
+    std::vector<halox::field> some;
+    for (const auto& x : all)
+      if (keep(x.at)) some.push_back(x);
+    return some;
+  };
+  halox::halo_exchange cell(d, cells, only([](auto at) { return at == halox::location::cell; }), options_of(o));
+  halox::halo_exchange node(d, cells, only([](auto at) { return at == halox::location::node; }), options_of(o));
+  halox::halo_exchange face(d, cells, only([](auto at) {
+    return at != halox::location::cell && at != halox::location::node;
+  }), options_of(o));
+  std::vector<int> every(hydro::field_count);
+  for (int i = 0; i < hydro::field_count; ++i) every[static_cast<size_t>(i)] = i;
+  for (int depth : {1, 2}) {
+    auto index_list = [](size_t n) {
+      std::vector<int> v(n);
+      for (size_t i = 0; i < n; ++i) v[i] = static_cast<int>(i);
+      return v;
+    };
+    const auto cell_all = index_list(5), node_all = index_list(3), face_all = index_list(6);
+    const auto t = medians(o.rounds, {[&] { return per_call(d.comm(), o.calls, [&] { mixed.exchange(every, depth); }); },
+                                      [&] {
+                                        return per_call(d.comm(), o.calls, [&] {
+                                          cell.exchange(cell_all, depth);
+                                          node.exchange(node_all, depth);
+                                          face.exchange(face_all, depth);
+                                        });
+                                      }});
+    const std::string what = "all 14 fields, depth " + std::to_string(depth);
+    report(d.rank(), what.c_str(), "one mixed exchange", t[0], "one per location", t[1], o);
+  }
+}
+
+// 3. Subset calls of the 14-field exchange against exchanges of that subset alone.
+void subset_against_dedicated(const halox::decomposition& d, const bench_options& o) {
+  const ivec3 cells{o.cells, o.cells, o.cells};
+  std::vector<field3d> f = hydro::make_fields(d, cells);
+  const auto all = hydro::descriptors(f);
+  halox::halo_exchange whole(d, cells, all, options_of(o));
+  struct subset_case {
+    const char* what;
+    std::vector<int> fields;
+    int depth;
+  };
+  const std::vector<subset_case> cases{
+      {"subset {density, energy}, depth 2", {hydro::density, hydro::energy}, 2},
+      {"subset {xvel, yvel, zvel}, depth 1", {hydro::xvel, hydro::yvel, hydro::zvel}, 1},
+      {"subset of the 6 fluxes, depth 1",
+       {hydro::vol_flux_x, hydro::vol_flux_y, hydro::vol_flux_z, hydro::mass_flux_x,
+        hydro::mass_flux_y, hydro::mass_flux_z},
+       1}};
+  for (const auto& c : cases) {
+    std::vector<halox::field> some;
+    std::vector<int> own;
+    for (int i : c.fields) {
+      own.push_back(static_cast<int>(some.size()));
+      some.push_back(all[static_cast<size_t>(i)]);
+    }
+    halox::halo_exchange dedicated(d, cells, some, options_of(o));
+    whole.prepare(c.fields, c.depth);
+    const auto t = medians(o.rounds, {[&] { return per_call(d.comm(), o.calls, [&] { whole.exchange(c.fields, c.depth); }); },
+                                      [&] { return per_call(d.comm(), o.calls, [&] { dedicated.exchange(own, c.depth); }); }});
+    report(d.rank(), c.what, "subset call", t[0], "dedicated exchange", t[1], o);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 1, status = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  try {
+    const bench_options o = parse(argc, argv);
+    ivec3 dims{0, 0, 0};
+    MPI_Dims_create(size, 3, dims.data());
+    const std::array<bool, 3> periodic{true, true, true};
+    const auto decomp = halox::adopt_decomposition(MPI_COMM_WORLD, dims, periodic, halox::rank_order::mpi_cart());
+    const auto sub = halox::subdomain_per_rank(decomp, {o.cells, o.cells, o.cells});
+    const hydro::geometry g{sub.offset, sub.global, periodic};
+    if (rank == 0)
+      std::printf("# %d ranks (%dx%dx%d), %d^3 cells per rank, transport %s, algorithm %s, "
+                  "%d rounds\n",
+                  size, dims[0], dims[1], dims[2], o.cells, o.transport.c_str(), o.algorithm.c_str(),
+                  o.rounds);
+    app_halos(decomp, g, o);
+    mixed_against_separate(decomp, o);
+    subset_against_dedicated(decomp, o);
+  } catch (const std::exception& e) {
+    if (rank == 0) std::fprintf(stderr, "halox-example-hydro3d-bench: error: %s\n", e.what());
+    status = 1;
+  }
+  MPI_Finalize();
+  return status;
+}
