@@ -195,6 +195,141 @@ static void bad_calls(halox_decomposition d) {
   free(f);
 }
 
+
+/* ---- Fields of their own locations: a cell field (double) and a node field
+ * (float, CloverLeaf's extents), on an open grid numbered x fastest. */
+enum { G = 8 };
+
+static double point_value(int field, const int g[3]) {
+  return 1 + field * 1000000.0 + g[0] + 100.0 * g[1] + 10000.0 * g[2];
+}
+
+/* Checks every point of one field after a call at `depth` (0: whole halo);
+ * unfilled halo points hold -1. Returns the number of wrong points. */
+static int located_wrong(const void* data, int is_float, int field, const int stag[3],
+                         const int points[3], const int lo[3], const int hi[3],
+                         const int offset[3], const int global_points[3], int depth) {
+  int wrong = 0, a[3];
+  for (int k = 0; k < 3; ++k) a[k] = lo[k] + points[k] + hi[k];
+  for (int z = -lo[2]; z < points[2] + hi[2]; ++z)
+    for (int y = -lo[1]; y < points[1] + hi[1]; ++y)
+      for (int x = -lo[0]; x < points[0] + hi[0]; ++x) {
+        int p[3] = {x, y, z}, g[3], inside = 1, filled = 1;
+        for (int k = 0; k < 3; ++k) {
+          int flo = depth ? (lo[k] < depth ? lo[k] : depth) : lo[k];
+          int fhi = depth ? (hi[k] < depth + stag[k] ? hi[k] : depth + stag[k]) : hi[k];
+          g[k] = offset[k] + p[k];
+          if (p[k] < 0 || p[k] >= points[k]) inside = 0;
+          if (p[k] < -flo || p[k] >= points[k] + fhi) filled = 0;
+          if (g[k] < 0 || g[k] >= global_points[k]) filled = 0; /* open boundary */
+        }
+        double expected = inside || filled ? point_value(field, g) : -1;
+        size_t i = (size_t)(x + lo[0]) + (size_t)a[0] * ((size_t)(y + lo[1]) + (size_t)a[1] * (size_t)(z + lo[2]));
+        double found = is_float ? ((const float*)data)[i] : ((const double*)data)[i];
+        wrong += found != expected;
+      }
+  return wrong;
+}
+
+static void located_fill(void* data, int is_float, int field, const int points[3], const int lo[3],
+                         const int hi[3], const int offset[3]) {
+  int a[3];
+  for (int k = 0; k < 3; ++k) a[k] = lo[k] + points[k] + hi[k];
+  for (int z = -lo[2]; z < points[2] + hi[2]; ++z)
+    for (int y = -lo[1]; y < points[1] + hi[1]; ++y)
+      for (int x = -lo[0]; x < points[0] + hi[0]; ++x) {
+        int p[3] = {x, y, z}, g[3], inside = 1;
+        for (int k = 0; k < 3; ++k) {
+          g[k] = offset[k] + p[k];
+          if (p[k] < 0 || p[k] >= points[k]) inside = 0;
+        }
+        double v = inside ? point_value(field, g) : -1;
+        size_t i = (size_t)(x + lo[0]) + (size_t)a[0] * ((size_t)(y + lo[1]) + (size_t)a[1] * (size_t)(z + lo[2]));
+        if (is_float)
+          ((float*)data)[i] = (float)v;
+        else
+          ((double*)data)[i] = v;
+      }
+}
+
+static void located_checked(int size) {
+  int dims[3] = {0, 0, 0}, periodic[3] = {0, 0, 0}, global[3] = {G, G, G};
+  MPI_Dims_create(size, 3, dims);
+  halox_decomposition d = NULL;
+  EXPECT(halox_decomposition_adopt(&d, MPI_COMM_WORLD, global, dims, periodic, "XYZ", NULL, NULL) ==
+         HALOX_SUCCESS);
+  int extent[3], offset[3], grid_dims[3], coords[3];
+  EXPECT(halox_subdomain(d, extent, offset) == HALOX_SUCCESS);
+  EXPECT(halox_decomposition_grid(d, grid_dims, coords) == HALOX_SUCCESS);
+  /* x fastest: rank = x + dims_x * (y + dims_y * z) */
+  EXPECT(rank == coords[0] + grid_dims[0] * (coords[1] + grid_dims[1] * coords[2]));
+  const int cell_stag[3] = {0, 0, 0}, node_stag[3] = {1, 1, 1};
+  const int cell_lo[3] = {2, 2, 2}, cell_hi[3] = {2, 2, 2}, node_lo[3] = {2, 2, 2},
+            node_hi[3] = {3, 3, 3};
+  int node_points[3], node_global[3], cell_alloc = 1, node_alloc = 1;
+  for (int k = 0; k < 3; ++k) {
+    node_points[k] = extent[k] + (coords[k] == grid_dims[k] - 1 ? 1 : 0);
+    node_global[k] = G + 1;
+    cell_alloc *= extent[k] + 4;
+    node_alloc *= node_points[k] + 5;
+  }
+  double* cell = calloc((size_t)cell_alloc, sizeof(double));
+  float* node = calloc((size_t)node_alloc, sizeof(float));
+  halox_field_spec fields[2] = {
+      {cell, HALOX_DOUBLE, HALOX_CELL, {2, 2, 2, 2, 2, 2}, {extent[0] + 4, extent[1] + 4, extent[2] + 4}, "density"},
+      {node, HALOX_FLOAT, HALOX_NODE, {2, 3, 2, 3, 2, 3}, {node_points[0] + 5, node_points[1] + 5, node_points[2] + 5}, "xvel"}};
+  halox_options options = HALOX_OPTIONS_INIT;
+  options.algorithm = "staged";
+  halox_exchange ex = NULL;
+  EXPECT(halox_exchange_create_fields(&ex, d, NULL, 2, fields, &options) == HALOX_SUCCESS);
+  located_fill(cell, 0, 0, extent, cell_lo, cell_hi, offset);
+  located_fill(node, 1, 1, node_points, node_lo, node_hi, offset);
+  EXPECT(halox_exchange_run(ex) == HALOX_SUCCESS);
+  int global_cells[3] = {G, G, G};
+  EXPECT(located_wrong(cell, 0, 0, cell_stag, extent, cell_lo, cell_hi, offset, global_cells, 0) == 0);
+  EXPECT(located_wrong(node, 1, 1, node_stag, node_points, node_lo, node_hi, offset, node_global, 0) == 0);
+  /* the node field alone, at depth 1: the cell field's halo stays as it was */
+  located_fill(cell, 0, 0, extent, cell_lo, cell_hi, offset);
+  located_fill(node, 1, 1, node_points, node_lo, node_hi, offset);
+  int xvel = -1, one[1] = {0};
+  EXPECT(halox_field_index(ex, "xvel", &xvel) == HALOX_SUCCESS && xvel == 1);
+  one[0] = xvel;
+  EXPECT(halox_exchange_subset(ex, 1, one, 1) == HALOX_SUCCESS);
+  EXPECT(located_wrong(node, 1, 1, node_stag, node_points, node_lo, node_hi, offset, node_global, 1) == 0);
+  double* untouched = calloc((size_t)cell_alloc, sizeof(double));
+  located_fill(untouched, 0, 0, extent, cell_lo, cell_hi, offset);
+  EXPECT(memcmp(untouched, cell, (size_t)cell_alloc * sizeof(double)) == 0);
+  free(untouched);
+  /* bad calls: each a code and a message, the exchange still usable */
+  int bad[2] = {0, 7};
+  EXPECT_ERROR(halox_exchange_subset(ex, 2, bad, 1), HALOX_ERROR_USAGE, "field index 7");
+  EXPECT_ERROR(halox_exchange_subset(ex, 1, one, 5), HALOX_ERROR_USAGE, "deeper than the halo");
+  EXPECT_ERROR(halox_field_index(ex, "pressure", &xvel), HALOX_ERROR_USAGE, "no field named");
+  EXPECT(halox_exchange_destroy(&ex) == HALOX_SUCCESS);
+  /* a node field with a cell field's extents */
+  fields[1].allocated[0] -= 1;
+  EXPECT_ERROR(halox_exchange_create_fields(&ex, d, NULL, 2, fields, &options), HALOX_ERROR_USAGE,
+               "points");
+  fields[1].allocated[0] += 1;
+  fields[1].location = (halox_location)11;
+  EXPECT_ERROR(halox_exchange_create_fields(&ex, d, NULL, 2, fields, &options), HALOX_ERROR_USAGE,
+               "not a halox_location");
+  EXPECT(halox_decomposition_destroy(&d) == HALOX_SUCCESS);
+  /* sub-domains that do not tile the grid as the ranks are placed: the
+   * halves swapped along the split dimension */
+  if (size == 2) {
+    int split = dims[0] == 2 ? 0 : dims[1] == 2 ? 1 : 2;
+    int my_offset[3] = {0, 0, 0}, my_extent[3] = {G, G, G};
+    my_extent[split] = G / 2;
+    my_offset[split] = rank == 0 ? G / 2 : 0;
+    EXPECT_ERROR(halox_decomposition_adopt(&d, MPI_COMM_WORLD, global, dims, periodic, "XYZ",
+                                           my_offset, my_extent),
+                 HALOX_ERROR_USAGE, "do not tile");
+  }
+  free(cell);
+  free(node);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -212,6 +347,7 @@ int main(int argc, char** argv) {
     shared_fields_checked(d);
   }
   bad_calls(d);
+  located_checked(size);
   /* the Fortran communicator form */
   halox_decomposition df = NULL;
   EXPECT(halox_decomposition_create_f(&df, MPI_Comm_c2f(MPI_COMM_WORLD), global, NULL, NULL) ==
