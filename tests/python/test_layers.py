@@ -30,7 +30,8 @@ def layer_of(path: str) -> int:
     p = path.removeprefix("include/").removeprefix("src/").removeprefix("halox/")
     first = re.split(r"[/.]", p)[0]
     # device.hpp: device memory of fields, at the transports' level (src/transport/cuda/).
-    names = {"field_memory": "memory", "device": "transport",
+    # field.hpp: a field's location, halo and type, what a plan is made of.
+    names = {"field_memory": "memory", "device": "transport", "field": "plan",
              "exchange_profile": "exchange", "halox": "capi"}
     first = names.get(first, first)
     for rank, names_of_layer in enumerate(LAYERS):
