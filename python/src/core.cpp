@@ -139,6 +139,14 @@ struct py_grid {
   halox::local_grid g;
 };
 
+// One field as a code holds it: a numpy array at a location, with its halo.
+struct py_field {
+  nb::object array;
+  halox::location at = halox::location::cell;
+  halox::halo_widths halo{};
+  std::string name;
+};
+
 struct py_exchange {
   nb::object decomp;  // keeps the communicator alive
   nb::list arrays;    // keeps the field memory alive
@@ -162,6 +170,10 @@ std::string array_problem(nb::handle array, size_t index, const halox::local_gri
                           nb::handle first_dtype) {
   std::string field = "field " + std::to_string(index) + ": ";
   nb::module_ np = nb::module_::import_("numpy");
+  if (nb::isinstance<py_field>(array))
+    return field +
+           "a halox.Field: fields go with this rank's cells (x, y, z) or a Subdomain "
+           "in place of the Grid";
   if (!nb::isinstance(array, np.attr("ndarray")))
     return field + "expected a numpy.ndarray, got " + nb::cast<std::string>(nb::str(array.type()));
   nb::object dtype = array.attr("dtype");
@@ -339,14 +351,6 @@ py_exchange* make_grid_exchange(py_exchange* self, nb::object decomp_object, con
   return new (self)
       py_exchange{std::move(decomp_object), std::move(kept), std::move(ex), std::move(names)};
 }
-
-// One field as a code holds it: a numpy array at a location, with its halo.
-struct py_field {
-  nb::object array;
-  halox::location at = halox::location::cell;
-  halox::halo_widths halo{};
-  std::string name;
-};
 
 std::string halo_repr(const halox::halo_widths& h) {
   return "(" + repr_of(tuple_of(h.lo)) + ", " + repr_of(tuple_of(h.hi)) + ")";
@@ -692,30 +696,9 @@ void bind_subdomain(nb::module_& m) {
       });
 }
 
-void bind_decomposition(nb::module_& m) {
-  nb::class_<py_decomposition>(m, "Decomposition",
-                               "The Cartesian process grid (MPI_Dims_create / MPI_Cart_create).")
-      .def(
-          "__init__",
-          [](py_decomposition* self, nb::handle comm, nb::handle dims, nb::handle periodic,
-             bool reorder) {
-            MPI_Comm parent = comm_of(comm);
-            ivec3 d = ivec3_of(dims, "dims", false);
-            auto p = bool3_of(periodic, "periodic");
-            auto decomp = std::make_unique<halox::decomposition>([&] {
-              nb::gil_scoped_release release;  // collective
-              return halox::make_cart_decomposition(parent, d, p, reorder);
-            }());
-            new (self) py_decomposition{std::move(decomp)};
-          },
-          "comm"_a = nb::none(), "dims"_a = nb::make_tuple(0, 0, 0),
-          "periodic"_a = nb::make_tuple(true, true, true), "reorder"_a = false,
-          "Collective over comm (an mpi4py communicator; None: MPI_COMM_WORLD). dims entries of "
-          "0 are chosen by MPI_Dims_create; (x, y, z) order.")
-      .def_prop_ro("rank", [](const py_decomposition& s) { return s.d->rank(); })
-      .def_prop_ro("size", [](const py_decomposition& s) { return s.d->size(); })
-      .def_prop_ro("dims", [](const py_decomposition& s) { return tuple_of(s.d->dims()); })
-      .def_prop_ro("coords", [](const py_decomposition& s) { return tuple_of(s.d->coords()); })
+// A code's own rank grid, and the points its fields hold.
+void bind_code_decomposition(nb::class_<py_decomposition>& decomposition) {
+  decomposition
       .def_static(
           "adopt",
           [](nb::handle comm, nb::handle dims, nb::handle periodic, nb::handle rank_order,
@@ -773,7 +756,34 @@ void bind_decomposition(nb::module_& m) {
           },
           "cells"_a, "location"_a = "cell", "halo"_a = 1,
           "The shape (z, y, x) of a Field's array on this rank: its points plus halo (as "
-          "Field's halo=).")
+          "Field's halo=).");
+}
+
+void bind_decomposition(nb::module_& m) {
+  auto decomposition = nb::class_<py_decomposition>(
+      m, "Decomposition", "The Cartesian process grid (MPI_Dims_create / MPI_Cart_create).");
+  decomposition
+      .def(
+          "__init__",
+          [](py_decomposition* self, nb::handle comm, nb::handle dims, nb::handle periodic,
+             bool reorder) {
+            MPI_Comm parent = comm_of(comm);
+            ivec3 d = ivec3_of(dims, "dims", false);
+            auto p = bool3_of(periodic, "periodic");
+            auto decomp = std::make_unique<halox::decomposition>([&] {
+              nb::gil_scoped_release release;  // collective
+              return halox::make_cart_decomposition(parent, d, p, reorder);
+            }());
+            new (self) py_decomposition{std::move(decomp)};
+          },
+          "comm"_a = nb::none(), "dims"_a = nb::make_tuple(0, 0, 0),
+          "periodic"_a = nb::make_tuple(true, true, true), "reorder"_a = false,
+          "Collective over comm (an mpi4py communicator; None: MPI_COMM_WORLD). dims entries of "
+          "0 are chosen by MPI_Dims_create; (x, y, z) order.")
+      .def_prop_ro("rank", [](const py_decomposition& s) { return s.d->rank(); })
+      .def_prop_ro("size", [](const py_decomposition& s) { return s.d->size(); })
+      .def_prop_ro("dims", [](const py_decomposition& s) { return tuple_of(s.d->dims()); })
+      .def_prop_ro("coords", [](const py_decomposition& s) { return tuple_of(s.d->coords()); })
       .def_prop_ro("periodic",
                    [](const py_decomposition& s) {
                      auto p = s.d->periodic();
@@ -808,6 +818,7 @@ void bind_decomposition(nb::module_& m) {
                ", coords=" + repr_of(tuple_of(s.d->coords())) +
                ", rank=" + std::to_string(s.d->rank()) + ")";
       });
+  bind_code_decomposition(decomposition);
 }
 
 void bind_grid(nb::module_& m) {
