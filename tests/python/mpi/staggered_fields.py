@@ -320,6 +320,20 @@ def test_a_bad_subset_call_is_refused_on_every_rank(call, says, who):
     assert agreed(not bad), f"rank {comm.rank}: {bad} differ"
 
 
+def test_fields_go_with_cells_and_arrays_with_a_grid():
+    decomp, sub = split_decomposition(PERIODIC["periodic"])
+    grid = halox.Grid(sub.extent, halo=2)
+    fields = Case(decomp, sub, FIELDS[:1]).fields
+    with pytest.raises(ValueError, match="a halox.Field: fields go with this rank's cells"):
+        halox.HaloExchange(decomp, grid, fields)
+    with pytest.raises(ValueError, match="field 0: expected a halox.Field, got <class 'numpy"):
+        halox.HaloExchange(decomp, sub.extent, [grid.zeros()])
+    with pytest.raises(ValueError, match="grid: expected a halox.Grid .* got 'cells'"):
+        halox.HaloExchange(decomp, "cells", fields)
+    with pytest.raises(ValueError, match="unknown algorithm 'diagonal'"):
+        halox.HaloExchange(decomp, sub, fields, algorithm="diagonal")
+
+
 def test_field_arguments_are_checked_where_given():
     array = np.zeros((4, 4, 4))
     with pytest.raises(ValueError, match="unknown location 'vertex'"):
