@@ -17,7 +17,7 @@ tools do not load MPI.
 """
 
 _BINDINGS = (
-    "Decomposition", "Subdomain", "Grid", "HaloExchange", "UsageError", "RunError",
+    "Decomposition", "Subdomain", "Grid", "Field", "HaloExchange", "UsageError", "RunError",
     "transports", "algorithms", "field_modes", "default_transport", "mpi_library_version",
     "cuda_built", "cuda_unavailable",
 )

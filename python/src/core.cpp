@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,9 +19,10 @@
 #include "halox/common/error.hpp"
 #include "halox/decomposition.hpp"
 #include "halox/exchange.hpp"
-#include "halox/transport/registry.hpp"
+#include "halox/field.hpp"
 #include "halox/grid.hpp"
 #include "halox/transport.hpp"
+#include "halox/transport/registry.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -137,10 +139,21 @@ struct py_grid {
   halox::local_grid g;
 };
 
+// One field as a code holds it: a numpy array at a location, with its halo.
+struct py_field {
+  nb::object array;
+  halox::location at = halox::location::cell;
+  halox::halo_widths halo{};
+  std::string name;
+};
+
 struct py_exchange {
   nb::object decomp;  // keeps the communicator alive
   nb::list arrays;    // keeps the field memory alive
   std::unique_ptr<halox::halo_exchange> ex;
+  std::vector<std::string> names;  // as subset calls name the fields
+  // Subset calls (sorted fields, depth) whose arguments all ranks accepted.
+  std::set<std::pair<std::vector<int>, int>> agreed_calls{};
   ~py_exchange() {
     if (mpi_finalized()) (void)ex.release();  // its MPI requests went with MPI
   }
@@ -157,6 +170,10 @@ std::string array_problem(nb::handle array, size_t index, const halox::local_gri
                           nb::handle first_dtype) {
   std::string field = "field " + std::to_string(index) + ": ";
   nb::module_ np = nb::module_::import_("numpy");
+  if (nb::isinstance<py_field>(array))
+    return field +
+           "a halox.Field: fields go with this rank's cells (x, y, z) or a Subdomain "
+           "in place of the Grid";
   if (!nb::isinstance(array, np.attr("ndarray")))
     return field + "expected a numpy.ndarray, got " + nb::cast<std::string>(nb::str(array.type()));
   nb::object dtype = array.attr("dtype");
@@ -276,16 +293,10 @@ std::string gather_fields(nb::handle arrays, const halox::local_grid& g,
   return problem;
 }
 
-py_exchange* make_exchange(py_exchange* self, nb::object decomp_object, const py_grid& grid,
-                           nb::handle arrays, const std::string& alg, const std::string& mode,
-                           const std::string& transport, int fields_per_block) {
-  auto& decomp = *nb::cast<py_decomposition&>(decomp_object).d;
-  // Local checks first, then agreed on: every rank raises the same error.
-  std::string problem;
-  halox::exchange_options options;
-  halox::element_type type = halox::element_type::f64;
-  std::vector<void*> fields;
-  nb::list kept;
+// The options as named in Python; what is wrong with them, or "".
+std::string parse_options(const std::string& alg, const std::string& mode,
+                          const std::string& transport, int fields_per_block,
+                          halox::exchange_options& options) {
   try {
     options.alg = halox::parse_algorithm(alg);
     options.mode = halox::parse_field_mode(mode);
@@ -294,11 +305,14 @@ py_exchange* make_exchange(py_exchange* self, nb::object decomp_object, const py
                                std::to_string(fields_per_block));
     options.fields_per_block = fields_per_block;
     options.transport = halox::parse_transport_choice(transport);  // before anything collective
-    halox::validate_grid(grid.g);
   } catch (const halox::usage_error& e) {
-    problem = e.what();
+    return e.what();
   }
-  if (problem.empty()) problem = gather_fields(arrays, grid.g, options, type, fields, kept);
+  return {};
+}
+
+// Collective: raises ValueError on every rank when any rank has a problem.
+void agree_or_raise(const halox::decomposition& decomp, std::string problem) {
   if (!problem.empty()) problem = "rank " + std::to_string(decomp.rank()) + ": " + problem;
   std::string agreed;
   {
@@ -306,13 +320,281 @@ py_exchange* make_exchange(py_exchange* self, nb::object decomp_object, const py
     agreed = halox::agree_on_error(decomp.comm(), problem);
   }
   if (!agreed.empty()) throw nb::value_error(agreed.c_str());
+}
 
+py_exchange* make_grid_exchange(py_exchange* self, nb::object decomp_object, const py_grid& grid,
+                                nb::handle arrays, const halox::exchange_options& parsed,
+                                std::string problem) {
+  auto& decomp = *nb::cast<py_decomposition&>(decomp_object).d;
+  // Local checks first, then agreed on: every rank raises the same error.
+  halox::exchange_options options = parsed;
+  halox::element_type type = halox::element_type::f64;
+  std::vector<void*> fields;
+  nb::list kept;
+  if (problem.empty()) {
+    try {
+      halox::validate_grid(grid.g);
+    } catch (const halox::usage_error& e) {
+      problem = e.what();
+    }
+  }
+  if (problem.empty()) problem = gather_fields(arrays, grid.g, options, type, fields, kept);
+  agree_or_raise(decomp, problem);
+
+  std::vector<std::string> names;
+  for (size_t f = 0; f < fields.size(); ++f) names.push_back("field " + std::to_string(f));
   std::unique_ptr<halox::halo_exchange> ex;
   {
     nb::gil_scoped_release release;  // construction is collective
     ex = std::make_unique<halox::halo_exchange>(decomp, grid.g, type, std::move(fields), options);
   }
-  return new (self) py_exchange{std::move(decomp_object), std::move(kept), std::move(ex)};
+  return new (self)
+      py_exchange{std::move(decomp_object), std::move(kept), std::move(ex), std::move(names)};
+}
+
+std::string halo_repr(const halox::halo_widths& h) {
+  return "(" + repr_of(tuple_of(h.lo)) + ", " + repr_of(tuple_of(h.hi)) + ")";
+}
+
+// halo=: one width, (x, y, z), or ((lo_x, lo_y, lo_z), (hi_x, hi_y, hi_z)).
+halox::halo_widths halo_of(nb::handle value) {
+  halox::halo_widths h;
+  bool parsed = false;
+  if (nb::isinstance<int>(value) ||
+      (nb::hasattr(value, "__index__") && !nb::hasattr(value, "__len__"))) {
+    h.lo = h.hi = ivec3_of(value, "halo", true);
+    parsed = true;
+  } else if (nb::hasattr(value, "__len__") && nb::len(value) == 3) {
+    h.lo = h.hi = ivec3_of(value, "halo", false);
+    parsed = true;
+  } else if (nb::hasattr(value, "__len__") && nb::len(value) == 2 &&
+             !nb::isinstance<nb::str>(value)) {
+    try {
+      h.lo = ivec3_of(value[0], "halo", false);
+      h.hi = ivec3_of(value[1], "halo", false);
+      parsed = true;
+    } catch (const nb::builtin_exception&) {
+    }
+  }
+  if (!parsed)
+    throw nb::value_error(("halo: expected an integer, 3 integers (x, y, z), or "
+                           "((lo_x, lo_y, lo_z), (hi_x, hi_y, hi_z)), got " +
+                           repr_of(value))
+                              .c_str());
+  for (int d = 0; d < 3; ++d)
+    if (h.lo[d] < 0 || h.hi[d] < 0)
+      throw nb::value_error(("halo: expected widths >= 0, got " + repr_of(value)).c_str());
+  return h;
+}
+
+// This rank's cells: 3 integers, or a Subdomain's extent.
+ivec3 cells_of(nb::handle value) {
+  if (nb::isinstance<halox::subdomain>(value))
+    return nb::cast<const halox::subdomain&>(value).extent;
+  return ivec3_of(value, "cells", false);
+}
+
+// Why field `f`, named `name`, cannot be exchanged on this rank
+// with `cells` cells (empty when it can); fills `out` when it can.
+std::string field_problem(const py_field& f, const std::string& name, const halox::decomposition& d,
+                          const ivec3& cells, halox::field& out) {
+  const std::string field = "field '" + name + "' (" + halox::to_string(f.at) + "): ";
+  nb::module_ np = nb::module_::import_("numpy");
+  nb::handle array = f.array;
+  if (nb::hasattr(array, "__cuda_array_interface__"))
+    return field +
+           "a CUDA array: Field takes numpy arrays (CUDA arrays go to "
+           "HaloExchange(decomp, grid, arrays))";
+  if (!nb::isinstance(array, np.attr("ndarray")))
+    return field + "expected a numpy.ndarray, got " + nb::cast<std::string>(nb::str(array.type()));
+  nb::object dtype = array.attr("dtype");
+  const bool f32 = dtype.equal(np.attr("dtype")("float32"));
+  if (!f32 && !dtype.equal(np.attr("dtype")("float64")))
+    return field + "expected dtype float32 or float64 (native byte order), got " +
+           nb::cast<std::string>(nb::str(dtype));
+  out = {nullptr, f32 ? halox::element_type::f32 : halox::element_type::f64, f.at, f.halo, name};
+  const halox::local_grid layout = halox::layout_of(d, cells, out).grid;
+  const ivec3 a = layout.allocated();
+  nb::tuple expected = nb::make_tuple(a[2], a[1], a[0]);
+  if (!array.attr("shape").equal(expected))
+    return field + "expected shape (z, y, x) = " + repr_of(expected) + ": " +
+           repr_of(tuple_of(layout.interior)) + " points (x, y, z) of a " + halox::to_string(f.at) +
+           " field on this rank (a staggered open axis holds one more on its last rank) plus "
+           "halo " +
+           halo_repr(f.halo) + "; got " + repr_of(array.attr("shape"));
+  nb::object flags = array.attr("flags");
+  if (!nb::cast<bool>(flags.attr("c_contiguous")))
+    return field + "expected a C-contiguous array (x fastest), got " +
+           (nb::cast<bool>(flags.attr("f_contiguous")) ? "a Fortran-ordered array"
+                                                       : "a non-contiguous view");
+  if (!nb::cast<bool>(flags.attr("writeable")))
+    return field + "expected a writeable array, got a read-only one";
+  out.data = reinterpret_cast<void*>(nb::cast<uintptr_t>(array.attr("ctypes").attr("data")));
+  return {};
+}
+
+// The core's advice on adopting a rank order, as a Python program follows it.
+std::string in_python_terms(std::string message) {
+  const std::string cpp = "adopt_decomposition(comm, dims, periodic, rank_order::parse(\"XYZ\"))";
+  if (auto at = message.find(cpp); at != std::string::npos)
+    message.replace(at, cpp.size(),
+                    "halox.Decomposition.adopt(comm, dims, periodic, rank_order=\"XYZ\")");
+  return message;
+}
+
+// HaloExchange(decomp, cells or Subdomain, [Field, ...]): fields as codes hold them.
+py_exchange* make_field_exchange(py_exchange* self, nb::object decomp_object, nb::handle domain,
+                                 nb::handle fields, const halox::exchange_options& options,
+                                 std::string problem) {
+  auto& decomp = *nb::cast<py_decomposition&>(decomp_object).d;
+  const bool own_subdomain = nb::isinstance<halox::subdomain>(domain);
+  ivec3 cells{};
+  std::vector<const py_field*> described;
+  nb::list kept;
+  if (problem.empty()) {
+    try {
+      cells = cells_of(domain);
+    } catch (const nb::builtin_exception&) {
+      problem =
+          "grid: expected a halox.Grid (with numpy arrays), or this rank's cells (x, y, z) "
+          "or a halox.Subdomain (with halox.Field descriptors), got " +
+          repr_of(domain);
+    }
+  }
+  if (problem.empty() && !nb::isinstance<nb::list>(fields) && !nb::isinstance<nb::tuple>(fields))
+    problem = "fields: expected a list of halox.Field, got " +
+              nb::cast<std::string>(nb::str(fields.type()));
+  if (problem.empty() && nb::len(fields) == 0) problem = "fields: expected at least one field";
+  for (size_t i = 0; problem.empty() && i < nb::len(fields); ++i) {
+    nb::handle f = fields[i];
+    if (!nb::isinstance<py_field>(f))
+      problem = "field " + std::to_string(i) + ": expected a halox.Field, got " +
+                nb::cast<std::string>(nb::str(f.type())) +
+                " (numpy arrays alone go with a halox.Grid: HaloExchange(decomp, grid, arrays))";
+    else
+      described.push_back(&nb::cast<const py_field&>(f));
+  }
+  agree_or_raise(decomp, problem);
+
+  // A code's own sub-domain must tile the grid as decomp places the ranks:
+  // checked before the shapes, which follow from where each rank sits.
+  if (own_subdomain) {
+    const auto& mine = nb::cast<const halox::subdomain&>(domain);
+    std::string refused;
+    {
+      nb::gil_scoped_release release;  // collective; usage_error on every rank alike
+      try {
+        halox::require_tiling(decomp, mine);
+      } catch (const halox::usage_error& e) {
+        refused = e.what();
+      }
+    }
+    if (!refused.empty()) throw nb::value_error(in_python_terms(refused).c_str());
+  }
+  std::vector<halox::field> descriptors(described.size());
+  std::vector<std::string> names;
+  for (size_t i = 0; problem.empty() && i < described.size(); ++i) {
+    names.push_back(described[i]->name.empty() ? "field " + std::to_string(i) : described[i]->name);
+    problem = field_problem(*described[i], names.back(), decomp, cells, descriptors[i]);
+    kept.append(described[i]->array);
+  }
+  agree_or_raise(decomp, problem);
+
+  std::unique_ptr<halox::halo_exchange> ex;
+  {
+    nb::gil_scoped_release release;  // construction is collective
+    ex = std::make_unique<halox::halo_exchange>(decomp, cells, descriptors, options);
+  }
+  return new (self)
+      py_exchange{std::move(decomp_object), std::move(kept), std::move(ex), std::move(names)};
+}
+
+py_exchange* make_exchange(py_exchange* self, nb::object decomp_object, nb::handle grid,
+                           nb::handle arrays, const std::string& alg, const std::string& mode,
+                           const std::string& transport, int fields_per_block) {
+  halox::exchange_options options;
+  std::string problem = parse_options(alg, mode, transport, fields_per_block, options);
+  if (nb::isinstance<py_grid>(grid))
+    return make_grid_exchange(self, std::move(decomp_object), nb::cast<const py_grid&>(grid),
+                              arrays, options, std::move(problem));
+  return make_field_exchange(self, std::move(decomp_object), grid, arrays, options,
+                             std::move(problem));
+}
+
+// The fields of a subset call as indices: None (every field), a name, an
+// index, or a list of names and indices. Empty optional: the whole exchange.
+// Checked as the core checks it, and agreed on by all ranks the first time a
+// subset and depth is called (when its schedule is built, collectively), so
+// a bad call raises the same error everywhere instead of leaving ranks waiting.
+std::optional<std::vector<int>> agreed_call(py_exchange& s, nb::handle fields, int depth) {
+  if (fields.is_none() && depth == 0) return std::nullopt;
+  const auto& layouts = s.ex->plan().layouts;
+  const int count = static_cast<int>(layouts.size());
+  std::vector<int> chosen;
+  std::string problem;
+  auto add = [&](nb::handle item) {
+    if (nb::isinstance<nb::str>(item)) {
+      const auto name = nb::cast<std::string>(item);
+      const auto at = std::find(s.names.begin(), s.names.end(), name);
+      if (at == s.names.end()) {
+        std::string known;
+        for (const auto& n : s.names) known += (known.empty() ? "" : ", ") + n;
+        problem = "no field named '" + name + "' in this exchange (its fields: " + known + ")";
+      } else {
+        chosen.push_back(static_cast<int>(at - s.names.begin()));
+      }
+    } else if (nb::isinstance<int>(item)) {
+      const int index = nb::cast<int>(item);
+      if (index < 0 || index >= count)
+        problem = "field index " + std::to_string(index) + " is not one of the exchange's " +
+                  std::to_string(count) + " fields (0 to " + std::to_string(count - 1) + ")";
+      else
+        chosen.push_back(index);
+    } else {
+      problem = "fields: expected names or indices, got " + repr_of(item);
+    }
+  };
+  if (fields.is_none()) {
+    for (int f = 0; f < count; ++f) chosen.push_back(f);
+  } else if (nb::isinstance<nb::str>(fields) || nb::isinstance<int>(fields)) {
+    add(fields);
+  } else if (nb::isinstance<nb::list>(fields) || nb::isinstance<nb::tuple>(fields)) {
+    for (nb::handle item : fields)
+      if (problem.empty()) add(item);
+  } else {
+    problem = "fields: expected a name, an index or a list of them, got " + repr_of(fields);
+  }
+  std::sort(chosen.begin(), chosen.end());
+  if (problem.empty() && chosen.empty()) problem = "a subset call names no field";
+  for (size_t i = 1; problem.empty() && i < chosen.size(); ++i)
+    if (chosen[i] == chosen[i - 1])
+      problem =
+          "field '" + s.names[static_cast<size_t>(chosen[i])] + "' is named twice in a subset call";
+  if (problem.empty() && depth < 0)
+    problem = "depth must not be negative, got " + std::to_string(depth);
+  for (size_t i = 0; problem.empty() && i < chosen.size(); ++i) {
+    const auto& layout = layouts[static_cast<size_t>(chosen[i])];
+    const ivec3 staggered = halox::staggered_axes(layout.at);
+    int deepest = 0;  // in cells: the point a staggered axis shares does not count
+    for (int d = 0; d < 3; ++d)
+      deepest = std::max({deepest, layout.grid.halo.lo[d], layout.grid.halo.hi[d] - staggered[d]});
+    if (depth > deepest)
+      problem = "depth " + std::to_string(depth) + " is deeper than the halo of field '" +
+                s.names[static_cast<size_t>(chosen[i])] + "' (" + std::to_string(deepest) +
+                " cells)";
+  }
+  const auto key = std::make_pair(chosen, depth);
+  if (problem.empty() && s.agreed_calls.count(key)) return chosen;
+  const auto& decomp = *nb::cast<py_decomposition&>(s.decomp).d;
+  if (!problem.empty()) problem = "rank " + std::to_string(decomp.rank()) + ": " + problem;
+  std::string agreed;
+  {
+    nb::gil_scoped_release release;
+    agreed = halox::agree_on_error(decomp.comm(), problem);
+  }
+  if (!agreed.empty()) throw halox::usage_error(agreed);
+  s.agreed_calls.insert(key);
+  return chosen;
 }
 
 void init_grid(py_grid* self, nb::handle extent, nb::handle halo, nb::handle halo_lo,
@@ -387,6 +669,17 @@ void bind_module_functions(nb::module_& m) {
 
 void bind_subdomain(nb::module_& m) {
   nb::class_<halox::subdomain>(m, "Subdomain", "This rank's part of the global domain, (x, y, z).")
+      .def(
+          "__init__",
+          [](halox::subdomain* self, nb::handle offset, nb::handle extent,
+             nb::handle global_domain) {
+            new (self) halox::subdomain{ivec3_of(offset, "offset", false),
+                                        ivec3_of(extent, "extent", false),
+                                        ivec3_of(global_domain, "global_domain", false)};
+          },
+          "offset"_a, "extent"_a, "global_domain"_a,
+          "A code's own sub-domain, as it computed it: the global coordinates of its first "
+          "cell, its cells and the whole domain's, (x, y, z).")
       .def_prop_ro(
           "offset", [](const halox::subdomain& s) { return tuple_of(s.offset); },
           "Global coordinates of the first interior cell.")
@@ -403,9 +696,73 @@ void bind_subdomain(nb::module_& m) {
       });
 }
 
+// A code's own rank grid, and the points its fields hold.
+void bind_code_decomposition(nb::class_<py_decomposition>& decomposition) {
+  decomposition
+      .def_static(
+          "adopt",
+          [](nb::handle comm, nb::handle dims, nb::handle periodic, nb::handle rank_order,
+             nb::handle coords) {
+            MPI_Comm parent = comm_of(comm);
+            ivec3 d = ivec3_of(dims, "dims", false);
+            auto p = bool3_of(periodic, "periodic");
+            if (rank_order.is_none() == coords.is_none())
+              throw nb::value_error(
+                  "Decomposition.adopt: expected rank_order= (\"XYZ\", \"ZYX\", ...) or "
+                  "coords=(x, y, z), exactly one of them");
+            std::optional<halox::rank_order> order;
+            ivec3 mine{};
+            if (!rank_order.is_none())
+              order = halox::rank_order::parse(nb::cast<std::string>(rank_order));
+            else
+              mine = ivec3_of(coords, "coords", false);
+            auto decomp = std::make_unique<halox::decomposition>([&] {
+              nb::gil_scoped_release release;  // collective
+              return order ? halox::adopt_decomposition(parent, d, p, *order)
+                           : halox::adopt_decomposition(parent, d, p, mine);
+            }());
+            return new py_decomposition{std::move(decomp)};
+          },
+          "comm"_a, "dims"_a, "periodic"_a = nb::make_tuple(true, true, true), nb::kw_only(),
+          "rank_order"_a = nb::none(), "coords"_a = nb::none(), nb::rv_policy::take_ownership,
+          "A code's own rank grid (collective over comm, duplicated): dims (x, y, z) exactly, "
+          "and either rank_order, which dimension runs fastest in its rank numbering (\"XYZ\": "
+          "x fastest, as CloverLeaf numbers its chunks; \"ZYX\": as MPI_Cart_create), or "
+          "coords, this rank's coordinates as the code computed them. Raises ValueError on "
+          "every rank when they do not fit the ranks.")
+      .def_prop_ro(
+          "rank_order", [](const py_decomposition& s) { return s.d->order().name(); },
+          "Which dimension runs fastest in the rank numbering, e.g. \"ZYX\" (MPI_Cart_create).")
+      .def(
+          "field_points",
+          [](const py_decomposition& s, nb::handle cells, const std::string& location) {
+            return tuple_of(
+                halox::field_points(*s.d, cells_of(cells), halox::parse_location(location)));
+          },
+          "cells"_a, "location"_a = "cell",
+          "The points (x, y, z) a field at location holds on this rank for cells (x, y, z) or "
+          "a Subdomain: one more along a staggered open axis on its last rank.")
+      .def(
+          "field_shape",
+          [](const py_decomposition& s, nb::handle cells, const std::string& location,
+             nb::handle halo) {
+            halox::field f{nullptr,
+                           halox::element_type::f64,
+                           halox::parse_location(location),
+                           halo_of(halo),
+                           {}};
+            const ivec3 a = halox::layout_of(*s.d, cells_of(cells), f).grid.allocated();
+            return nb::make_tuple(a[2], a[1], a[0]);
+          },
+          "cells"_a, "location"_a = "cell", "halo"_a = 1,
+          "The shape (z, y, x) of a Field's array on this rank: its points plus halo (as "
+          "Field's halo=).");
+}
+
 void bind_decomposition(nb::module_& m) {
-  nb::class_<py_decomposition>(m, "Decomposition",
-                               "The Cartesian process grid (MPI_Dims_create / MPI_Cart_create).")
+  auto decomposition = nb::class_<py_decomposition>(
+      m, "Decomposition", "The Cartesian process grid (MPI_Dims_create / MPI_Cart_create).");
+  decomposition
       .def(
           "__init__",
           [](py_decomposition* self, nb::handle comm, nb::handle dims, nb::handle periodic,
@@ -461,6 +818,7 @@ void bind_decomposition(nb::module_& m) {
                ", coords=" + repr_of(tuple_of(s.d->coords())) +
                ", rank=" + std::to_string(s.d->rank()) + ")";
       });
+  bind_code_decomposition(decomposition);
 }
 
 void bind_grid(nb::module_& m) {
@@ -508,33 +866,78 @@ void bind_grid(nb::module_& m) {
       });
 }
 
+void bind_field(nb::module_& m) {
+  nb::class_<py_field>(m, "Field",
+                       "One field as a code holds it: a numpy array at a location of the cell "
+                       "grid, with its own halo widths and dtype.")
+      .def(
+          "__init__",
+          [](py_field* self, nb::object array, const std::string& location, nb::handle halo,
+             const std::string& name) {
+            new (self)
+                py_field{std::move(array), halox::parse_location(location), halo_of(halo), name};
+          },
+          "array"_a, "location"_a = "cell", "halo"_a = 1, "name"_a = "",
+          "array: C-contiguous float32 or float64, shape (z, y, x) = the location's points on "
+          "this rank plus halos (Decomposition.field_shape). location: cell, x_face, y_face, "
+          "z_face, x_edge, y_edge, z_edge or node. halo: in points, one width, (x, y, z), or "
+          "((lo_x, lo_y, lo_z), (hi_x, hi_y, hi_z)). name: names it in errors and subset calls. "
+          "The array is checked when the exchange is built.")
+      .def_prop_ro("array", [](const py_field& f) { return f.array; })
+      .def_prop_ro("location", [](const py_field& f) { return halox::to_string(f.at); })
+      .def_prop_ro("halo_lo", [](const py_field& f) { return tuple_of(f.halo.lo); })
+      .def_prop_ro("halo_hi", [](const py_field& f) { return tuple_of(f.halo.hi); })
+      .def_prop_ro("name", [](const py_field& f) { return f.name; })
+      .def("__repr__", [](const py_field& f) {
+        return "Field(location=" + repr_of(nb::str(halox::to_string(f.at).c_str())) +
+               ", halo=" + halo_repr(f.halo) + ", name=" + repr_of(nb::str(f.name.c_str())) + ")";
+      });
+}
+
 void bind_exchange(nb::module_& m) {
   nb::class_<py_exchange>(m, "HaloExchange",
                           "Exchanges the halos of numpy fields; collective over the "
                           "decomposition's communicator.")
       .def("__init__", &make_exchange, "decomp"_a, "grid"_a, "arrays"_a, nb::kw_only(),
-           "algorithm"_a = "standard", "fields"_a = halox::to_string(halox::exchange_options{}.mode),
+           "algorithm"_a = "standard",
+           "fields"_a = halox::to_string(halox::exchange_options{}.mode),
            "transport"_a = halox::exchange_options{}.transport.name(), "fields_per_block"_a = 0,
-           "arrays: C-contiguous float32/float64 arrays of shape grid.shape (z, y, x), all of "
-           "one dtype: numpy arrays, or CUDA arrays (CuPy, __cuda_array_interface__) where halox "
-           "was built with CUDA, packed on the GPU. algorithm: standard | staged | faces; fields: cache | compact | sequence; "
-           "transport: one of transports(); fields_per_block: fields a step moves at a time (0: "
-           "sized to the L2 cache). Raises ValueError, the same on every rank, when any "
-           "rank's arguments are wrong.")
+           "grid: a Grid, with arrays: C-contiguous float32/float64 arrays of shape grid.shape "
+           "(z, y, x), all of one dtype: numpy arrays, or CUDA arrays (CuPy, "
+           "__cuda_array_interface__) where halox was built with CUDA, packed on the GPU. Or "
+           "this rank's cells (x, y, z), or a Subdomain (a code's own, checked to tile the "
+           "global grid as decomp places the ranks), with arrays: a list of halox.Field, each "
+           "of its own location, halo and dtype. algorithm: standard | staged | faces; fields: "
+           "cache | compact | sequence; transport: one of transports(); fields_per_block: "
+           "fields a step moves at a time (0: sized to the L2 cache). Raises ValueError, the "
+           "same on every rank, when any rank's arguments are wrong.")
       .def(
           "exchange",
-          [](py_exchange& s) {
+          [](py_exchange& s, nb::handle fields, int depth) {
+            auto call = agreed_call(s, fields, depth);
             nb::gil_scoped_release release;
-            s.ex->exchange();
+            if (call)
+              s.ex->exchange(*call, depth);
+            else
+              s.ex->exchange();
           },
-          "start() then wait(): every halo cell holds its neighbour's value.")
+          "fields"_a = nb::none(), "depth"_a = 0,
+          "start() then wait(): every halo point holds its neighbour's value. fields: names or "
+          "indices of a subset (None: all); depth: the halo width to fill, in cells (0: each "
+          "field's whole halo). Every rank makes the same calls.")
       .def(
           "start",
-          [](py_exchange& s) {
+          [](py_exchange& s, nb::handle fields, int depth) {
+            auto call = agreed_call(s, fields, depth);
             nb::gil_scoped_release release;
-            s.ex->start();
+            if (call)
+              s.ex->start(*call, depth);
+            else
+              s.ex->start();
           },
-          "Puts the first step in flight; overlap interior work, then wait().")
+          "fields"_a = nb::none(), "depth"_a = 0,
+          "Puts the first step in flight (of all fields, or a subset at a depth, as exchange()); "
+          "overlap interior work, then wait().")
       .def(
           "wait",
           [](py_exchange& s) {
@@ -542,6 +945,21 @@ void bind_exchange(nb::module_& m) {
             s.ex->wait();
           },
           "Completes the exchange.")
+      .def(
+          "prepare",
+          [](py_exchange& s, nb::handle fields, int depth) {
+            auto call = agreed_call(s, fields, depth);
+            nb::gil_scoped_release release;
+            if (call) s.ex->prepare(*call, depth);
+          },
+          "fields"_a = nb::none(), "depth"_a = 0,
+          "Builds a subset call's schedule now (collective) instead of at its first call.")
+      .def_prop_ro(
+          "field_names", [](const py_exchange& s) { return s.names; },
+          "The fields' names, as subset calls name them (\"field <index>\" where unnamed).")
+      .def_prop_ro(
+          "schedules_built", [](const py_exchange& s) { return s.ex->schedules_built(); },
+          "Schedules built so far: the whole exchange and each subset and depth called.")
       .def_prop_ro("algorithm",
                    [](const py_exchange& s) { return halox::to_string(s.ex->options().alg); })
       .def_prop_ro("fields",
@@ -561,5 +979,6 @@ NB_MODULE(_core, m) {
   bind_subdomain(m);
   bind_decomposition(m);
   bind_grid(m);
+  bind_field(m);
   bind_exchange(m);
 }
