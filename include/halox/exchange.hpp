@@ -237,6 +237,10 @@ class halo_exchange {
   // name that is not one of the exchange's fields.
   std::vector<int> fields_named(std::initializer_list<std::string_view> names) const;
   std::vector<int> fields_named(const std::vector<std::string>& names) const;
+  // A subset call's arguments checked as start(fields, depth) checks them, on
+  // this rank only (nothing collective): the fields in ascending order, or
+  // usage_error (an unknown index, a field twice, none, a depth too deep).
+  std::vector<int> check_subset(const std::vector<int>& fields, int depth) const;
   // Schedules built so far (the whole exchange and each subset and depth called).
   size_t schedules_built() const;
 

@@ -564,24 +564,13 @@ std::optional<std::vector<int>> agreed_call(py_exchange& s, nb::handle fields, i
   } else {
     problem = "fields: expected a name, an index or a list of them, got " + repr_of(fields);
   }
-  std::sort(chosen.begin(), chosen.end());
-  if (problem.empty() && chosen.empty()) problem = "a subset call names no field";
-  for (size_t i = 1; problem.empty() && i < chosen.size(); ++i)
-    if (chosen[i] == chosen[i - 1])
-      problem =
-          "field '" + s.names[static_cast<size_t>(chosen[i])] + "' is named twice in a subset call";
-  if (problem.empty() && depth < 0)
-    problem = "depth must not be negative, got " + std::to_string(depth);
-  for (size_t i = 0; problem.empty() && i < chosen.size(); ++i) {
-    const auto& layout = layouts[static_cast<size_t>(chosen[i])];
-    const ivec3 staggered = halox::staggered_axes(layout.at);
-    int deepest = 0;  // in cells: the point a staggered axis shares does not count
-    for (int d = 0; d < 3; ++d)
-      deepest = std::max({deepest, layout.grid.halo.lo[d], layout.grid.halo.hi[d] - staggered[d]});
-    if (depth > deepest)
-      problem = "depth " + std::to_string(depth) + " is deeper than the halo of field '" +
-                s.names[static_cast<size_t>(chosen[i])] + "' (" + std::to_string(deepest) +
-                " cells)";
+  // The core's own checks (empty, twice, out of range, too deep), not collective.
+  if (problem.empty()) {
+    try {
+      chosen = s.ex->check_subset(chosen, depth);
+    } catch (const halox::usage_error& e) {
+      problem = e.what();
+    }
   }
   const auto key = std::make_pair(chosen, depth);
   if (problem.empty() && s.agreed_calls.count(key)) return chosen;

@@ -494,6 +494,10 @@ std::vector<int> checked_subset(const std::vector<int>& fields, int depth, const
 
 }  // namespace
 
+std::vector<int> halo_exchange::check_subset(const std::vector<int>& fields, int depth) const {
+  return checked_subset(fields, depth, state_->whole->plan, state_->names);
+}
+
 halo_exchange::schedule& halo_exchange::schedule_of(const std::vector<int>& fields, int depth) {
   state& s = *state_;
   const std::vector<int> moved = checked_subset(fields, depth, s.whole->plan, s.names);
