@@ -397,6 +397,15 @@ TEST(Staggered, StandardAndStagedLeaveTheSameHalosOnOpenGrids) {
   }
 }
 
+// The automatic choice on mixed fields: it measures among candidates that
+// leave identical halos, and what it picks fills every point as specified.
+TEST(Staggered, AutomaticChoiceOnMixedFields) {
+  if (reduced()) GTEST_SKIP() << "measures many candidates: up to 2 ranks";
+  auto d = make_cart_decomposition(MPI_COMM_WORLD, rank_grids().back(), {true, false, true}, false);
+  exchange_options options{.auto_transport = true, .auto_algorithm = true};
+  EXPECT_EQ(agree_on_error(MPI_COMM_WORLD, run_case(d, options, false)), "");
+}
+
 // A code that numbers its ranks x fastest, handing halox sub-domains computed
 // that way: refused on a z-fastest decomposition, exact once adopted.
 TEST(Staggered, CodeRankOrderIsHonouredOrRefused) {
