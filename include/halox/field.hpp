@@ -25,7 +25,10 @@
 // and above d points for a cell axis or d + 1 for a staggered one (the shared
 // face and the d beyond it). A code that allocates CloverLeaf's extents (cells
 // x_min-2:x_max+2, vertices x_min-2:x_max+3) gets every point it allocated;
-// one that allocates DMStag's (d points each side) gets d.
+// one that allocates DMStag's (d points each side) gets d. Halo widths agree
+// on every rank on each side where it has a neighbour; at an open boundary a
+// rank may allocate otherwise (CloverLeaf's last chunk has one point less
+// above its n + 1 vertices).
 #pragma once
 
 #include <cstddef>
@@ -70,15 +73,20 @@ struct field_layout {
   local_grid grid;  // the points held (interior) and the allocated halo
   size_t element_bytes = 8;
   location at = location::cell;
+  // The halo widths the ranks exchange, agreed by all: the allocated ones,
+  // except on a side where this rank has no neighbour, whose halo nobody
+  // writes (CloverLeaf's vertex arrays end at x_max+3 on every chunk, so the
+  // chunk at the high end of an open axis, one point longer, has one less above).
+  halo_widths exchanged{};
   bool operator==(const field_layout& o) const {
     return grid.interior == o.grid.interior && grid.halo == o.grid.halo &&
-           element_bytes == o.element_bytes && at == o.at;
+           element_bytes == o.element_bytes && at == o.at && exchanged == o.exchanged;
   }
 };
 
 field_layout layout_of(const decomposition& d, const ivec3& cells, const field& f);
 
-// The halo widths a call at `depth` fills for a field (0: all it allocated).
+// The halo widths a call at `depth` fills for a field (0: all it exchanges).
 halo_widths filled_widths(const field_layout& layout, int depth);
 
 }  // namespace halox

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <map>
 #include <stdexcept>
 
@@ -24,7 +25,7 @@ std::string describe_fields(const exchange_plan& plan) {
   std::vector<std::pair<std::string, int>> groups;
   for (int f : plan.moved) {
     const field_layout& l = plan.layouts[static_cast<size_t>(f)];
-    const auto& h = l.grid.halo;
+    const auto& h = l.exchanged;
     std::string text = fmt::format("{} {}-byte halo lo {},{},{} hi {},{},{}", to_string(l.at),
                                    l.element_bytes, h.lo[0], h.lo[1], h.lo[2], h.hi[0], h.hi[1],
                                    h.hi[2]);
@@ -167,7 +168,7 @@ struct halo_exchange::state {
 namespace {
 
 std::vector<field_layout> uniform_layouts(const local_grid& grid, element_type type, size_t count) {
-  return std::vector<field_layout>(count, field_layout{grid, element_size(type), location::cell});
+  return std::vector<field_layout>(count, field_layout{grid, element_size(type), location::cell, grid.halo});
 }
 
 std::vector<std::string> names_of(const std::vector<field>& fields) {
@@ -182,6 +183,41 @@ std::vector<field_layout> layouts_of(const decomposition& decomp, const ivec3& c
   std::vector<field_layout> layouts;
   for (const auto& f : fields) layouts.push_back(layout_of(decomp, cells, f));
   return layouts;
+}
+
+// Collective: the halo widths every field exchanges, agreed by the ranks that
+// have a neighbour on each side (the others' halo there is never written, and
+// may be allocated otherwise). A side on which ranks differ is a problem.
+std::string agree_on_exchanged_widths(const decomposition& decomp,
+                                      std::vector<field_layout>& layouts,
+                                      const std::vector<std::string>& names) {
+  const neighbour_sides sides = sides_of(decomp);
+  const size_t n = layouts.size() * 6;
+  std::vector<int> most(n, -1), least(n, std::numeric_limits<int>::max());
+  auto slot = [](size_t f, int k, int side) { return f * 6 + static_cast<size_t>(2 * k + side); };
+  for (size_t f = 0; f < layouts.size(); ++f)
+    for (int k = 0; k < 3; ++k)
+      for (int side = 0; side < 2; ++side) {
+        const bool has = side == 0 ? sides.lo[static_cast<size_t>(k)] : sides.hi[static_cast<size_t>(k)];
+        const int width = side == 0 ? layouts[f].grid.halo.lo[k] : layouts[f].grid.halo.hi[k];
+        if (has) most[slot(f, k, side)] = least[slot(f, k, side)] = width;
+      }
+  MPI_Allreduce(MPI_IN_PLACE, most.data(), static_cast<int>(n), MPI_INT, MPI_MAX, decomp.comm());
+  MPI_Allreduce(MPI_IN_PLACE, least.data(), static_cast<int>(n), MPI_INT, MPI_MIN, decomp.comm());
+  std::string problem;
+  for (size_t f = 0; f < layouts.size(); ++f)
+    for (int k = 0; k < 3; ++k)
+      for (int side = 0; side < 2; ++side) {
+        const size_t i = slot(f, k, side);
+        if (most[i] < 0) continue;  // no rank has a neighbour there
+        if (least[i] != most[i] && problem.empty())
+          problem = fmt::format(
+              "ranks disagree on the halo of field '{}' {} in {}: {} points on some ranks, {} on "
+              "others (only a side without a neighbour may differ)",
+              names[f], side == 0 ? "below" : "above", "xyz"[k], least[i], most[i]);
+        (side == 0 ? layouts[f].exchanged.lo[k] : layouts[f].exchanged.hi[k]) = most[i];
+      }
+  return problem;
 }
 
 field_set pointers_of(const std::vector<field>& fields) {
@@ -270,6 +306,7 @@ halo_exchange::halo_exchange(const decomposition& decomp, std::vector<field_layo
   s.names = std::move(names);
   for (size_t f = s.names.size(); f < layouts.size(); ++f)
     s.names.push_back(fmt::format("field {}", f));
+  require_all(decomp.comm(), agree_on_exchanged_widths(decomp, layouts, s.names));
   std::string problem;
   try {
     s.options = with_environment(options);
@@ -484,7 +521,7 @@ std::vector<int> checked_subset(const std::vector<int>& fields, int depth, const
     const ivec3 staggered = staggered_axes(l.at);
     int deepest = 0;  // in cells: the points a staggered axis shares do not count
     for (int d = 0; d < 3; ++d)
-      deepest = std::max({deepest, l.grid.halo.lo[d], l.grid.halo.hi[d] - staggered[d]});
+      deepest = std::max({deepest, l.exchanged.lo[d], l.exchanged.hi[d] - staggered[d]});
     if (depth > deepest)
       throw usage_error(fmt::format("depth {} is deeper than the halo of field '{}' ({} cells)",
                                     depth, names[static_cast<size_t>(f)], deepest));

@@ -69,11 +69,11 @@ ivec3 field_points(const decomposition& d, const ivec3& cells, location at) {
 }
 
 field_layout layout_of(const decomposition& d, const ivec3& cells, const field& f) {
-  return {local_grid(field_points(d, cells, f.at), f.halo), element_size(f.type), f.at};
+  return {local_grid(field_points(d, cells, f.at), f.halo), element_size(f.type), f.at, f.halo};
 }
 
 halo_widths filled_widths(const field_layout& layout, int depth) {
-  halo_widths w = layout.grid.halo;
+  halo_widths w = layout.exchanged;
   if (depth <= 0) return w;
   const ivec3 staggered = staggered_axes(layout.at);
   for (int dim = 0; dim < 3; ++dim) {

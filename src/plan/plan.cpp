@@ -191,7 +191,7 @@ exchange_plan make_plan(const decomposition& d, const local_grid& grid, int nfie
                         int fields_per_message, int cache_block) {
   if (nfields < 1) throw usage_error(fmt::format("number of fields must be at least 1, got {}", nfields));
   plan_request r;
-  r.layouts.assign(static_cast<size_t>(nfields), field_layout{grid, element_bytes, location::cell});
+  r.layouts.assign(static_cast<size_t>(nfields), field_layout{grid, element_bytes, location::cell, grid.halo});
   r.alg = alg;
   r.mode = mode;
   r.fields_per_message = fields_per_message;
@@ -299,7 +299,7 @@ int cache_sized_block(const decomposition& d, const local_grid& grid, int nfield
                       size_t element_bytes, algorithm alg, size_t cache_bytes) {
   plan_request r;
   r.layouts.assign(static_cast<size_t>(std::max(nfields, 1)),
-                   field_layout{grid, element_bytes, location::cell});
+                   field_layout{grid, element_bytes, location::cell, grid.halo});
   r.alg = alg;
   return cache_sized_block(d, r, cache_bytes);
 }

@@ -44,14 +44,17 @@ struct field_spec {
   std::string name;
   location at;
   element_type type;
-  halo_widths halo;
+  halo_widths halo;  // as exchanged
+  // CloverLeaf's extents: the same array bounds on every rank, so the rank at
+  // the high end of an open staggered axis, one point longer, has one less above.
+  bool cloverleaf = false;
 };
 
 // Cell, node (CloverLeaf's extents), faces and edges (DMStag's and per-side),
 // floats and doubles, a field without a z halo.
 std::vector<field_spec> mixed_fields() {
   return {{"density", location::cell, element_type::f64, halo_widths::uniform(2)},
-          {"xvel", location::node, element_type::f64, {{2, 2, 2}, {3, 3, 3}}},
+          {"xvel", location::node, element_type::f64, {{2, 2, 2}, {3, 3, 3}}, true},
           {"vol_flux_x", location::x_face, element_type::f32, {{1, 2, 1}, {2, 1, 2}}},
           {"edge_y", location::y_edge, element_type::f32, {{1, 1, 1}, {2, 1, 2}}},
           {"w", location::z_face, element_type::f64, halo_widths::uniform(2)},
@@ -99,7 +102,7 @@ field_geometry geometry_of(const decomposition& d, const subdomain& sub, const f
     g.offset[k] = sub.offset[k];
     g.points[k] = sub.extent[k] + (open_staggered && d.coords()[k] == d.dims()[k] - 1 ? 1 : 0);
     g.alloc_lo[k] = f.halo.lo[k];
-    g.alloc_hi[k] = f.halo.hi[k];
+    g.alloc_hi[k] = f.halo.hi[k] - (f.cloverleaf && g.points[k] > sub.extent[k] ? 1 : 0);
   }
   return g;
 }
@@ -196,7 +199,8 @@ struct case_fields {
     if (in_shared) shared.emplace(d, largest, static_cast<int>(specs.size()));
     for (size_t i = 0; i < specs.size(); ++i)
       fields.push_back({shared ? shared->field(static_cast<int>(i)) : memory[i].data(),
-                        specs[i].type, specs[i].at, specs[i].halo, specs[i].name});
+                        specs[i].type, specs[i].at,
+                        halo_widths{geometry[i].alloc_lo, geometry[i].alloc_hi}, specs[i].name});
   }
 
   // The shared window's bytes mirror `memory` (the checks read `memory`).
@@ -558,6 +562,15 @@ TEST(Staggered, BadInputIsRefusedOnEveryRank) {
   deep[0].halo = halo_widths::uniform(40);
   case_fields w(d, sub, deep, false);
   EXPECT_EQ(refused([&] { halo_exchange bad(d, sub.extent, w.fields); }, "wider than"), "");
+  // A halo that differs between ranks on a side where both have a neighbour.
+  if (world_size() > 1) {
+    auto differ = mixed_fields();
+    if (d.rank() == 0) differ[0].halo = halo_widths::uniform(1);
+    case_fields u(d, sub, differ, false);
+    EXPECT_EQ(refused([&] { halo_exchange bad(d, sub.extent, u.fields); },
+                      "ranks disagree on the halo of field 'density'"),
+              "");
+  }
   EXPECT_EQ(refused(
                 [&] {
                   halo_exchange bad(d, sub.extent, c.fields,

@@ -62,7 +62,7 @@ stage stage_of(const std::vector<halo_region>& step, int nfields, size_t element
 // The fields' layouts as a plan carries them (nothing else set): every field as g.
 exchange_plan layouts_as(const local_grid& g, int nfields, size_t element_bytes) {
   exchange_plan plan;
-  plan.layouts.assign(static_cast<size_t>(nfields), field_layout{g, element_bytes, location::cell});
+  plan.layouts.assign(static_cast<size_t>(nfields), field_layout{g, element_bytes, location::cell, g.halo});
   return plan;
 }
 

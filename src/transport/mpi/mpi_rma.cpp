@@ -16,18 +16,19 @@ namespace halox {
 
 namespace {
 
-// Interior extents of every field of the neighbours this rank puts into, from
-// the neighbours themselves: each rank tells those that put into it (the peers
-// of its receives) and hears from those it puts into (the peers of its sends).
-std::map<int, std::vector<ivec3>> exchange_interiors(const exchange_plan& plan, MPI_Comm comm,
-                                                     const wait_policy& waits) {
+// Every field's layout (points and allocated halo) on the neighbours this rank
+// puts into, from the neighbours themselves: each rank tells those that put
+// into it (the peers of its receives) and hears from those it puts into (the
+// peers of its sends). A rank's halo on a side without a neighbour may differ.
+std::map<int, std::vector<rma_peer_layout>> exchange_layouts(const exchange_plan& plan, MPI_Comm comm,
+                                                          const wait_policy& waits) {
   std::set<int> origins, targets;
   for (const auto& s : plan.stages) {
     for (const auto& m : s.recvs) origins.insert(m.peer);
     for (const auto& m : s.sends) targets.insert(m.peer);
   }
-  const int count = static_cast<int>(3 * plan.layouts.size());
-  std::map<int, std::vector<ivec3>> interiors;
+  const int count = static_cast<int>(9 * plan.layouts.size());
+  std::map<int, std::vector<rma_peer_layout>> interiors;
   std::vector<MPI_Request> requests;
   std::vector<int> peers;
   for (int peer : targets) {
@@ -37,8 +38,8 @@ std::map<int, std::vector<ivec3>> exchange_interiors(const exchange_plan& plan, 
     theirs.resize(plan.layouts.size());
     MPI_Irecv(theirs.data(), count, MPI_INT, peer, 0, comm, &requests.back());
   }
-  std::vector<ivec3> mine;
-  for (const auto& l : plan.layouts) mine.push_back(l.grid.interior);
+  std::vector<rma_peer_layout> mine;
+  for (const auto& l : plan.layouts) mine.push_back({l.grid.interior, l.grid.halo.lo, l.grid.halo.hi});
   for (int peer : origins) {
     requests.emplace_back();
     peers.push_back(peer);
@@ -126,7 +127,7 @@ mpi_rma_transport::mpi_rma_transport(const transport_context& ctx, rma_sync sync
     stages_.resize(plan_.stages.size());
     return;
   }
-  const auto interiors = exchange_interiors(plan_, comm_, waits_);
+  const auto interiors = exchange_layouts(plan_, comm_, waits_);
   choose_packed_messages();
   const auto uses = window_uses();
   assign_window_slots(uses);
@@ -281,7 +282,7 @@ void mpi_rma_transport::assign_window_slots(const std::vector<std::vector<window
   window_slots_ = agreed;
 }
 
-void mpi_rma_transport::build_schedule(const std::map<int, std::vector<ivec3>>& interiors,
+void mpi_rma_transport::build_schedule(const std::map<int, std::vector<rma_peer_layout>>& interiors,
                                        const std::vector<std::vector<window_use>>& uses) {
   const size_t nfields = fields_.pointers.size();
   std::byte* const* fields = fields_.pointers.data();
@@ -302,8 +303,9 @@ void mpi_rma_transport::build_schedule(const std::map<int, std::vector<ivec3>>& 
         const auto field = static_cast<size_t>(fb.field);
         const local_grid& grid = plan_.grid_of(fb.field);
         const MPI_Datatype element = mpi_element_type(plan_.element_bytes_of(fb.field));
-        const ivec3 peer_interior = interiors.at(m.peer)[field];
-        const local_grid peer_grid(peer_interior, grid.halo);
+        const rma_peer_layout& peer = interiors.at(m.peer)[field];
+        const ivec3 peer_interior = peer.interior;
+        const local_grid peer_grid(peer_interior, halo_widths{peer.lo, peer.hi});
         const box there = in_peer_coordinates(fb.region, fb.direction, grid.interior, peer_interior);
         put_op put{fields_.pointers[field], make_box_type(fb.region, grid, element), m.peer,
                    make_box_type(there, peer_grid, element), window_of(s, field)};

@@ -39,6 +39,11 @@
 
 namespace halox {
 
+// A neighbour's layout of one field: its points and allocated halo.
+struct rma_peer_layout {
+  ivec3 interior, lo, hi;
+};
+
 enum class rma_sync { pscw, fence };
 
 class mpi_rma_transport final : public transport {
@@ -101,7 +106,7 @@ class mpi_rma_transport final : public transport {
   size_t window_of(size_t stage, size_t kind) const {
     return kind * window_slots_ + slot_of_[stage][kind];
   }
-  void build_schedule(const std::map<int, std::vector<ivec3>>& interiors,
+  void build_schedule(const std::map<int, std::vector<rma_peer_layout>>& interiors,
                       const std::vector<std::vector<window_use>>& uses);
   void agree_on_fences(MPI_Comm comm);
 
