@@ -659,7 +659,8 @@ contains
   ! a staggered axis (CloverLeaf's extents: cells x_min-2:x_max+2, nodes
   ! x_min-2:x_max+3). The library takes the same widths on every rank: the
   ! rank at the high end of an open axis, which holds one more point, needs
-  ! one more there (x_max+4). Other bounds need halo=.
+  ! one more there (x_max+4), unless it is the only rank along that axis.
+  ! Other bounds need halo=.
   subroutine infer_halo(f, i, decomp, extent, offset, halo, problem)
     type(halox_field), intent(in) :: f
     integer, intent(in) :: i
@@ -676,6 +677,10 @@ contains
       points = extent(d)
       if (staggered(d, f%location) == 1 .and. .not. decomp%periodic(d) .and. &
           offset(d) + extent(d) == decomp%global(d)) points = points + 1
+      ! A rank alone along an open axis holds its last face on every rank:
+      ! CloverLeaf's extents there are the same widths everywhere too.
+      if (points > extent(d) .and. offset(d) == 0 .and. upper == points + above - 1) &
+        above = above - 1
       if (f%lower(d) > 1 .or. upper /= points + above) then
         problem = field_label(f, i) // " (" // trim(location_names(f%location)) // &
                   ") has bounds " // str(f%lower(d)) // ":" // str(upper) // " along " // &
@@ -683,7 +688,11 @@ contains
                   " field on this rank holds points 1:" // str(points) // " along " // &
                   axes(d:d) // " (" // str(extent(d)) // " cells) and, with halos of " // &
                   str(below) // " below and " // str(above) // " above, spans " // &
-                  str(1 - below) // ":" // str(points + above) // "; give halo= for other widths"
+                  str(1 - below) // ":" // str(points + above)
+        if (points > extent(d)) problem = problem // " (this rank holds the last " // &
+          axes(d:d) // " face of the open axis too, and the halo widths are the same on " // &
+          "every rank)"
+        problem = problem // "; give halo= for other widths"
         return
       end if
       halo(2 * d - 1) = below

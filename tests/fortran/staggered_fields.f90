@@ -294,6 +294,13 @@ contains
     call check(periodic, [1, 2, 3, 4, 5], 1, 5, what // " all depth 1", failures)
     call bad_subsets(ex, failures)
     call halox_exchange_destroy(ex)
+    ! halo= of the exchange for a field with a location but no halo of its own
+    call fill(6)
+    call halox_exchange_create(ex, decomp, [halox_field(fields(3)%a32, location=HALOX_X_FACE)], &
+                               halo=[1, 2, 1, 2, 1, 2])
+    call halox_exchange_halos(ex)
+    call check(periodic, [3], 0, 6, what // " halo= of the exchange", failures)
+    call halox_exchange_destroy(ex)
     call free_fields()
   end subroutine check_calls
 
@@ -336,7 +343,7 @@ contains
     type(halox_exchange) :: ex
     integer :: extent(3), stat
     character(len=256) :: msg
-    real(real64), allocatable, target :: cells(:,:,:)
+    real(real64), allocatable, target :: cells(:,:,:), nodes(:,:,:)
     call halox_subdomain(decomp, extent)
     allocate(cells(-1:extent(1) + 2, -1:extent(2) + 2, -1:extent(3) + 2))
     ! Cell bounds called a node: the inferred halo would reach 1 node less above.
@@ -352,6 +359,19 @@ contains
                                name="xflux")], stat=stat, errmsg=msg)
     call expect_usage_error(stat, msg, "field 'xflux'", "cell shape given as an x face", &
                             failures)
+    ! CloverLeaf's nodes x_min-2:x_max+3 on every rank: right on one rank, one
+    ! short at the open high end of an axis split over ranks.
+    allocate(nodes(-1:extent(1) + 3, -1:extent(2) + 3, -1:extent(3) + 3))
+    msg = ""
+    call halox_exchange_create(ex, decomp, [halox_field(nodes, location=HALOX_NODE, &
+                               name="xvel")], stat=stat, errmsg=msg)
+    if (ranks == 1) then
+      if (stat /= HALOX_SUCCESS) call fail(failures, "CloverLeaf's nodes on 1 rank: " // trim(msg))
+      if (stat == HALOX_SUCCESS) call halox_exchange_destroy(ex)
+    else
+      call expect_usage_error(stat, msg, "face of the open axis too", &
+                              "CloverLeaf's nodes at the open high end", failures)
+    end if
     msg = ""
     call halox_exchange_create(ex, decomp, [halox_field(cells, location=9)], stat=stat, &
                                errmsg=msg)
