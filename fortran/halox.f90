@@ -8,6 +8,11 @@
 !   call halox_start(ex)   ! interior work here
 !   call halox_wait(ex)    ! every halo cell is final
 !
+! Fields as codes hold them (staggered grids, mixed kinds, subsets):
+!   call halox_exchange_create(ex, decomp, [halox_field(density0, name="density0"), &
+!                              halox_field(xvel0, location=HALOX_NODE, name="xvel0")])
+!   call halox_exchange_halos(ex, names=[character(len=16) :: "density0"], depth=1)
+!
 ! Errors follow Fortran's allocate: with stat= (and errmsg=) a failing call
 ! sets them and returns; without stat=, it stops the program with the
 ! message. The arrays handed to halox_field must have the TARGET attribute
@@ -20,7 +25,8 @@ module halox
   private
 
   public :: halox_decomposition, halox_exchange, halox_field
-  public :: halox_decomposition_create, halox_decomposition_destroy, halox_subdomain
+  public :: halox_decomposition_create, halox_decomposition_adopt, halox_decomposition_destroy
+  public :: halox_subdomain
   public :: halox_exchange_create, halox_exchange_destroy
   public :: halox_start, halox_wait, halox_exchange_halos
   public :: halox_transport, halox_algorithm, halox_field_grouping, halox_bytes
@@ -36,21 +42,46 @@ module halox
 
   integer(c_int), parameter :: HALOX_FLOAT = 1, HALOX_DOUBLE = 2
 
+  ! Where a field's points sit on the cell grid (halox_location; PETSc DMStag's
+  ! conventions, docs/fortran.md): cell centres, faces normal to x, y, z, edges
+  ! along x, y, z, nodes (CloverLeaf's vertices).
+  integer, parameter, public :: HALOX_CELL = 0, HALOX_X_FACE = 1, HALOX_Y_FACE = 2, &
+                                HALOX_Z_FACE = 3, HALOX_X_EDGE = 4, HALOX_Y_EDGE = 5, &
+                                HALOX_Z_EDGE = 6, HALOX_NODE = 7
+  character(len=6), parameter :: location_names(0:7) = [character(len=6) :: "cell", &
+    "x_face", "y_face", "z_face", "x_edge", "y_edge", "z_edge", "node"]
+  ! Per location, 1 along the axes where its points sit on the cells' faces.
+  integer, parameter :: staggered(3, 0:7) = reshape([0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, &
+                                                     0, 1, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1], [3, 8])
+
   type :: halox_decomposition
     type(c_ptr), private :: handle = c_null_ptr
+    ! What halox_field's inferred halos need: the global grid, the open axes.
+    integer, private :: global(3) = 0
+    logical, private :: periodic(3) = .true.
   end type halox_decomposition
 
   type :: halox_exchange
     type(c_ptr), private :: handle = c_null_ptr
+    integer, private :: nfields = 0
   end type halox_exchange
 
   ! One field: made by halox_field(array) from a 3-D real32 or real64 array
-  ! with the TARGET attribute, halo included, any lower bounds.
+  ! with the TARGET attribute, halo included, any lower bounds; optionally
+  ! its location, its own halo widths (points) and a name.
   type :: halox_field
     type(c_ptr), private :: data = c_null_ptr
     integer(c_int), private :: type = 0
     integer(c_int), private :: shape(3) = 0
+    integer, private :: lower(3) = 1
     logical, private :: contiguous = .true.
+    ! .true. when location=, halo= or name= was given: the exchange takes it
+    ! as a field of its own (halox_exchange_create_fields).
+    logical, private :: located = .false.
+    integer(c_int), private :: location = HALOX_CELL
+    integer(c_int), private :: halo(6) = -1   ! -1: given by the exchange, or inferred
+    character(len=:), allocatable, private :: name
+    character(len=:), allocatable, private :: problem
   end type halox_field
 
   interface halox_field
@@ -60,6 +91,10 @@ module halox
   interface halox_decomposition_create
     module procedure decomposition_create_f08, decomposition_create_integer
   end interface halox_decomposition_create
+
+  interface halox_decomposition_adopt
+    module procedure decomposition_adopt_f08, decomposition_adopt_integer
+  end interface halox_decomposition_adopt
 
   ! The option strings, NUL-terminated, alive while the exchange is created.
   type :: option_strings
@@ -73,6 +108,20 @@ module halox
     integer(c_int) :: type
     integer(c_int) :: allocated(3)
   end type c_field
+
+  type, bind(C) :: c_field_spec
+    type(c_ptr) :: data
+    integer(c_int) :: type
+    integer(c_int) :: location
+    integer(c_int) :: halo(6)
+    integer(c_int) :: allocated(3)
+    type(c_ptr) :: name
+  end type c_field_spec
+
+  ! A NUL-terminated name, alive while the exchange is created.
+  type :: c_text
+    character(kind=c_char), allocatable :: chars(:)
+  end type c_text
 
   type, bind(C) :: c_options
     type(c_ptr) :: transport = c_null_ptr, algorithm = c_null_ptr, fields = c_null_ptr
@@ -89,6 +138,48 @@ module halox
       type(c_ptr), intent(inout) :: decomp
       integer(c_int), value :: comm
       integer(c_int), intent(in) :: global(3), dims(3), periodic(3)
+    end function
+    integer(c_int) function c_decomposition_adopt(decomp, comm, global, dims, periodic, order, &
+                                                  offset, extent) &
+        bind(C, name="halox_decomposition_adopt_f")
+      import :: c_ptr, c_int, c_char
+      type(c_ptr), intent(inout) :: decomp
+      integer(c_int), value :: comm
+      integer(c_int), intent(in) :: global(3), dims(3), periodic(3)
+      character(kind=c_char), intent(in) :: order(*)
+      type(c_ptr), value :: offset, extent
+    end function
+    integer(c_int) function c_exchange_create_fields(ex, decomp, interior, nfields, fields, &
+                                                     options) &
+        bind(C, name="halox_exchange_create_fields")
+      import :: c_ptr, c_int, c_field_spec, c_options
+      type(c_ptr), intent(inout) :: ex
+      type(c_ptr), value :: decomp, interior
+      integer(c_int), value :: nfields
+      type(c_field_spec), intent(in) :: fields(*)
+      type(c_options), intent(in) :: options
+    end function
+    integer(c_int) function c_start_subset(ex, count, indices, depth) &
+        bind(C, name="halox_start_subset")
+      import :: c_ptr, c_int
+      type(c_ptr), value :: ex
+      integer(c_int), value :: count
+      integer(c_int), intent(in) :: indices(*)
+      integer(c_int), value :: depth
+    end function
+    integer(c_int) function c_exchange_subset(ex, count, indices, depth) &
+        bind(C, name="halox_exchange_subset")
+      import :: c_ptr, c_int
+      type(c_ptr), value :: ex
+      integer(c_int), value :: count
+      integer(c_int), intent(in) :: indices(*)
+      integer(c_int), value :: depth
+    end function
+    integer(c_int) function c_field_index(ex, name, index) bind(C, name="halox_field_index")
+      import :: c_ptr, c_int, c_char
+      type(c_ptr), value :: ex
+      character(kind=c_char), intent(in) :: name(*)
+      integer(c_int), intent(out) :: index
     end function
     integer(c_int) function c_decomposition_destroy(decomp) &
         bind(C, name="halox_decomposition_destroy")
@@ -253,23 +344,66 @@ contains
 
   ! ---- Fields
 
-  function field_real32(array) result(field)
-    real(real32), intent(in), target :: array(:,:,:)
+  ! The array keeps its bounds (a pointer dummy, as F2008 allows for a
+  ! TARGET actual): halos left out are inferred from them, interior from 1.
+  ! location: HALOX_CELL (default) .. HALOX_NODE; halo: one width or six
+  ! [lo_x, hi_x, lo_y, hi_y, lo_z, hi_z], in points; name: for errors and
+  ! subset calls by name.
+  function field_real32(array, location, halo, name) result(field)
+    real(real32), pointer, intent(in) :: array(:,:,:)
+    integer, intent(in), optional :: location, halo(..)
+    character(len=*), intent(in), optional :: name
     type(halox_field) :: field
     field%type = HALOX_FLOAT
     field%shape = shape(array)
+    field%lower = lbound(array)
     field%contiguous = is_contiguous(array)
-    if (size(array) > 0) field%data = c_loc(array(1, 1, 1))
+    if (size(array) > 0) field%data = c_loc(array(field%lower(1), field%lower(2), field%lower(3)))
+    call describe(field, location, halo, name)
   end function field_real32
 
-  function field_real64(array) result(field)
-    real(real64), intent(in), target :: array(:,:,:)
+  function field_real64(array, location, halo, name) result(field)
+    real(real64), pointer, intent(in) :: array(:,:,:)
+    integer, intent(in), optional :: location, halo(..)
+    character(len=*), intent(in), optional :: name
     type(halox_field) :: field
     field%type = HALOX_DOUBLE
     field%shape = shape(array)
+    field%lower = lbound(array)
     field%contiguous = is_contiguous(array)
-    if (size(array) > 0) field%data = c_loc(array(1, 1, 1))
+    if (size(array) > 0) field%data = c_loc(array(field%lower(1), field%lower(2), field%lower(3)))
+    call describe(field, location, halo, name)
   end function field_real64
+
+  ! Problems are kept for halox_exchange_create, which reports them on every rank.
+  subroutine describe(field, location, halo, name)
+    type(halox_field), intent(inout) :: field
+    integer, intent(in), optional :: location, halo(..)
+    character(len=*), intent(in), optional :: name
+    character(len=:), allocatable :: problem
+    allocate(character(len=0) :: problem)
+    field%located = present(location) .or. present(halo) .or. present(name)
+    if (present(name)) field%name = trim(name)
+    if (present(location)) then
+      field%location = location
+      if (location < HALOX_CELL .or. location > HALOX_NODE) &
+        problem = "location= takes HALOX_CELL .. HALOX_NODE, got " // str(location)
+    end if
+    if (present(halo)) call halo_widths(halo, field%halo, problem)
+    if (len(problem) > 0) field%problem = problem
+  end subroutine describe
+
+  ! The field's name as errors give it.
+  function field_label(field, i) result(label)
+    type(halox_field), intent(in) :: field
+    integer, intent(in) :: i
+    character(len=:), allocatable :: label
+    if (allocated(field%name)) then
+      label = "field '" // field%name // "'"
+    else
+      label = "the " // ordinal(i) // " field"
+    end if
+  end function field_label
 
   ! ---- Decomposition
 
@@ -300,9 +434,69 @@ contains
     c_periodic = 1
     if (present(dims)) c_dims = dims
     if (present(periodic)) c_periodic = merge(1, 0, periodic)
+    decomp%global = global
+    decomp%periodic = c_periodic /= 0
     call conclude(c_decomposition_create(decomp%handle, int(comm, c_int), int(global, c_int), &
                                          c_dims, c_periodic), stat, errmsg)
   end subroutine decomposition_create_integer
+
+  ! A code's own decomposition: its ranks numbered in `order` ("XYZ": x
+  ! fastest, as CloverLeaf numbers its chunks, the default; "ZYX": z fastest,
+  ! as MPI_Cart_create) on a dims grid, and this rank's own sub-domain
+  ! (offset: global index, 0-based, of its first cell; extent: its cells;
+  ! both or neither). Collective: the sub-domains must tile the global grid
+  ! as the order places the ranks.
+  subroutine decomposition_adopt_f08(decomp, comm, global, dims, periodic, order, offset, &
+                                     extent, stat, errmsg)
+    type(halox_decomposition), intent(inout) :: decomp
+    type(MPI_Comm), intent(in) :: comm
+    integer, intent(in) :: global(3), dims(3)
+    logical, intent(in), optional :: periodic(3)
+    character(len=*), intent(in), optional :: order
+    integer, intent(in), optional :: offset(3), extent(3)
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    call decomposition_adopt_integer(decomp, comm%MPI_VAL, global, dims, periodic, order, &
+                                     offset, extent, stat, errmsg)
+  end subroutine decomposition_adopt_f08
+
+  subroutine decomposition_adopt_integer(decomp, comm, global, dims, periodic, order, offset, &
+                                         extent, stat, errmsg)
+    type(halox_decomposition), intent(inout) :: decomp
+    integer, intent(in) :: comm
+    integer, intent(in) :: global(3), dims(3)
+    logical, intent(in), optional :: periodic(3)
+    character(len=*), intent(in), optional :: order
+    integer, intent(in), optional :: offset(3), extent(3)
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    integer(c_int), target :: c_offset(3), c_extent(3)
+    integer(c_int) :: c_periodic(3)
+    type(c_ptr) :: offset_ptr, extent_ptr
+    c_periodic = 1
+    if (present(periodic)) c_periodic = merge(1, 0, periodic)
+    offset_ptr = c_null_ptr
+    extent_ptr = c_null_ptr
+    if (present(offset)) then
+      c_offset = offset
+      offset_ptr = c_loc(c_offset)
+    end if
+    if (present(extent)) then
+      c_extent = extent
+      extent_ptr = c_loc(c_extent)
+    end if
+    decomp%global = global
+    decomp%periodic = c_periodic /= 0
+    if (present(order)) then
+      call conclude(c_decomposition_adopt(decomp%handle, int(comm, c_int), int(global, c_int), &
+                                          int(dims, c_int), c_periodic, c_string(order), &
+                                          offset_ptr, extent_ptr), stat, errmsg)
+    else
+      call conclude(c_decomposition_adopt(decomp%handle, int(comm, c_int), int(global, c_int), &
+                                          int(dims, c_int), c_periodic, c_string("XYZ"), &
+                                          offset_ptr, extent_ptr), stat, errmsg)
+    end if
+  end subroutine decomposition_adopt_integer
 
   ! Collective. The exchanges built on it stay usable.
   subroutine halox_decomposition_destroy(decomp, stat, errmsg)
@@ -346,7 +540,12 @@ contains
   ! Collective over the decomposition's ranks, every rank with the same
   ! arguments. field_list: arrays of one kind (halox_field(u), ...), each
   ! shaped as the sub-domain plus its halos; halo: one width for every side,
-  ! or six, [lo_x, hi_x, lo_y, hi_y, lo_z, hi_z]. The options, all optional:
+  ! or six, [lo_x, hi_x, lo_y, hi_y, lo_z, hi_z].
+  ! Fields as codes hold them: when a field has its own location=, halo= or
+  ! name=, or halo= is left out here, every field keeps its own location
+  ! (default HALOX_CELL) and kind, and its halo: its own halo=, else this
+  ! halo=, else inferred from its bounds (docs/fortran.md, "Staggered grids").
+  ! The options, all optional:
   !   transport    "mpi-p2p" (default), "shm", "shm+ucx", ..., "auto" (measured)
   !   algorithm    "standard" (default), "staged", "faces"
   !   fields       "compact", "sequence", "cache" (default), or fields per message
@@ -362,7 +561,7 @@ contains
     type(halox_exchange), intent(inout) :: ex
     type(halox_decomposition), intent(in) :: decomp
     type(halox_field), intent(in) :: field_list(:)
-    integer, intent(in) :: halo(..)
+    integer, intent(in), optional :: halo(..)
     character(len=*), intent(in), optional :: transport, algorithm, wisdom_file, memory
     class(*), intent(in), optional :: fields, auto, timeout
     integer, intent(in), optional :: ranks_per_node
@@ -376,12 +575,17 @@ contains
     integer :: i
 
     allocate(character(len=0) :: problem)
-    call halo_widths(halo, widths, problem)
+    widths = -1
+    if (present(halo)) call halo_widths(halo, widths, problem)
     call text_options(strings, options, transport, algorithm, wisdom_file, memory)
     if (present(fields)) call fields_option(fields, strings, options, problem)
     if (present(auto)) call auto_option(auto, options, problem)
     if (present(timeout)) call timeout_option(timeout, options, problem)
     if (present(ranks_per_node)) options%ranks_per_node = ranks_per_node
+    if (.not. present(halo) .or. any(field_list%located)) then
+      call create_located(ex, decomp, field_list, widths, options, problem, stat, errmsg)
+      return
+    end if
     do i = 1, size(field_list)
       if (.not. field_list(i)%contiguous .and. len(problem) == 0) &
         problem = "the " // ordinal(i) // " field is not contiguous (an array section with " // &
@@ -396,8 +600,105 @@ contains
     if (status == HALOX_SUCCESS) &
       status = c_exchange_create(ex%handle, decomp%handle, c_null_ptr, widths, &
                                  int(size(field_list), c_int), c_fields, options)
+    if (status == HALOX_SUCCESS) ex%nfields = size(field_list)
     call conclude(status, stat, errmsg)
   end subroutine halox_exchange_create
+
+  ! halox_exchange_create for fields of their own locations, halos and kinds.
+  ! widths: the exchange's halo= (-1: none given).
+  subroutine create_located(ex, decomp, field_list, widths, options, problem, stat, errmsg)
+    type(halox_exchange), intent(inout) :: ex
+    type(halox_decomposition), intent(in) :: decomp
+    type(halox_field), intent(in) :: field_list(:)
+    integer(c_int), intent(in) :: widths(6)
+    type(c_options), intent(in) :: options
+    character(len=:), allocatable, intent(inout) :: problem
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    type(c_field_spec) :: specs(max(size(field_list), 1))
+    type(c_text), target :: names(max(size(field_list), 1))
+    integer(c_int) :: extent(3), offset(3), status
+    integer :: i
+
+    extent = 0
+    offset = 0
+    status = c_subdomain(decomp%handle, extent, offset)   ! a bad handle: reported below
+    do i = 1, size(field_list)
+      associate (f => field_list(i))
+        specs(i) = c_field_spec(f%data, f%type, f%location, f%halo, f%shape, c_null_ptr)
+        if (allocated(f%name)) then
+          names(i)%chars = c_string(f%name)
+          specs(i)%name = c_loc(names(i)%chars)
+        end if
+        if (len(problem) > 0) cycle
+        if (allocated(f%problem)) then
+          problem = field_label(f, i) // ": " // f%problem
+        else if (.not. f%contiguous) then
+          problem = field_label(f, i) // " is not contiguous (an array section with " // &
+                    "strides?): pass whole arrays"
+        else if (f%halo(1) < 0 .and. widths(1) >= 0) then
+          specs(i)%halo = widths
+        else if (f%halo(1) < 0 .and. status == HALOX_SUCCESS) then
+          call infer_halo(f, i, decomp, extent, offset, specs(i)%halo, problem)
+        end if
+      end associate
+    end do
+    if (c_sizeof(options) /= c_options_size() .and. len(problem) == 0) &
+      problem = "the halox module and library disagree on halox_options: rebuild the module " // &
+                "with this library"
+    status = c_agree(decomp%handle, c_string("halox_exchange_create"), c_string(problem))
+    if (status == HALOX_SUCCESS) &
+      status = c_exchange_create_fields(ex%handle, decomp%handle, c_null_ptr, &
+                                        int(size(field_list), c_int), specs, options)
+    if (status == HALOX_SUCCESS) ex%nfields = size(field_list)
+    call conclude(status, stat, errmsg)
+  end subroutine create_located
+
+  ! A halo from the array's bounds, the interior starting at index 1: below,
+  ! 1 - lbound points; above, as many cells as below, so one point more along
+  ! a staggered axis (CloverLeaf's extents: cells x_min-2:x_max+2, nodes
+  ! x_min-2:x_max+3). The library takes the same widths on every rank: the
+  ! rank at the high end of an open axis, which holds one more point, needs
+  ! one more there (x_max+4), unless it is the only rank along that axis.
+  ! Other bounds need halo=.
+  subroutine infer_halo(f, i, decomp, extent, offset, halo, problem)
+    type(halox_field), intent(in) :: f
+    integer, intent(in) :: i
+    type(halox_decomposition), intent(in) :: decomp
+    integer(c_int), intent(in) :: extent(3), offset(3)
+    integer(c_int), intent(out) :: halo(6)
+    character(len=:), allocatable, intent(inout) :: problem
+    integer :: d, below, above, upper, points
+    character(len=*), parameter :: axes = "xyz"
+    do d = 1, 3
+      below = max(1 - f%lower(d), 0)
+      above = below + staggered(d, f%location)
+      upper = f%lower(d) + f%shape(d) - 1
+      points = extent(d)
+      if (staggered(d, f%location) == 1 .and. .not. decomp%periodic(d) .and. &
+          offset(d) + extent(d) == decomp%global(d)) points = points + 1
+      ! A rank alone along an open axis holds its last face on every rank:
+      ! CloverLeaf's extents there are the same widths everywhere too.
+      if (points > extent(d) .and. offset(d) == 0 .and. upper == points + above - 1) &
+        above = above - 1
+      if (f%lower(d) > 1 .or. upper /= points + above) then
+        problem = field_label(f, i) // " (" // trim(location_names(f%location)) // &
+                  ") has bounds " // str(f%lower(d)) // ":" // str(upper) // " along " // &
+                  axes(d:d) // ", but a " // trim(location_names(f%location)) // &
+                  " field on this rank holds points 1:" // str(points) // " along " // &
+                  axes(d:d) // " (" // str(extent(d)) // " cells) and, with halos of " // &
+                  str(below) // " below and " // str(above) // " above, spans " // &
+                  str(1 - below) // ":" // str(points + above)
+        if (points > extent(d)) problem = problem // " (this rank holds the last " // &
+          axes(d:d) // " face of the open axis too, and the halo widths are the same on " // &
+          "every rank)"
+        problem = problem // "; give halo= for other widths"
+        return
+      end if
+      halo(2 * d - 1) = below
+      halo(2 * d) = above
+    end do
+  end subroutine infer_halo
 
   subroutine halo_widths(halo, widths, problem)
     integer, intent(in) :: halo(..)
@@ -551,12 +852,69 @@ contains
   end subroutine halox_exchange_destroy
 
   ! The first stage is in flight on return: overlap interior work here.
-  subroutine halox_start(ex, stat, errmsg)
+  ! A subset: fields= (1-based, in the order of halox_exchange_create) or
+  ! names=, and depth= (cells; 0, the default: each field's whole halo).
+  ! The first call of a subset and depth is collective (it builds its
+  ! schedule); later ones reuse it.
+  subroutine halox_start(ex, stat, errmsg, fields, names, depth)
     type(halox_exchange), intent(in) :: ex
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
-    call conclude(c_start(ex%handle), stat, errmsg)
+    integer, intent(in), optional :: fields(:), depth
+    character(len=*), intent(in), optional :: names(:)
+    integer(c_int), allocatable :: indices(:)
+    integer(c_int) :: status
+    character(len=:), allocatable :: message
+    if (.not. (present(fields) .or. present(names) .or. present(depth))) then
+      call conclude(c_start(ex%handle), stat, errmsg)
+      return
+    end if
+    call subset_indices("halox_start", ex, fields, names, indices, status, message)
+    if (status == HALOX_SUCCESS) &
+      status = c_start_subset(ex%handle, size(indices, kind=c_int), indices, depth_of(depth))
+    call conclude(status, stat, errmsg, message)
   end subroutine halox_start
+
+  integer(c_int) function depth_of(depth)
+    integer, intent(in), optional :: depth
+    depth_of = 0
+    if (present(depth)) depth_of = depth
+  end function depth_of
+
+  ! The 0-based indices of a subset: fields= or names=, neither (all fields).
+  subroutine subset_indices(function_name, ex, fields, names, indices, status, message)
+    character(len=*), intent(in) :: function_name
+    type(halox_exchange), intent(in) :: ex
+    integer, intent(in), optional :: fields(:)
+    character(len=*), intent(in), optional :: names(:)
+    integer(c_int), allocatable, intent(out) :: indices(:)
+    integer(c_int), intent(out) :: status
+    character(len=:), allocatable, intent(out) :: message   ! unallocated: the library's
+    integer :: i
+    status = HALOX_SUCCESS
+    if (present(fields) .and. present(names)) then
+      status = HALOX_ERROR_USAGE
+      message = function_name // ": give fields= or names=, not both"
+      return
+    end if
+    if (present(fields)) then
+      if (any(fields < 1 .or. fields > ex%nfields)) then
+        status = HALOX_ERROR_USAGE
+        message = function_name // ": fields= takes 1 to " // str(ex%nfields) // &
+                  ", the fields in the order halox_exchange_create got them"
+        return
+      end if
+      indices = fields - 1
+    else if (present(names)) then
+      allocate(indices(size(names)))
+      do i = 1, size(names)
+        status = c_field_index(ex%handle, c_string(names(i)), indices(i))
+        if (status /= HALOX_SUCCESS) return
+      end do
+    else
+      indices = [(i, i = 0, ex%nfields - 1)]
+    end if
+  end subroutine subset_indices
 
   ! Every halo cell is final on return.
   subroutine halox_wait(ex, stat, errmsg)
@@ -566,12 +924,24 @@ contains
     call conclude(c_wait(ex%handle), stat, errmsg)
   end subroutine halox_wait
 
-  ! halox_start and halox_wait in one.
-  subroutine halox_exchange_halos(ex, stat, errmsg)
+  ! halox_start and halox_wait in one; fields=, names=, depth= as for halox_start.
+  subroutine halox_exchange_halos(ex, stat, errmsg, fields, names, depth)
     type(halox_exchange), intent(in) :: ex
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
-    call conclude(c_exchange_run(ex%handle), stat, errmsg)
+    integer, intent(in), optional :: fields(:), depth
+    character(len=*), intent(in), optional :: names(:)
+    integer(c_int), allocatable :: indices(:)
+    integer(c_int) :: status
+    character(len=:), allocatable :: message
+    if (.not. (present(fields) .or. present(names) .or. present(depth))) then
+      call conclude(c_exchange_run(ex%handle), stat, errmsg)
+      return
+    end if
+    call subset_indices("halox_exchange_halos", ex, fields, names, indices, status, message)
+    if (status == HALOX_SUCCESS) &
+      status = c_exchange_subset(ex%handle, size(indices, kind=c_int), indices, depth_of(depth))
+    call conclude(status, stat, errmsg, message)
   end subroutine halox_exchange_halos
 
   function string_of(query, ex, stat, errmsg) result(text)
