@@ -657,9 +657,9 @@ contains
   ! A halo from the array's bounds, the interior starting at index 1: below,
   ! 1 - lbound points; above, as many cells as below, so one point more along
   ! a staggered axis (CloverLeaf's extents: cells x_min-2:x_max+2, nodes
-  ! x_min-2:x_max+3). The library takes the same widths on every rank: the
-  ! rank at the high end of an open axis, which holds one more point, needs
-  ! one more there (x_max+4), unless it is the only rank along that axis.
+  ! x_min-2:x_max+3). The rank at the high end of an open axis holds one more
+  ! point there and may end where the others do (CloverLeaf's x_max+3: one
+  ! point less above, on a side without a neighbour) or one further.
   ! Other bounds need halo=.
   subroutine infer_halo(f, i, decomp, extent, offset, halo, problem)
     type(halox_field), intent(in) :: f
@@ -677,10 +677,9 @@ contains
       points = extent(d)
       if (staggered(d, f%location) == 1 .and. .not. decomp%periodic(d) .and. &
           offset(d) + extent(d) == decomp%global(d)) points = points + 1
-      ! A rank alone along an open axis holds its last face on every rank:
-      ! CloverLeaf's extents there are the same widths everywhere too.
-      if (points > extent(d) .and. offset(d) == 0 .and. upper == points + above - 1) &
-        above = above - 1
+      ! The last face of an open axis: the same bounds as the other ranks
+      ! (CloverLeaf's), the halo above one point less.
+      if (points > extent(d) .and. upper == points + above - 1) above = above - 1
       if (f%lower(d) > 1 .or. upper /= points + above) then
         problem = field_label(f, i) // " (" // trim(location_names(f%location)) // &
                   ") has bounds " // str(f%lower(d)) // ":" // str(upper) // " along " // &
@@ -690,8 +689,8 @@ contains
                   str(below) // " below and " // str(above) // " above, spans " // &
                   str(1 - below) // ":" // str(points + above)
         if (points > extent(d)) problem = problem // " (this rank holds the last " // &
-          axes(d:d) // " face of the open axis too, and the halo widths are the same on " // &
-          "every rank)"
+          axes(d:d) // " face of the open axis too: " // str(1 - below) // ":" // &
+          str(points + above - 1) // " also fits)"
         problem = problem // "; give halo= for other widths"
         return
       end if

@@ -31,8 +31,9 @@ program hydro3d
     integer :: staggered(3) = 0
   end type field_ref
 
-  ! Cells x_min-2:x_max+2, nodes x_min-2:x_max+3 (x_max+4 where a rank holds
-  ! the last node of an open axis: the library takes equal widths on every rank).
+  ! CloverLeaf's extents on every rank: cells x_min-2:x_max+2, nodes and faces
+  ! x_min-2:x_max+3 along their staggered axes (the rank holding the last node
+  ! of an open axis has one point less above it, where nobody writes).
   real(real64), allocatable, target :: density(:,:,:), energy(:,:,:), pressure(:,:,:)
   real(real64), allocatable, target :: xvel(:,:,:), yvel(:,:,:), zvel(:,:,:)
   real(real32), allocatable, target :: mass_flux_x(:,:,:), mass_flux_y(:,:,:), mass_flux_z(:,:,:)
@@ -121,16 +122,15 @@ contains
   end function chunk_at
 
   subroutine allocate_fields()
-    integer :: c(3), p(3)
+    integer :: c(3)
     c = extent
-    p = nodes
     allocate(density(-1:c(1) + 2, -1:c(2) + 2, -1:c(3) + 2), source=0.0_real64)
     allocate(energy, pressure, mold=density)
-    allocate(xvel(-1:p(1) + 3, -1:p(2) + 3, -1:p(3) + 3), source=0.0_real64)
+    allocate(xvel(-1:c(1) + 3, -1:c(2) + 3, -1:c(3) + 3), source=0.0_real64)
     allocate(yvel, zvel, mold=xvel)
-    allocate(mass_flux_x(-1:p(1) + 3, -1:c(2) + 2, -1:c(3) + 2), source=0.0_real32)
-    allocate(mass_flux_y(-1:c(1) + 2, -1:p(2) + 3, -1:c(3) + 2), source=0.0_real32)
-    allocate(mass_flux_z(-1:c(1) + 2, -1:c(2) + 2, -1:p(3) + 3), source=0.0_real32)
+    allocate(mass_flux_x(-1:c(1) + 3, -1:c(2) + 2, -1:c(3) + 2), source=0.0_real32)
+    allocate(mass_flux_y(-1:c(1) + 2, -1:c(2) + 3, -1:c(3) + 2), source=0.0_real32)
+    allocate(mass_flux_z(-1:c(1) + 2, -1:c(2) + 2, -1:c(3) + 3), source=0.0_real32)
     energy = 0
     pressure = 0
     refs(1)%a64 => density
