@@ -23,6 +23,11 @@ constexpr field_kind kinds[field_count] = {
 
 }  // namespace
 
+std::pair<std::string, std::string> split_argument(const std::string& arg) {
+  const auto eq = arg.find('=');
+  return {arg.substr(0, eq), eq == std::string::npos ? "" : arg.substr(eq + 1)};
+}
+
 std::vector<field3d> make_fields(const halox::decomposition& d, const ivec3& cells) {
   std::vector<field3d> out;
   for (const auto& k : kinds) {

@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "halox/decomposition.hpp"
@@ -36,6 +37,9 @@ enum field_index {
   vol_flux_x, vol_flux_y, vol_flux_z, mass_flux_x, mass_flux_y, mass_flux_z,
   field_count
 };
+
+// A program argument "key=value" as {key, value} (value empty without '=').
+std::pair<std::string, std::string> split_argument(const std::string& arg);
 
 std::vector<field3d> make_fields(const halox::decomposition& d, const ivec3& cells);
 std::vector<halox::field> descriptors(std::vector<field3d>& fields);

@@ -40,8 +40,7 @@ bench_options parse(int argc, char** argv) {
   bench_options o;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    const auto eq = arg.find('=');
-    const std::string key = arg.substr(0, eq), value = eq == std::string::npos ? "" : arg.substr(eq + 1);
+    const auto [key, value] = hydro::split_argument(arg);
     if (key == "cells") o.cells = std::stoi(value);
     else if (key == "steps") o.steps = std::stoi(value);
     else if (key == "calls") o.calls = std::stoi(value);

@@ -44,8 +44,7 @@ app_options parse(int argc, char** argv) {
   app_options o;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    const auto eq = arg.find('=');
-    const std::string key = arg.substr(0, eq), value = eq == std::string::npos ? "" : arg.substr(eq + 1);
+    const auto [key, value] = hydro::split_argument(arg);
     if (key == "global") o.global = std::stoi(value);
     else if (key == "steps") o.steps = std::stoi(value);
     else if (key == "periodic" && value.size() == 3)

@@ -137,18 +137,25 @@ bool filled_from(const field_geometry& g, const field_spec& f, const decompositi
   return outside > 0;
 }
 
-template <class T>
-void fill(std::vector<std::byte>& memory, const field_geometry& g, int field, int epoch, int rank) {
-  T* data = reinterpret_cast<T*>(memory.data());
+// Every allocated point of a field, and whether it is one the rank holds.
+template <class Visit>
+void for_each_point(const field_geometry& g, Visit&& visit) {
   for (int z = -g.alloc_lo[2]; z < g.points[2] + g.alloc_hi[2]; ++z)
     for (int y = -g.alloc_lo[1]; y < g.points[1] + g.alloc_hi[1]; ++y)
       for (int x = -g.alloc_lo[0]; x < g.points[0] + g.alloc_hi[0]; ++x) {
         const ivec3 p{x, y, z};
         bool inside = true;
         for (int k = 0; k < 3; ++k) inside = inside && p[k] >= 0 && p[k] < g.points[k];
-        const ivec3 gi{g.offset[0] + x, g.offset[1] + y, g.offset[2] + z};
-        data[g.index(p)] = static_cast<T>(inside ? point_value(field, gi, epoch) : unfilled_mark(rank));
+        visit(p, ivec3{g.offset[0] + x, g.offset[1] + y, g.offset[2] + z}, inside);
       }
+}
+
+template <class T>
+void fill(std::vector<std::byte>& memory, const field_geometry& g, int field, int epoch, int rank) {
+  T* data = reinterpret_cast<T*>(memory.data());
+  for_each_point(g, [&](const ivec3& p, const ivec3& gi, bool inside) {
+    data[g.index(p)] = static_cast<T>(inside ? point_value(field, gi, epoch) : unfilled_mark(rank));
+  });
 }
 
 template <class T>
@@ -158,23 +165,17 @@ std::string check(const std::vector<std::byte>& memory, const field_geometry& g,
   const T* data = reinterpret_cast<const T*>(memory.data());
   size_t wrong = 0;
   std::string first;
-  for (int z = -g.alloc_lo[2]; z < g.points[2] + g.alloc_hi[2]; ++z)
-    for (int y = -g.alloc_lo[1]; y < g.points[1] + g.alloc_hi[1]; ++y)
-      for (int x = -g.alloc_lo[0]; x < g.points[0] + g.alloc_hi[0]; ++x) {
-        const ivec3 p{x, y, z};
-        bool inside = true;
-        for (int k = 0; k < 3; ++k) inside = inside && p[k] >= 0 && p[k] < g.points[k];
-        ivec3 from{0, 0, 0};
-        const ivec3 gi{g.offset[0] + x, g.offset[1] + y, g.offset[2] + z};
-        const double expected =
-            inside ? point_value(field, gi, epoch)
-            : moved && filled_from(g, f, d, alg, depth, p, from) ? point_value(field, from, epoch)
-                                                                 : unfilled_mark(d.rank());
-        const double found = static_cast<double>(data[g.index(p)]);
-        if (found != expected && wrong++ == 0)
-          first = fmt::format("rank {} field '{}' ({}) local point ({},{},{}): expected {}, found {}",
-                              d.rank(), f.name, to_string(f.at), x, y, z, expected, found);
-      }
+  for_each_point(g, [&](const ivec3& p, const ivec3& gi, bool inside) {
+    ivec3 from{0, 0, 0};
+    const double expected =
+        inside ? point_value(field, gi, epoch)
+        : moved && filled_from(g, f, d, alg, depth, p, from) ? point_value(field, from, epoch)
+                                                             : unfilled_mark(d.rank());
+    const double found = static_cast<double>(data[g.index(p)]);
+    if (found != expected && wrong++ == 0)
+      first = fmt::format("rank {} field '{}' ({}) local point ({},{},{}): expected {}, found {}",
+                          d.rank(), f.name, to_string(f.at), p[0], p[1], p[2], expected, found);
+  });
   return wrong ? fmt::format("{} wrong points, first: {}", wrong, first) : std::string{};
 }
 
