@@ -180,8 +180,11 @@ void print_unsettled(const std::vector<result>& results, const bench_options& o)
                100 * settle_within);
   else
     fmt::print("rounds auto: {} of {} cells did not settle within {:.0f} % before the budget ran "
-               "out: {}\n",
-               cells.size(), results.size(), 100 * settle_within, fmt::join(cells, ", "));
+               "out{}: {}\n",
+               cells.size(), results.size(), 100 * settle_within,
+               cells.size() > 3 ? " (the first 3; every one in the records' stability.settled)" : "",
+               fmt::join(cells.begin(), cells.begin() + static_cast<long>(std::min<size_t>(cells.size(), 3)),
+                         ", "));
 }
 
 // Rank 0: every configuration, the records, the summary, the breakdown and,
@@ -202,8 +205,8 @@ void report(const std::vector<result>& results, const bench_options& o,
   if (o.breakdown_table) print_breakdown(results);
   print_probe_cost(launch);
   print_unsettled(results, o);
-  const std::string line = instability_line(results, verdicts, o.rounds_auto ? 6 : o.rounds * 2 + 1);
-  if (!line.empty()) fmt::print("\n{}\n", line);
+  const std::vector<std::string> lines = instability_summary(results, verdicts);
+  if (!lines.empty()) fmt::print("\n{}\n", fmt::join(lines, "\n"));
 }
 
 int bench_main(MPI_Comm world, int argc, char** argv) {
