@@ -267,6 +267,14 @@ std::vector<double> lower_of(const std::vector<double>& a, const std::vector<dou
   return out;
 }
 
+// A slow moment of the machine during one of the two samples would flatter
+// the efficiency: the lower of each is kept.
+void keep_lower(result& r, const yardstick_times& before, const yardstick_times& after) {
+  r.round_floors.push_back(std::min(before.floor, after.floor));
+  r.round_line_floors.push_back(std::min(before.line_floor, after.line_floor));
+  r.round_references.push_back(std::min(before.reference, after.reference));
+}
+
 // One round of one configuration on the shape's memory: build the exchange
 // (after the first round: as the first measured it), verify (the first
 // round), time, verify again; the floor is sampled before and after the timing.
@@ -333,11 +341,7 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
                MPI_DOUBLE, MPI_MAX, 0, comm);
     r.exchanges = nrep;
     r.computed = pace.compute;
-    // A slow moment of the machine during one of the two would flatter the
-    // efficiency: the lower is kept.
-    r.round_floors.push_back(std::min(before.floor, after.floor));
-    r.round_line_floors.push_back(std::min(before.line_floor, after.line_floor));
-    r.round_references.push_back(std::min(before.reference, after.reference));
+    keep_lower(r, before, after);
     r.reference_by_rank = lower_of(reference_before, reference_after);
     r.round_medians.push_back(decomp.rank() == 0 ? summarize(r.samples).median : 0.0);
     if (verify) {

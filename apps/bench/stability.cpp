@@ -129,10 +129,13 @@ std::string cause_text(cause why, const probe_spread& s, double disagree, int cp
   switch (why) {
     case cause::busy:
       return fmt::format(
-          "the machine was busy: another process ran on {}, the ranks waited up to {:.0f} % of a turn "
-          "for their cores (load average up to {:.1f} on {} CPUs); rerun when the machine is quiet",
+          "the machine was busy: another process ran on {}, {} (load average up to {:.1f} on {} CPUs); "
+          "rerun when the machine is quiet",
           s.worst_run_wait_cpu >= 0 ? fmt::format("CPU {}", s.worst_run_wait_cpu) : "the ranks' cores",
-          100 * s.worst_run_wait, s.highest_load, cpus);
+          s.worst_run_wait > run_wait_above
+              ? fmt::format("the ranks waited up to {:.0f} % of a turn for their cores", 100 * s.worst_run_wait)
+              : fmt::format("a rank did not answer the probe for {}", round_trip_text(s.round_trip_high_ns)),
+          s.highest_load, cpus);
     case cause::steal:
       return fmt::format("the hypervisor stole up to {:.0f} % of a turn: the host is oversubscribed, "
                          "nothing inside the VM helps; rerun at a quieter time or on another host",
