@@ -115,7 +115,10 @@ def test_a_spinning_process_on_a_ranks_core_marks_the_turns_it_overlapped(tmp_pa
     for r in {id(r): r for r, _ in inside}.values():
         assert r["stable"] is False
         assert any("waited" in reason for reason in r["stability"]["reasons"])
-    assert "cells unstable:" in rest and "waited up to" in rest
+    assert "cells unstable; the causes" in rest and "waited up to" in rest
+    # The summary names the core the spinner held, and no line runs past 160 characters.
+    assert "another process ran on CPU 1" in rest
+    assert max(len(line) for line in rest.splitlines()) <= 160
     # The clean side: only on a machine whose other work leaves the ranks their cores (a
     # machine shared under CPU quotas may not; measured apart from halox-bench, before and
     # after it).

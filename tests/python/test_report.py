@@ -98,6 +98,20 @@ def parse_tables(text):
     return tables
 
 
+def chosen_tables(text):
+    """The chosen layout's tables of one toolchain (times, then "(xN)", then "efficiency"),
+    each merged into one: columns side by side, as the layout's three tables show them."""
+    merged = []
+    for t in parse_tables(text):
+        if merged and t.title.startswith(merged[-1].title + ": "):
+            merged[-1].columns += t.columns
+            for label, cells in t.rows.items():
+                merged[-1].rows[label] += cells
+            continue
+        merged.append(t)
+    return merged
+
+
 def value(text):
     """A cell's number; a trailing * marks an unstable cell."""
     text = text.removesuffix("*").removesuffix("\\")
@@ -115,7 +129,7 @@ def test_chosen_table_shows_the_medians_and_ratios_of_one_run(capsys, bench_file
     recs = load(bench_files["main"])
     code, out, _ = report(capsys, bench_files["main"])
     assert code == 0
-    [table] = parse_tables(out)
+    [table] = chosen_tables(out)
     assert table.title == records.toolchain_short(recs[0]["mpi_library"])
     assert table.columns == ["h1f1", "h2f1", "h1f2", "h2f2",
                              "h1f1 (xN)", "h2f1 (xN)", "h1f2 (xN)", "h2f2 (xN)"]
@@ -140,7 +154,7 @@ def test_other_metrics_come_from_the_records(capsys, bench_files, metric):
     recs = load(bench_files["main"])
     code, out, _ = report(capsys, bench_files["main"], "--metric", metric)
     assert code == 0
-    [table] = parse_tables(out)
+    [table] = chosen_tables(out)
     for r in recs:
         expected = (r["seconds_per_10000"] if metric == "seconds_per_10000"
                     else r["time_per_exchange_s"]["mean"] * 1e6)
@@ -152,7 +166,7 @@ def test_other_metrics_come_from_the_records(capsys, bench_files, metric):
 def test_another_baseline(capsys, bench_files):
     recs = load(bench_files["main"])
     code, out, _ = report(capsys, bench_files["main"], "--baseline", "shm/staged/compact")
-    [table] = parse_tables(out)
+    [table] = chosen_tables(out)
     base = {shape(r): r["time_per_exchange_s"]["median"] for r in recs
             if variant(r) == "shm/staged/compact"}
     for r in recs:
@@ -171,7 +185,7 @@ def test_missing_cells_print_nan(capsys, bench_files, tmp_path):
     path.write_text("".join(json.dumps(r) + "\n" for r in kept))
     code, out, _ = report(capsys, path)
     assert code == 0
-    [table] = parse_tables(out)
+    [table] = chosen_tables(out)
     assert table.cell("shm/staged/compact", "h2f2") == "NaN"
     assert table.cell("shm/staged/compact", "h2f2 (xN)") == "NaN"
     # Without the baseline's cell, no ratio for that shape, but the values stay.
@@ -181,16 +195,17 @@ def test_missing_cells_print_nan(capsys, bench_files, tmp_path):
                  next(r for r in recs if variant(r) == "shm/staged/compact" and shape(r) == "h1f1")
                  ["time_per_exchange_s"]["median"] * 1e6)
     code, md, _ = report(capsys, path, "--markdown")
-    row = next(l for l in md.splitlines() if l.startswith("| shm/staged/compact |"))
-    cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[4] == "NaN" and cells[8] == "NaN"
+    # The times' table, then the ratios'.
+    rows = [l for l in md.splitlines() if l.startswith("| shm/staged/compact |")]
+    cells = [c.strip() for row in rows[:2] for c in row.strip("|").split("|")[1:]]
+    assert cells[3] == "NaN" and cells[7] == "NaN"
 
 
 def test_records_of_several_runs_give_absolute_values_only(capsys, bench_files):
     main, again = load(bench_files["main"]), load(bench_files["again"])
     code, out, _ = report(capsys, bench_files["main"], bench_files["again"])
     assert code == 0
-    [table] = parse_tables(out)
+    [table] = chosen_tables(out)
     assert table.columns == ["h1f1", "h2f1", "h1f2", "h2f2"]
     assert "no (xN) ratios: the records come from 2 runs" in out
     assert "median of their values" in out
@@ -202,7 +217,7 @@ def test_records_of_several_runs_give_absolute_values_only(capsys, bench_files):
     # --run-id picks one run again, and with it the ratios.
     code, out, _ = report(capsys, bench_files["main"], bench_files["again"],
                           "--run-id", main[0]["run_id"])
-    [table] = parse_tables(out)
+    [table] = chosen_tables(out)
     assert "h1f1 (xN)" in table.columns
     for r in main:
         expect_close(table.cell(variant(r), shape(r)), r["time_per_exchange_s"]["median"] * 1e6)
@@ -211,7 +226,7 @@ def test_records_of_several_runs_give_absolute_values_only(capsys, bench_files):
 def test_selection_options_pick_the_chosen_shapes(capsys, bench_files):
     code, out, _ = report(capsys, bench_files["main"], "--halo", "2", "--nfields", "1,2",
                           "--transport", "shm", "--algorithm", "staged")
-    [table] = parse_tables(out)
+    [table] = chosen_tables(out)
     assert table.columns == ["h2f1", "h2f2"]  # baseline not selected: no ratios
     assert set(table.rows) == {"shm/staged/compact", "shm/staged/sequence"}
     assert "baseline mpi-types/staged/sequence is not in these records" in out
@@ -219,7 +234,7 @@ def test_selection_options_pick_the_chosen_shapes(capsys, bench_files):
 
 def test_decompositions_are_separate_tables_in_chosen(capsys, bench_files):
     code, out, _ = report(capsys, bench_files["main"], bench_files["hw"])
-    tables = parse_tables(out)
+    tables = chosen_tables(out)
     assert len(tables) == 2
     assert "(hwcart 2x1x1)" in out and "(mpicart 2x1x1)" in out
     hw = load(bench_files["hw"])
@@ -280,15 +295,19 @@ def test_markdown_tables(capsys, bench_files):
     assert code == 0
     lines = out.splitlines()
     header = next(i for i, l in enumerate(lines) if l.startswith("| transport/algorithm/fields"))
-    assert lines[header] == ("| transport/algorithm/fields | h1f1 | h2f1 | h1f2 | h2f2 | "
-                             "h1f1 (xN) | h2f1 (xN) | h1f2 (xN) | h2f2 (xN) |")
-    assert lines[header + 1] == "|:---|" + "---:|" * 8
+    assert lines[header] == "| transport/algorithm/fields | h1f1 | h2f1 | h1f2 | h2f2 |"
+    assert lines[header + 1] == "|:---|" + "---:|" * 4
+    ratios = next(i for i, l in enumerate(lines) if i > header and
+                  l.startswith("| transport/algorithm/fields"))
+    assert lines[ratios] == ("| transport/algorithm/fields | h1f1 (xN) | h2f1 (xN) | h1f2 (xN) | "
+                             "h2f2 (xN) |")
     rows = {}
-    for l in lines[header + 2:]:
-        if not l.startswith("|"):
-            break
-        cells = [c.strip() for c in l.strip("|").split("|")]
-        rows[cells[0]] = cells[1:]
+    for start in (header, ratios):
+        for l in lines[start + 2:]:
+            if not l.startswith("|"):
+                break
+            cells = [c.strip() for c in l.strip("|").split("|")]
+            rows.setdefault(cells[0], []).extend(cells[1:])
     assert len(rows) == 4 * len(list_transports()) == len({variant(r) for r in recs})
     columns = ["h1f1", "h2f1", "h1f2", "h2f2"]
     for r in recs:
