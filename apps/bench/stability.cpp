@@ -196,7 +196,7 @@ std::vector<std::string> closing_summary(const std::vector<named_cell>& unstable
   for (const auto* c : worst)
     names += fmt::format("{}{} ({})", names.empty() ? "" : "; ", c->name, c->stability->reasons.front());
   for (auto& line : wrap("  worst: " + names, summary_width, "    ")) out.push_back(std::move(line));
-  out.push_back("  every cell's reasons: the records (stability.reasons) and halox report --save");
+  out.push_back("  every cell's reasons: the records (stability.reasons) and the Markdown report of halox report");
   return out;
 }
 

@@ -376,7 +376,7 @@ def stability_notes(cells: dict[tuple, list[Record]], verdicts: dict
     if not unstable:
         return [], []
     short = [f"* = unstable: {len(unstable)} of {len(verdicts)} cells; the causes are ranked at "
-             "the end, every cell's reasons are in the records and in halox report --save"]
+             "the end, every cell's reasons are in the records and in the Markdown report"]
     details = ["unstable cells: " + "; ".join(
         f"{v} {cells[(v, k)][0].shape_label}: {', '.join(verdicts[(v, k)][1].reasons)}"
         for v, k in unstable)]

@@ -314,5 +314,5 @@ def closing_summary(unstable: Sequence[tuple[str, Stability]], cells: int, s: Pr
         out += wrap(f"  {i}. {marked[c]} cells: {cause_text(c, s, disagree, cpus)}", indent=" " * 7)
     worst = sorted(unstable, key=lambda u: -(len(u[1].causes) + u[1].rounds_disagree))[:3]
     out += wrap("  worst: " + "; ".join(f"{name} ({st.reasons[0]})" for name, st in worst))
-    out.append("  every cell's reasons: the records (stability.reasons) and halox report --save")
+    out.append("  every cell's reasons: the records (stability.reasons) and the Markdown report of halox report")
     return out
