@@ -24,6 +24,7 @@
 #include "halox/field_memory.hpp"
 #include "halox/transport/registry.hpp"
 #include "machine_probe.hpp"
+#include "crossing.hpp"
 #include "stability.hpp"
 #include "stage_breakdown.hpp"
 #include "touched_lines.hpp"
@@ -123,6 +124,10 @@ struct result {
   touched_lines lines;
   double line_floor_seconds = 0;
   std::vector<double> round_line_floors;
+  // The crossing around the same exchanges (crossing.hpp): what moving the
+  // bytes sent and received between the node's cores costs; median over rounds.
+  double crossing_seconds = 0;
+  std::vector<double> round_crossings;
   // The self-copy reference around the same exchanges (the lower of before and
   // after, slowest rank): its median over rounds, and per round.
   double reference_seconds = 0;
@@ -160,6 +165,7 @@ struct shape_memory {
   std::optional<shared_field_memory> shared;
   std::vector<mapped_buffer> fields;         // private (with --memory device: the host's copies)
   mapped_buffer floor_from, floor_to;        // the size of all fields
+  std::unique_ptr<crossing_buffers> crossing;  // node-shared slots of the crossing
   std::vector<std::shared_ptr<void>> device_fields;            // --memory device
   std::shared_ptr<void> device_floor_from, device_floor_to;    // the size of all fields
 };
@@ -197,6 +203,8 @@ void merge(result& into, const result& more);
 double efficiency(const result& r);
 // The floor of the halo's bytes over the exchange, alike.
 double memcpy_efficiency(const result& r);
+// The floor of the lines and the crossing together over the exchange, alike.
+double crossing_efficiency(const result& r);
 double reference_share(const result& r);
 // The self-copy reference rank by rank (result::reference_by_rank).
 struct rank_spread {

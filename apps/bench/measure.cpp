@@ -227,7 +227,7 @@ long long record_stage_pass(MPI_Comm comm, long long nrep, pacing pace, halo_exc
 
 // The yardsticks of one turn, each the slowest rank's median.
 struct yardstick_times {
-  double floor = 0, line_floor = 0, reference = 0;
+  double floor = 0, line_floor = 0, crossing = 0, reference = 0;
 };
 
 // The floor of the halo's bytes, the floor of the lines the plan touches and
@@ -241,10 +241,11 @@ yardstick_times yardsticks(MPI_Comm comm, const result& r, const copy_list& refe
   reference_by_rank.clear();
   if (f.on_device)
     return {device_copy_floor(comm, halo_bytes, mem, all_fields),
-            device_copy_floor(comm, r.lines.copy_bytes(), mem, all_fields), 0.0};
+            device_copy_floor(comm, r.lines.copy_bytes(), mem, all_fields), 0.0, 0.0};
   yardstick_times t;
   t.floor = single_copy_floor(comm, halo_bytes, mem, all_fields, compute);
   t.line_floor = single_copy_floor(comm, r.lines.copy_bytes(), mem, all_fields, compute);
+  t.crossing = crossing_time(comm, r.bytes_sent, r.bytes_received, mem.crossing);
   t.reference = self_copy_reference_time(comm, reference, f.host, grid, compute, &reference_by_rank);
   return t;
 }
@@ -272,6 +273,7 @@ std::vector<double> lower_of(const std::vector<double>& a, const std::vector<dou
 void keep_lower(result& r, const yardstick_times& before, const yardstick_times& after) {
   r.round_floors.push_back(std::min(before.floor, after.floor));
   r.round_line_floors.push_back(std::min(before.line_floor, after.line_floor));
+  r.round_crossings.push_back(std::min(before.crossing, after.crossing));
   r.round_references.push_back(std::min(before.reference, after.reference));
 }
 
@@ -353,6 +355,7 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
   }
   r.memcpy_seconds = r.round_floors.back();
   r.line_floor_seconds = r.round_line_floors.back();
+  r.crossing_seconds = r.round_crossings.back();
   r.reference_seconds = r.round_references.back();
   return r;
 }
@@ -379,6 +382,9 @@ void merge(result& into, const result& more) {
   into.round_line_floors.insert(into.round_line_floors.end(), more.round_line_floors.begin(),
                                 more.round_line_floors.end());
   into.line_floor_seconds = summarize(into.round_line_floors).median;
+  into.round_crossings.insert(into.round_crossings.end(), more.round_crossings.begin(),
+                              more.round_crossings.end());
+  into.crossing_seconds = summarize(into.round_crossings).median;
   into.round_references.insert(into.round_references.end(), more.round_references.begin(),
                                more.round_references.end());
   into.reference_seconds = summarize(into.round_references).median;

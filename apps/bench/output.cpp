@@ -32,6 +32,13 @@ double memcpy_efficiency(const result& r) {
   return share_of(r.round_floors, r.round_medians);
 }
 
+double crossing_efficiency(const result& r) {
+  std::vector<double> both;
+  for (size_t i = 0; i < r.round_line_floors.size() && i < r.round_crossings.size(); ++i)
+    both.push_back(r.round_line_floors[i] + r.round_crossings[i]);
+  return share_of(both, r.round_medians);
+}
+
 // The self-copy reference over the exchange: 1 is what the layout allows
 // without crossing ranks.
 double reference_share(const result& r) {
@@ -81,6 +88,9 @@ void print_result(const result& r, const summary& s) {
              "-> efficiency {:.1f} %\n",
              r.lines.copy_bytes(), r.lines.read_bytes, r.lines.written_bytes,
              us(r.line_floor_seconds), 100.0 * efficiency(r));
+  fmt::print("  crossing ({} B sent and {} B received between the node's cores) {} us; with the floor of "
+             "the lines -> {:.1f} %\n",
+             r.bytes_sent, r.bytes_received, us(r.crossing_seconds), 100.0 * crossing_efficiency(r));
   fmt::print("  memcpy of the halo's {} B {} us -> memcpy efficiency {:.1f} %\n",
              r.bytes_received + r.bytes_copied, us(r.memcpy_seconds), 100.0 * memcpy_efficiency(r));
   fmt::print("  self-copy reference {} us (each rank fills the same halos from its own cells, "

@@ -49,6 +49,8 @@ def test_matrix_run_writes_one_complete_json_record_per_configuration(run_mpi, t
         assert lines["written"] >= halo and lines["written"] % 64 == 0
         assert lines["copied"] == max(lines["read"], lines["written"])
         assert r["line_floor_s"] > 0 and len(r["round_line_floors_s"]) == 1
+        # Both ranks on one node send each other bytes: the crossing between their cores.
+        assert r["crossing_s"] > 0 and 0 < r["crossing_efficiency"]
     assert "Summary" in run.stdout
     assert "(x1.00)" not in run.stdout  # the default baseline is not in this matrix
 
