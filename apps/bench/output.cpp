@@ -60,6 +60,12 @@ namespace {
 
 std::string us(double seconds) { return fmt::format("{:.2f}", seconds * 1e6); }
 
+// A line of output, broken at spaces before summary_width (stage lists of
+// many stages, transport settings).
+void print_wrapped(const std::string& text, const std::string& indent) {
+  for (const auto& line : wrap(text, summary_width, indent)) fmt::print("{}\n", line);
+}
+
 // What the plain-MPI variants follow, so that a ratio over them says which program it stands for.
 std::string baseline_text(const std::string& baseline) {
   if (baseline == "mpi-types/staged/sequence")
@@ -103,23 +109,25 @@ void print_result(const result& r, const summary& s) {
   if (r.computed)
     fmt::print("  compute step between exchanges (untimed): {} us\n",
                us(r.compute_seconds / static_cast<double>(r.exchanges)));
-  if (!r.settings.empty()) fmt::print("  transport settings: {}\n", r.settings);
+  if (!r.settings.empty()) print_wrapped("  transport settings: " + r.settings, "      ");
   fmt::print("  setup {:.1f} ms (auto choices {:.1f}, plan {:.1f}, transports {:.1f}; slowest "
              "rank), {} neighbours at most\n",
              r.setup.slowest.total_s * 1e3, r.setup.slowest.measured_choice_s * 1e3,
              r.setup.slowest.plan_s * 1e3, r.setup.slowest.transports_s * 1e3, r.setup.neighbours);
-  if (!r.breakdown.empty())
-    fmt::print("  per stage [us per exchange, middle half's mean of the recorded exchanges]: p "
-               "pack, c other copies, wp wait for peers, wr wait for readers, o other\n"
-               "    slowest {}\n    median  {}\n    busiest {}\n",
-               describe_split(slowest_rank(r.breakdown)), describe_split(median_rank(r.breakdown)),
-               describe_busiest(r.breakdown));
+  if (!r.breakdown.empty()) {
+    print_wrapped("  per stage [us per exchange, middle half's mean of the recorded exchanges]: p "
+                  "pack, c other copies, wp wait for peers, wr wait for readers, o other", "    ");
+    print_wrapped("    slowest " + describe_split(slowest_rank(r.breakdown)), "      ");
+    print_wrapped("    median  " + describe_split(median_rank(r.breakdown)), "      ");
+    print_wrapped("    busiest " + describe_busiest(r.breakdown), "      ");
+  }
   std::string sent;
   for (const auto& t : r.sent)
     sent += fmt::format("; {} {} B on node, {} B off node", t.transport, t.bytes_to_same_node,
                         t.bytes_to_other_nodes);
-  fmt::print("  all ranks per exchange: plan {} B within hosts, {} B across hosts{}\n",
-             r.plan_to_same_host, r.plan_to_other_hosts, sent);
+  print_wrapped(fmt::format("  all ranks per exchange: plan {} B within hosts, {} B across hosts{}",
+                            r.plan_to_same_host, r.plan_to_other_hosts, sent),
+                "    ");
   fmt::print("  verification: {}\n", r.verified ? "passed (first and last exchange of the first round)" : "skipped");
 }
 
@@ -262,17 +270,18 @@ void print_summary(const std::vector<result>& results, const std::vector<summary
 // --breakdown: each configuration's stage splits, slowest and median rank,
 // and its self-copy share (what the splits explain).
 void print_breakdown(const std::vector<result>& results) {
-  fmt::print("\nWhere the time goes [us per exchange, the mean of each rank's middle half of the "
-             "recorded exchanges (--stage-times)], per stage: p pack, c other copies, wp wait for "
-             "peers, wr wait for readers, o other; self = self-copy reference over the median "
-             "time; busiest = the rank with the most work (pack, copies, other), whom the "
-             "others wait for\n");
+  fmt::print("\n");
+  print_wrapped("Where the time goes [us per exchange, the mean of each rank's middle half of the "
+                "recorded exchanges (--stage-times)], per stage: p pack, c other copies, wp wait for "
+                "peers, wr wait for readers, o other; self = self-copy reference over the median "
+                "time; busiest = the rank with the most work (pack, copies, other), whom the "
+                "others wait for", "  ");
   for (const auto& r : results) {
     if (r.breakdown.empty()) continue;
-    fmt::print("{} [{}] self {:.2f}\n  slowest {}\n  median  {}\n  busiest {}\n",
-               r.cfg.variant(), r.cfg.shape(), reference_share(r),
-               describe_split(slowest_rank(r.breakdown)), describe_split(median_rank(r.breakdown)),
-               describe_busiest(r.breakdown));
+    fmt::print("{} [{}] self {:.2f}\n", r.cfg.variant(), r.cfg.shape(), reference_share(r));
+    print_wrapped("  slowest " + describe_split(slowest_rank(r.breakdown)), "    ");
+    print_wrapped("  median  " + describe_split(median_rank(r.breakdown)), "    ");
+    print_wrapped("  busiest " + describe_busiest(r.breakdown), "    ");
   }
 }
 
