@@ -97,7 +97,8 @@ bool another_round(const bench_options& o, const decomposition& decomp, std::vec
   constexpr int most_rounds = 12;
   int more = 0;
   if (decomp.rank() == 0) {
-    const double budget = o.rounds_budget > 0 ? o.rounds_budget : 3 * first_rounds_s;
+    const double budget =
+        o.rounds_budget > 0 ? o.rounds_budget : std::max(3 * first_rounds_s, settle_min_span_s);
     size_t base = end;
     for (size_t i = first; i < end; ++i)
       if (results[i].cfg.variant() == o.baseline) base = i;
@@ -109,8 +110,9 @@ bool another_round(const bench_options& o, const decomposition& decomp, std::vec
       results[i].settled = settled(ratios ? ratios->per_round : results[i].round_medians);
       all_settled = all_settled && results[i].settled;
     }
+    const bool short_span = elapsed_s < settle_min_span_s;
     more = rounds_done < settle_min_rounds ||
-           (!all_settled && rounds_done < most_rounds && elapsed_s < budget);
+           ((!all_settled || short_span) && rounds_done < most_rounds && elapsed_s < budget);
   }
   MPI_Bcast(&more, 1, MPI_INT, 0, decomp.comm());
   return more != 0;

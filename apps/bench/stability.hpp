@@ -25,6 +25,9 @@ inline constexpr double run_wait_above = 0.20, steal_above = 0.10;
 // per-round ratios (the lowest and highest left out from 5 rounds on) lie
 // within this share of their median.
 inline constexpr int settle_min_rounds = 3;
+// ... and after the shape's rounds have spanned this many seconds: a VM's
+// vCPUs move every few seconds, and rounds that all fall in one state agree.
+inline constexpr double settle_min_span_s = 5.0;
 inline constexpr double settle_within = 0.05;
 
 struct round_ratios {
