@@ -3,6 +3,8 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 #include "halox_programs/common/stats.hpp"
 
@@ -22,6 +24,23 @@ std::optional<round_ratios> per_round_ratios(const std::vector<double>& baseline
   return out;
 }
 
+namespace {
+
+// The CPU that waited most in the most disturbed turns (a rank that waited
+// all of a turn ties with any other that did: the count decides).
+int busiest_cpu(const std::vector<turn_probes>& turns) {
+  std::map<int, int> disturbed;
+  for (const auto& t : turns)
+    if (t.after.run_wait_share.value_or(0.0) > run_wait_above && t.after.run_wait_cpu)
+      ++disturbed[*t.after.run_wait_cpu];
+  int cpu = -1, most = 0;
+  for (const auto& [c, n] : disturbed)
+    if (n > most) std::tie(cpu, most) = std::make_pair(c, n);
+  return cpu;
+}
+
+}  // namespace
+
 probe_spread spread_of(const std::vector<turn_probes>& turns) {
   probe_spread out;
   std::vector<const probe_sample*> all;
@@ -37,6 +56,7 @@ probe_spread spread_of(const std::vector<turn_probes>& turns) {
                                  t.after.load1.value_or(0.0)});
     out.worst_steal = std::max(out.worst_steal, t.after.steal_share.value_or(0.0));
   }
+  if (busiest_cpu(turns) >= 0) out.worst_run_wait_cpu = busiest_cpu(turns);
   if (all.empty()) return out;
   const size_t pairs = all.front()->round_trip_ns.size();
   for (size_t p = 0; p < pairs; ++p) {

@@ -50,7 +50,7 @@ struct probe_spread {
   double round_trip_factor = 1, copy_factor = 1;
   double round_trip_low_ns = 0, round_trip_high_ns = 0;  // of the pair that moved most
   double worst_run_wait = 0, worst_steal = 0;
-  int worst_run_wait_cpu = -1;  // the CPU that waited most, where known
+  int worst_run_wait_cpu = -1;  // the CPU that waited most in the most turns, where known
   double highest_load = 0;      // load average, the highest of the probes
   bool moved_mode() const { return round_trip_factor > mode_factor || copy_factor > mode_factor; }
   bool disturbed() const { return worst_run_wait > run_wait_above || worst_steal > steal_above; }

@@ -86,6 +86,7 @@ def probe_spread(turns: Iterable[dict]) -> ProbeSpread:
     """How far apart the probes around a list of turns ({"before": ..., "after": ...}) are."""
     out = ProbeSpread()
     samples = []
+    turns = list(turns)
     for t in turns:
         samples += [t["before"], t["after"]]
         # The after-probe's shares cover the turn itself (at most all of it: the kernel books
@@ -97,6 +98,15 @@ def probe_spread(turns: Iterable[dict]) -> ProbeSpread:
                                                                 t["after"].get("load1"))
                                                      if x is not None])
         out.worst_steal = max(out.worst_steal, min(1.0, t["after"].get("steal_share") or 0.0))
+    # The CPU that waited most in the most disturbed turns (a rank that waited all of a turn
+    # ties with any other that did: the count decides).
+    disturbed: dict[int, int] = {}
+    for t in turns:
+        cpu = t["after"].get("run_wait_cpu")
+        if cpu is not None and (t["after"].get("run_wait_share") or 0.0) > RUN_WAIT_ABOVE:
+            disturbed[cpu] = disturbed.get(cpu, 0) + 1
+    if disturbed:
+        out.worst_run_wait_cpu = max(sorted(disturbed), key=lambda c: disturbed[c])
     if not samples:
         return out
     pairs = len(samples[0].get("round_trip_ns") or [])

@@ -269,3 +269,14 @@ def test_a_report_over_two_launches_flags_every_cell_apart_beyond_their_spread()
     # Apart by less than a launch's own spread: not flagged (the launch marks such a cell).
     wide = one_launch("c", [50, 57, 66], 60.0, 0.2) + one_launch("d", [60, 61, 62], 60.0, 0.2)
     assert report_launches.flagged_cells(wide) == 0
+
+
+def test_the_busy_cpu_is_the_one_that_waited_most_in_the_most_turns():
+    def waited(cpu, share):
+        t = turn(run_wait=share)
+        t["after"]["run_wait_cpu"] = cpu
+        return t
+    # CPU 0 waited all of one turn; CPU 1, where the other process ran, most of three.
+    turns = [waited(0, 1.0), waited(1, 0.6), waited(1, 0.7), waited(1, 0.5), waited(0, 0.1)]
+    assert stability.probe_spread(turns).worst_run_wait_cpu == 1
+    assert stability.probe_spread(iter(turns)).worst_run_wait_cpu == 1

@@ -68,6 +68,16 @@ TEST(ClosingSummary, ALaunchThatMovedOutsideACellsTurnsMarksIt) {
   EXPECT_TRUE(judge_cell({2.0, 2.0}, {calm}, spread_of({calm})).stable);
 }
 
+// CPU 0 waited all of one turn; CPU 1, where the other process ran, most of three.
+TEST(ClosingSummary, TheBusyCpuWaitedMostInTheMostTurns) {
+  const std::vector<turn_probes> turns{{sample(60), sample(60, 1.0, 0)},
+                                       {sample(60), sample(60, 0.6, 1)},
+                                       {sample(60), sample(60, 0.7, 1)},
+                                       {sample(60), sample(60, 0.5, 1)}};
+  EXPECT_EQ(spread_of(turns).worst_run_wait_cpu, 1);
+  EXPECT_DOUBLE_EQ(spread_of(turns).worst_run_wait, 1.0);
+}
+
 TEST(ClosingSummary, WrapBreaksAtSpacesAndKeepsTheIndent) {
   const auto lines = wrap("  one two three four five", 12, "    ");
   EXPECT_EQ(lines, (std::vector<std::string>{"  one two", "    three", "    four", "    five"}));
