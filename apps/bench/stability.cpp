@@ -94,7 +94,10 @@ cell_stability judge_cell(const std::vector<double>& per_round, const std::vecto
     const auto [low, high] = std::minmax_element(per_round.begin(), per_round.end());
     if (*low > 0) c.rounds_disagree = *high / *low - 1;
     if (c.rounds_disagree > rounds_disagree_above)
-      add(cause::rounds, fmt::format("rounds disagree by {:.0f} %", 100 * c.rounds_disagree));
+      // Past 2x, a factor reads better than thousands of percent.
+      add(cause::rounds, c.rounds_disagree <= 1
+                             ? fmt::format("rounds disagree by {:.0f} %", 100 * c.rounds_disagree)
+                             : fmt::format("rounds disagree {:.0f}x", 1 + c.rounds_disagree));
   }
   const probe_spread s = spread_of(turns);
   // A round trip at the ping-pong's cap was a partner without its core: busy, not moved.

@@ -151,7 +151,9 @@ def judge(per_round: Sequence[float], turns: Sequence[dict],
     if len(per_round) > 1 and min(per_round) > 0:
         out.rounds_disagree = max(per_round) / min(per_round) - 1
         if out.rounds_disagree > ROUNDS_DISAGREE_ABOVE:
-            add("rounds", f"rounds disagree by {100 * out.rounds_disagree:.0f} %")
+            # Past 2x, a factor reads better than thousands of percent.
+            add("rounds", f"rounds disagree by {100 * out.rounds_disagree:.0f} %"
+                if out.rounds_disagree <= 1 else f"rounds disagree {1 + out.rounds_disagree:.0f}x")
     s = probe_spread(turns)
     if s.round_trip_factor > MODE_FACTOR:
         # A round trip at the ping-pong's cap was a partner without its core: busy, not moved.

@@ -35,6 +35,7 @@ def test_rounds_that_disagree_by_more_than_ten_percent_are_unstable():
     assert verdict.rounds_disagree == pytest.approx(0.15)
     assert verdict.reasons == ["rounds disagree by 15 %"]
     assert stability.judge([2.0], []).stable  # one round: nothing to disagree with
+    assert stability.judge([1.0, 30.0], []).reasons == ["rounds disagree 30x"]
 
 
 @pytest.mark.parametrize("after, reason", [
