@@ -661,7 +661,8 @@ def render_text(report: Report) -> str:
     lines = [part for line in report.preamble for part in stability.wrap(line, NOTE_WIDTH, "  ")]
     for section in report.sections:
         lines += ["", section.heading]
-        lines += [part for d in section.details for part in stability.wrap(f"  {d}", NOTE_WIDTH)]
+        lines += [part for d in section.details
+                  for part in stability.wrap(f"  {d}", NOTE_WIDTH, " " * 6)]
         for table in section.tables:
             lines.append("")
             lines += render_table_text(table)

@@ -1,5 +1,6 @@
 """halox-bench as a user meets it: good runs, JSON records, and every class of bad input."""
 import json
+import re
 
 import pytest
 
@@ -232,10 +233,12 @@ def test_automatic_variant_records_its_choice_against_the_named_ones(run_mpi, tm
     assert auto["auto_trials_probe"]["rechecked"] == moved
     assert auto["auto_trials_probe"]["before_trials"] == first["before"]
     assert run.stdout.count("auto/auto/auto [double h1f2]: chose ") == (3 if moved else 2)
+    # A choice's line wraps at 150 characters, its later parts indented by 4: joined back.
+    unwrapped = re.sub(r"\n    (?=\S)", " ", run.stdout)
     assert ("measured again in round 2, the probe having moved during its trials: chose "
-            in run.stdout) == moved
+            in unwrapped) == moved
     assert sum(1 for r in records if r["config"]["transport"] == "mpi-p2p") == 1
-    [line] = [l for l in run.stdout.splitlines()
+    [line] = [l for l in unwrapped.splitlines()
               if l.startswith("auto/auto/auto [") and " against " in l]
     # shm ran on shared memory as the choice did; mpi-p2p on private memory.
     assert "against the fastest named variant, " in line
