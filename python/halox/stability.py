@@ -204,7 +204,8 @@ class LaunchProbe:
     def text(self) -> str:
         trips = ", ".join(
             f"{p.get('role', 'pair')} ranks {'-'.join(map(str, p.get('ranks', [])))} "
-            f"{m:.0f} ns ({lo:.0f}-{hi:.0f})"
+            + (f"{m:.0f} ns ({lo:.0f}-{hi:.0f})" if hi < PING_PONG_CAP_NS else
+               f"{m:.0f} ns ({lo:.0f} ns to more than {PING_PONG_CAP_NS / 1e6:.0f} ms)")
             for p, (m, lo, hi) in zip(self.pairs, self.round_trip_ns))
         parts = [f"round trip {trips}" if trips else "no on-node pair",
                  f"copy {self.copy_GBps:.1f} GB/s"]
