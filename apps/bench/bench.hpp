@@ -24,8 +24,10 @@
 #include "halox/field_memory.hpp"
 #include "halox/transport/registry.hpp"
 #include "machine_probe.hpp"
+#include "crossing.hpp"
 #include "stability.hpp"
 #include "stage_breakdown.hpp"
+#include "touched_lines.hpp"
 
 namespace halox::bench {
 
@@ -115,6 +117,17 @@ struct result {
   // Per round: the median exchange and the floor measured around it (max over
   // ranks); efficiency = median over rounds of floor / exchange.
   std::vector<double> round_medians, round_floors;
+  // The floor of the lines: every rank copying the bytes of the distinct cache
+  // lines its plan reads and writes (touched_lines.hpp), around the same
+  // exchanges; efficiency is against it, the memcpy efficiency against the
+  // floor of the halo's bytes.
+  touched_lines lines;
+  double line_floor_seconds = 0;
+  std::vector<double> round_line_floors;
+  // The crossing around the same exchanges (crossing.hpp): what moving the
+  // bytes sent and received between the node's cores costs; median over rounds.
+  double crossing_seconds = 0;
+  std::vector<double> round_crossings;
   // The self-copy reference around the same exchanges (the lower of before and
   // after, slowest rank): its median over rounds, and per round.
   double reference_seconds = 0;
@@ -152,6 +165,7 @@ struct shape_memory {
   std::optional<shared_field_memory> shared;
   std::vector<mapped_buffer> fields;         // private (with --memory device: the host's copies)
   mapped_buffer floor_from, floor_to;        // the size of all fields
+  std::unique_ptr<crossing_buffers> crossing;  // node-shared slots of the crossing
   std::vector<std::shared_ptr<void>> device_fields;            // --memory device
   std::shared_ptr<void> device_floor_from, device_floor_to;    // the size of all fields
 };
@@ -185,7 +199,12 @@ result run_any(const decomposition& decomp, const bench_options& o, const config
 void merge(result& into, const result& more);
 
 // output.cpp
+// The floor of the lines over the exchange, round by round, median over rounds.
 double efficiency(const result& r);
+// The floor of the halo's bytes over the exchange, alike.
+double memcpy_efficiency(const result& r);
+// The floor of the lines and the crossing together over the exchange, alike.
+double crossing_efficiency(const result& r);
 double reference_share(const result& r);
 // The self-copy reference rank by rank (result::reference_by_rank).
 struct rank_spread {
@@ -203,9 +222,9 @@ struct cell_verdict {
 std::vector<cell_verdict> judge_cells(const std::vector<result>& results, const std::string& baseline);
 void print_summary(const std::vector<result>& results, const std::vector<summary>& stats,
                    const std::vector<cell_verdict>& verdicts, const std::string& baseline);
-// One closing line when a cell is unstable (nothing otherwise).
-std::string instability_line(const std::vector<result>& results,
-                             const std::vector<cell_verdict>& verdicts, int rounds);
+// The closing summary when a cell is unstable (nothing otherwise).
+std::vector<std::string> instability_summary(const std::vector<result>& results,
+                                             const std::vector<cell_verdict>& verdicts);
 void print_breakdown(const std::vector<result>& results);
 
 // records.cpp

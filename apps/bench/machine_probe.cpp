@@ -274,7 +274,15 @@ probe_sample machine_probe::take() {
     wall_ = entered;
     have_counters_ = true;
   }
+  // Which CPU waited most: MAXLOC's index carries the CPU, so that the summary
+  // can name the core another process held.
+  struct {
+    double share;
+    int cpu;
+  } waited_most{worst[pairs_.size() + 2], on_cpu};
+  MPI_Allreduce(MPI_IN_PLACE, &waited_most, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm_);
   MPI_Allreduce(MPI_IN_PLACE, worst.data(), static_cast<int>(worst.size()), MPI_DOUBLE, MPI_MAX, comm_);
+  if (waited_most.share >= 0) s.run_wait_cpu = waited_most.cpu;
   s.round_trip_ns.assign(worst.begin(), worst.begin() + static_cast<long>(pairs_.size()));
   s.copy_GBps = static_cast<double>(probe_copy_bytes) / worst[pairs_.size()] / 1e9;
   if (worst[pairs_.size() + 1] >= 0) s.steal_share = worst[pairs_.size() + 1];
@@ -298,6 +306,7 @@ nlohmann::json to_json(const probe_sample& s) {
           {"copy_GBps", s.copy_GBps},
           {"steal_share", optional(s.steal_share)},
           {"run_wait_share", optional(s.run_wait_share)},
+          {"run_wait_cpu", s.run_wait_cpu ? nlohmann::json(*s.run_wait_cpu) : nlohmann::json(nullptr)},
           {"load1", optional(s.load1)},
           {"cost_s", s.cost_s}};
 }

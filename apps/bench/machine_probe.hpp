@@ -37,6 +37,7 @@ struct probe_sample {
   // its CPU's time the hypervisor took (steal) and of its own wall time it
   // waited on a run queue (another process on its core). Absent where /proc lacks them.
   std::optional<double> steal_share, run_wait_share;
+  std::optional<int> run_wait_cpu;     // the CPU of the rank that waited most
   std::optional<double> load1;         // /proc/loadavg, rank 0's node
   double cost_s = 0;                   // what taking it cost (slowest rank)
 };

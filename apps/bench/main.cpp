@@ -97,7 +97,8 @@ bool another_round(const bench_options& o, const decomposition& decomp, std::vec
   constexpr int most_rounds = 12;
   int more = 0;
   if (decomp.rank() == 0) {
-    const double budget = o.rounds_budget > 0 ? o.rounds_budget : 3 * first_rounds_s;
+    const double budget =
+        o.rounds_budget > 0 ? o.rounds_budget : std::max(3 * first_rounds_s, settle_min_span_s);
     size_t base = end;
     for (size_t i = first; i < end; ++i)
       if (results[i].cfg.variant() == o.baseline) base = i;
@@ -109,8 +110,9 @@ bool another_round(const bench_options& o, const decomposition& decomp, std::vec
       results[i].settled = settled(ratios ? ratios->per_round : results[i].round_medians);
       all_settled = all_settled && results[i].settled;
     }
+    const bool short_span = elapsed_s < settle_min_span_s;
     more = rounds_done < settle_min_rounds ||
-           (!all_settled && rounds_done < most_rounds && elapsed_s < budget);
+           ((!all_settled || short_span) && rounds_done < most_rounds && elapsed_s < budget);
   }
   MPI_Bcast(&more, 1, MPI_INT, 0, decomp.comm());
   return more != 0;
@@ -180,8 +182,11 @@ void print_unsettled(const std::vector<result>& results, const bench_options& o)
                100 * settle_within);
   else
     fmt::print("rounds auto: {} of {} cells did not settle within {:.0f} % before the budget ran "
-               "out: {}\n",
-               cells.size(), results.size(), 100 * settle_within, fmt::join(cells, ", "));
+               "out{}: {}\n",
+               cells.size(), results.size(), 100 * settle_within,
+               cells.size() > 3 ? " (the first 3; every one in the records' stability.settled)" : "",
+               fmt::join(cells.begin(), cells.begin() + static_cast<long>(std::min<size_t>(cells.size(), 3)),
+                         ", "));
 }
 
 // Rank 0: every configuration, the records, the summary, the breakdown and,
@@ -202,8 +207,8 @@ void report(const std::vector<result>& results, const bench_options& o,
   if (o.breakdown_table) print_breakdown(results);
   print_probe_cost(launch);
   print_unsettled(results, o);
-  const std::string line = instability_line(results, verdicts, o.rounds_auto ? 6 : o.rounds * 2 + 1);
-  if (!line.empty()) fmt::print("\n{}\n", line);
+  const std::vector<std::string> lines = instability_summary(results, verdicts);
+  if (!lines.empty()) fmt::print("\n{}\n", fmt::join(lines, "\n"));
 }
 
 int bench_main(MPI_Comm world, int argc, char** argv) {

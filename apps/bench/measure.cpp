@@ -12,6 +12,7 @@
 #include "halox_programs/self_copy_reference.hpp"
 #include "halox_programs/verify.hpp"
 #include "halox_programs/device_memory.hpp"
+#include "touched_lines.hpp"
 
 namespace halox::bench {
 
@@ -147,6 +148,7 @@ void describe_exchange(MPI_Comm comm, const halo_exchange& ex,
   unsigned long long mine = r.bytes_sent, most = 0;
   MPI_Allreduce(&mine, &most, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
   r.max_bytes_sent = most;
+  r.lines = lines_touched(plan);
   count_plan_by_host(comm, plan, hosts, r);
 }
 
@@ -223,20 +225,29 @@ long long record_stage_pass(MPI_Comm comm, long long nrep, pacing pace, halo_exc
   return recorded;
 }
 
-// The floor and the self-copy reference of the exchange's halos (the
-// reference runs host copies: none for device memory).
+// The yardsticks of one turn, each the slowest rank's median.
+struct yardstick_times {
+  double floor = 0, line_floor = 0, crossing = 0, reference = 0;
+};
+
+// The floor of the halo's bytes, the floor of the lines the plan touches and
+// the self-copy reference (it runs host copies: none for device memory).
 // `reference_by_rank` gets each rank's reference on rank 0.
 template <class T>
-std::pair<double, double> yardsticks(MPI_Comm comm, const result& r, const copy_list& reference,
-                                     const config_fields<T>& f, const local_grid& grid,
-                                     shape_memory& mem, size_t all_fields, bool compute,
-                                     std::vector<double>& reference_by_rank) {
+yardstick_times yardsticks(MPI_Comm comm, const result& r, const copy_list& reference,
+                           const config_fields<T>& f, const local_grid& grid, shape_memory& mem,
+                           size_t all_fields, bool compute, std::vector<double>& reference_by_rank) {
   const size_t halo_bytes = r.bytes_received + r.bytes_copied;
   reference_by_rank.clear();
-  if (f.on_device) return {device_copy_floor(comm, halo_bytes, mem, all_fields), 0.0};
-  const double floor = single_copy_floor(comm, halo_bytes, mem, all_fields, compute);
-  return {floor,
-          self_copy_reference_time(comm, reference, f.host, grid, compute, &reference_by_rank)};
+  if (f.on_device)
+    return {device_copy_floor(comm, halo_bytes, mem, all_fields),
+            device_copy_floor(comm, r.lines.copy_bytes(), mem, all_fields), 0.0, 0.0};
+  yardstick_times t;
+  t.floor = single_copy_floor(comm, halo_bytes, mem, all_fields, compute);
+  t.line_floor = single_copy_floor(comm, r.lines.copy_bytes(), mem, all_fields, compute);
+  t.crossing = crossing_time(comm, r.bytes_sent, r.bytes_received, mem.crossing);
+  t.reference = self_copy_reference_time(comm, reference, f.host, grid, compute, &reference_by_rank);
+  return t;
 }
 
 // New values everywhere, so the last exchange must move them all again.
@@ -255,6 +266,15 @@ std::vector<double> lower_of(const std::vector<double>& a, const std::vector<dou
   std::vector<double> out(std::min(a.size(), b.size()));
   for (size_t i = 0; i < out.size(); ++i) out[i] = std::min(a[i], b[i]);
   return out;
+}
+
+// A slow moment of the machine during one of the two samples would flatter
+// the efficiency: the lower of each is kept.
+void keep_lower(result& r, const yardstick_times& before, const yardstick_times& after) {
+  r.round_floors.push_back(std::min(before.floor, after.floor));
+  r.round_line_floors.push_back(std::min(before.line_floor, after.line_floor));
+  r.round_crossings.push_back(std::min(before.crossing, after.crossing));
+  r.round_references.push_back(std::min(before.reference, after.reference));
 }
 
 // One round of one configuration on the shape's memory: build the exchange
@@ -323,10 +343,7 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
                MPI_DOUBLE, MPI_MAX, 0, comm);
     r.exchanges = nrep;
     r.computed = pace.compute;
-    // A slow moment of the machine during one of the two would flatter the
-    // efficiency: the lower is kept.
-    r.round_floors.push_back(std::min(before.first, after.first));
-    r.round_references.push_back(std::min(before.second, after.second));
+    keep_lower(r, before, after);
     r.reference_by_rank = lower_of(reference_before, reference_after);
     r.round_medians.push_back(decomp.rank() == 0 ? summarize(r.samples).median : 0.0);
     if (verify) {
@@ -337,6 +354,8 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
     r.sent = sent_per_exchange(comm, ex.stats(), run);
   }
   r.memcpy_seconds = r.round_floors.back();
+  r.line_floor_seconds = r.round_line_floors.back();
+  r.crossing_seconds = r.round_crossings.back();
   r.reference_seconds = r.round_references.back();
   return r;
 }
@@ -360,6 +379,12 @@ void merge(result& into, const result& more) {
   into.round_medians.insert(into.round_medians.end(), more.round_medians.begin(),
                             more.round_medians.end());
   into.memcpy_seconds = summarize(into.round_floors).median;
+  into.round_line_floors.insert(into.round_line_floors.end(), more.round_line_floors.begin(),
+                                more.round_line_floors.end());
+  into.line_floor_seconds = summarize(into.round_line_floors).median;
+  into.round_crossings.insert(into.round_crossings.end(), more.round_crossings.begin(),
+                              more.round_crossings.end());
+  into.crossing_seconds = summarize(into.round_crossings).median;
   into.round_references.insert(into.round_references.end(), more.round_references.begin(),
                                more.round_references.end());
   into.reference_seconds = summarize(into.round_references).median;

@@ -31,6 +31,8 @@ void add_rounds(nlohmann::json& j, const result& r, const cell_verdict& v, const
                               {"rechecked", r.rechecked}};
   j["round_medians_s"] = r.round_medians;
   j["round_floors_s"] = r.round_floors;
+  j["round_line_floors_s"] = r.round_line_floors;
+  j["round_crossings_s"] = r.round_crossings;
   const summary spread = summarize(r.round_medians);
   j["round_spread"] = {{"min_s", spread.min}, {"max_s", spread.max},
                        {"relative", spread.median > 0 ? (spread.max - spread.min) / spread.median : 0.0}};
@@ -124,7 +126,14 @@ nlohmann::json to_json_record(const result& r, const summary& s, const cell_verd
   j["seconds_per_10000"] = mean_per * 1e4;
   j["memcpy_s"] = r.memcpy_seconds;
   if (r.computed) j["compute_timestep_s"] = r.compute_seconds / static_cast<double>(r.exchanges);
+  j["line_bytes"] = {{"copied", r.lines.copy_bytes()},
+                     {"read", r.lines.read_bytes},
+                     {"written", r.lines.written_bytes}};
+  j["line_floor_s"] = r.line_floor_seconds;
   j["efficiency"] = efficiency(r);
+  j["memcpy_efficiency"] = memcpy_efficiency(r);
+  j["crossing_s"] = r.crossing_seconds;
+  j["crossing_efficiency"] = crossing_efficiency(r);
   j["self_copy_reference_s"] = r.reference_seconds;
   j["self_copy_share"] = reference_share(r);
   if (const auto spread = reference_spread(r))

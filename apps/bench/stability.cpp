@@ -3,6 +3,8 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 #include "halox_programs/common/stats.hpp"
 
@@ -22,6 +24,23 @@ std::optional<round_ratios> per_round_ratios(const std::vector<double>& baseline
   return out;
 }
 
+namespace {
+
+// The CPU that waited most in the most disturbed turns (a rank that waited
+// all of a turn ties with any other that did: the count decides).
+int busiest_cpu(const std::vector<turn_probes>& turns) {
+  std::map<int, int> disturbed;
+  for (const auto& t : turns)
+    if (t.after.run_wait_share.value_or(0.0) > run_wait_above && t.after.run_wait_cpu)
+      ++disturbed[*t.after.run_wait_cpu];
+  int cpu = -1, most = 0;
+  for (const auto& [c, n] : disturbed)
+    if (n > most) std::tie(cpu, most) = std::make_pair(c, n);
+  return cpu;
+}
+
+}  // namespace
+
 probe_spread spread_of(const std::vector<turn_probes>& turns) {
   probe_spread out;
   std::vector<const probe_sample*> all;
@@ -29,9 +48,15 @@ probe_spread spread_of(const std::vector<turn_probes>& turns) {
     all.push_back(&t.before);
     all.push_back(&t.after);
     // The after-probe's shares cover the turn itself.
-    out.worst_run_wait = std::max(out.worst_run_wait, t.after.run_wait_share.value_or(0.0));
+    if (t.after.run_wait_share.value_or(0.0) > out.worst_run_wait) {
+      out.worst_run_wait = *t.after.run_wait_share;
+      out.worst_run_wait_cpu = t.after.run_wait_cpu.value_or(-1);
+    }
+    out.highest_load = std::max({out.highest_load, t.before.load1.value_or(0.0),
+                                 t.after.load1.value_or(0.0)});
     out.worst_steal = std::max(out.worst_steal, t.after.steal_share.value_or(0.0));
   }
+  if (busiest_cpu(turns) >= 0) out.worst_run_wait_cpu = busiest_cpu(turns);
   if (all.empty()) return out;
   const size_t pairs = all.front()->round_trip_ns.size();
   for (size_t p = 0; p < pairs; ++p) {
@@ -58,27 +83,144 @@ probe_spread spread_of(const std::vector<turn_probes>& turns) {
   return out;
 }
 
-cell_stability judge_cell(const std::vector<double>& per_round, const std::vector<turn_probes>& turns) {
+cell_stability judge_cell(const std::vector<double>& per_round, const std::vector<turn_probes>& turns,
+                          const probe_spread& launch) {
   cell_stability c;
+  auto add = [&](cause why, std::string text) {
+    c.causes.push_back(why);
+    c.reasons.push_back(std::move(text));
+  };
   if (per_round.size() > 1) {
     const auto [low, high] = std::minmax_element(per_round.begin(), per_round.end());
     if (*low > 0) c.rounds_disagree = *high / *low - 1;
     if (c.rounds_disagree > rounds_disagree_above)
-      c.reasons.push_back(fmt::format("rounds disagree by {:.0f} %", 100 * c.rounds_disagree));
+      // Past 2x, a factor reads better than thousands of percent.
+      add(cause::rounds, c.rounds_disagree <= 1
+                             ? fmt::format("rounds disagree by {:.0f} %", 100 * c.rounds_disagree)
+                             : fmt::format("rounds disagree {:.0f}x", 1 + c.rounds_disagree));
   }
   const probe_spread s = spread_of(turns);
+  // A round trip at the ping-pong's cap was a partner without its core: busy, not moved.
   if (s.round_trip_factor > mode_factor)
-    c.reasons.push_back(fmt::format("round trip moved {:.0f}-{:.0f} ns", s.round_trip_low_ns,
-                                    s.round_trip_high_ns));
+    add(s.round_trip_high_ns >= ping_pong_cap_s * 1e9 ? cause::busy : cause::moved,
+        fmt::format("round trip moved {:.0f}-{:.0f} ns", s.round_trip_low_ns, s.round_trip_high_ns));
   if (s.copy_factor > mode_factor)
-    c.reasons.push_back(fmt::format("copy bandwidth moved x{:.1f}", s.copy_factor));
+    add(cause::bandwidth, fmt::format("copy bandwidth moved x{:.1f}", s.copy_factor));
   if (s.worst_run_wait > run_wait_above)
-    c.reasons.push_back(fmt::format("ranks waited {:.0f} % of a turn for their cores",
-                                    100 * s.worst_run_wait));
+    add(cause::busy, fmt::format("ranks waited {:.0f} % of a turn for their cores", 100 * s.worst_run_wait));
   if (s.worst_steal > steal_above)
-    c.reasons.push_back(fmt::format("{:.0f} % of a turn stolen", 100 * s.worst_steal));
+    add(cause::steal, fmt::format("{:.0f} % of a turn stolen", 100 * s.worst_steal));
+  if (launch.round_trip_factor > mode_factor && s.round_trip_factor <= mode_factor)
+    add(cause::launch_moved,
+        fmt::format("measured in one mode: the launch's round trip moved {:.0f}-{:.0f} ns outside its turns",
+                    launch.round_trip_low_ns, launch.round_trip_high_ns));
   c.stable = c.reasons.empty();
   return c;
+}
+
+std::vector<std::string> wrap(const std::string& text, size_t width, const std::string& indent) {
+  const size_t lead = text.find_first_not_of(' ');
+  if (lead == std::string::npos) return {text};
+  std::vector<std::string> lines{text.substr(0, lead)};
+  size_t words_on_line = 0;
+  for (size_t from = lead; from < text.size();) {
+    size_t to = text.find(' ', from);
+    if (to == std::string::npos) to = text.size();
+    const std::string word = text.substr(from, to - from);
+    if (words_on_line > 0 && lines.back().size() + 1 + word.size() > width) {
+      lines.push_back(indent);
+      words_on_line = 0;
+    }
+    lines.back() += (words_on_line > 0 ? " " : "") + word;
+    ++words_on_line;
+    from = to + 1;
+  }
+  return lines;
+}
+
+namespace {
+
+// A round trip at the ping-pong's cap was a partner without its core.
+std::string round_trip_text(double ns) {
+  return ns >= ping_pong_cap_s * 1e9 ? fmt::format("more than {:.0f} ms (a rank had lost its core)",
+                                                    ping_pong_cap_s * 1e3)
+                                     : fmt::format("{:.0f} ns", ns);
+}
+
+// What a cause was on this launch, and what helps against it.
+std::string cause_text(cause why, const probe_spread& s, double disagree, int cpus) {
+  switch (why) {
+    case cause::busy:
+      return fmt::format(
+          "the machine was busy: another process ran on {}, {} (load average up to {:.1f} on {} CPUs); "
+          "rerun when the machine is quiet",
+          s.worst_run_wait_cpu >= 0 ? fmt::format("CPU {}", s.worst_run_wait_cpu) : "the ranks' cores",
+          s.worst_run_wait > run_wait_above
+              ? fmt::format("the ranks waited up to {:.0f} % of a turn for their cores", 100 * s.worst_run_wait)
+              : fmt::format("a rank did not answer the probe for {}", round_trip_text(s.round_trip_high_ns)),
+          s.highest_load, cpus);
+    case cause::steal:
+      return fmt::format("the hypervisor stole up to {:.0f} % of a turn: the host is oversubscribed, "
+                         "nothing inside the VM helps; rerun at a quieter time or on another host",
+                         100 * s.worst_steal);
+    case cause::moved:
+    case cause::launch_moved:
+      return fmt::format("the vCPUs moved between host cores (round trip {} to {}); rerun with "
+                         "--rounds auto, or pin the VM's vCPUs to host cores",
+                         fmt::format("{:.0f} ns", s.round_trip_low_ns), round_trip_text(s.round_trip_high_ns));
+    case cause::bandwidth:
+      return fmt::format("the copy bandwidth moved x{:.1f} (memory shared with other work); rerun "
+                         "with --rounds auto, or when the machine is quiet", s.copy_factor);
+    case cause::rounds:
+      break;
+  }
+  return fmt::format("rounds disagreed by up to {:.0f} % while the probe stayed steady; rerun with "
+                     "--rounds auto or a longer --time", 100 * disagree);
+}
+
+}  // namespace
+
+std::vector<std::string> closing_summary(const std::vector<named_cell>& unstable, size_t cells,
+                                         const probe_spread& launch, int cpus) {
+  if (unstable.empty()) return {};
+  // Cells per cause, each cause once per cell; rounds that disagree are a
+  // cause of their own only where the probe saw nothing else.
+  std::vector<size_t> marked(cause_count, 0);
+  double disagree = 0;
+  for (const auto& c : unstable) {
+    std::vector<bool> seen(cause_count, false);
+    for (cause why : c.stability->causes)
+      seen[static_cast<size_t>(why == cause::launch_moved ? cause::moved : why)] = true;
+    const bool only_rounds = c.stability->causes == std::vector<cause>{cause::rounds};
+    seen[static_cast<size_t>(cause::rounds)] = only_rounds;
+    if (only_rounds) disagree = std::max(disagree, c.stability->rounds_disagree);
+    for (size_t k = 0; k < seen.size(); ++k) marked[k] += seen[k] ? 1 : 0;
+  }
+  std::vector<int> order;
+  for (int k = 0; k < cause_count; ++k)
+    if (marked[static_cast<size_t>(k)] > 0) order.push_back(k);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return marked[static_cast<size_t>(a)] > marked[static_cast<size_t>(b)]; });
+  std::vector<std::string> out{fmt::format("{} of {} cells unstable; the causes, most cells first:",
+                                           unstable.size(), cells)};
+  for (size_t i = 0; i < order.size(); ++i) {
+    const auto text = fmt::format("  {}. {} cells: {}", i + 1, marked[static_cast<size_t>(order[i])],
+                                  cause_text(static_cast<cause>(order[i]), launch, disagree, cpus));
+    for (auto& line : wrap(text, summary_width, "       ")) out.push_back(std::move(line));
+  }
+  std::vector<const named_cell*> worst;
+  for (const auto& c : unstable) worst.push_back(&c);
+  std::stable_sort(worst.begin(), worst.end(), [](const named_cell* a, const named_cell* b) {
+    return a->stability->causes.size() + a->stability->rounds_disagree >
+           b->stability->causes.size() + b->stability->rounds_disagree;
+  });
+  worst.resize(std::min<size_t>(worst.size(), 3));
+  std::string names;
+  for (const auto* c : worst)
+    names += fmt::format("{}{} ({})", names.empty() ? "" : "; ", c->name, c->stability->reasons.front());
+  for (auto& line : wrap("  worst: " + names, summary_width, "    ")) out.push_back(std::move(line));
+  out.push_back("  every cell's reasons: the records (stability.reasons) and the Markdown report of halox report");
+  return out;
 }
 
 bool settled(const std::vector<double>& per_round) {

@@ -25,6 +25,9 @@ inline constexpr double run_wait_above = 0.20, steal_above = 0.10;
 // per-round ratios (the lowest and highest left out from 5 rounds on) lie
 // within this share of their median.
 inline constexpr int settle_min_rounds = 3;
+// ... and after the shape's rounds have spanned this many seconds: a VM's
+// vCPUs move every few seconds, and rounds that all fall in one state agree.
+inline constexpr double settle_min_span_s = 5.0;
 inline constexpr double settle_within = 0.05;
 
 struct round_ratios {
@@ -47,18 +50,44 @@ struct probe_spread {
   double round_trip_factor = 1, copy_factor = 1;
   double round_trip_low_ns = 0, round_trip_high_ns = 0;  // of the pair that moved most
   double worst_run_wait = 0, worst_steal = 0;
+  int worst_run_wait_cpu = -1;  // the CPU that waited most in the most turns, where known
+  double highest_load = 0;      // load average, the highest of the probes
   bool moved_mode() const { return round_trip_factor > mode_factor || copy_factor > mode_factor; }
   bool disturbed() const { return worst_run_wait > run_wait_above || worst_steal > steal_above; }
 };
 probe_spread spread_of(const std::vector<turn_probes>& turns);
 
+// What made a cell unstable, in the order the closing summary prefers
+// between causes of as many cells.
+enum class cause { busy, steal, moved, bandwidth, launch_moved, rounds };
+inline constexpr int cause_count = 6;
+
 struct cell_stability {
   bool stable = true;
   double rounds_disagree = 0;  // max/min - 1 of the per-round ratios (or medians)
   std::vector<std::string> reasons;
+  std::vector<cause> causes;   // one per reason
 };
 
-cell_stability judge_cell(const std::vector<double>& per_round, const std::vector<turn_probes>& turns);
+// `turns`: the probes around the cell's turns and its baseline's (its ratio
+// depends on both). `launch`: the spread of every probe of the launch; when
+// the launch changed mode and these turns did not, the cell was measured in
+// one of the machine's modes only.
+cell_stability judge_cell(const std::vector<double>& per_round, const std::vector<turn_probes>& turns,
+                          const probe_spread& launch = {});
+
+// The closing summary when cells are unstable: the causes ranked by the cells
+// they marked, each with what helps against it, and the few worst cells; no
+// line longer than summary_width.
+inline constexpr size_t summary_width = 150;
+struct named_cell {
+  std::string name;
+  const cell_stability* stability = nullptr;
+};
+std::vector<std::string> closing_summary(const std::vector<named_cell>& unstable, size_t cells,
+                                         const probe_spread& launch, int cpus);
+// Lines of at most `width` characters, broken at spaces; later ones indented.
+std::vector<std::string> wrap(const std::string& text, size_t width, const std::string& indent);
 
 // --rounds auto: the ratios lie within settle_within of their median.
 bool settled(const std::vector<double>& per_round);

@@ -217,6 +217,9 @@ def report_main(args) -> int:
     if records:
         parts.append(render(rep.build(records, args.layout, args.metric, args.baseline,
                                       args.efficiency, args.self_copy)))
+        from . import report_launches
+        if report_launches.several_launches(records, args.baseline):
+            parts.append(render(report_launches.compare(records, args.baseline)))
     if records and args.model:
         failed = _placement_effect(args, records, render, parts)
         if failed:
@@ -257,9 +260,9 @@ def report_main(args) -> int:
             return _fail(prog, f"cannot write to {args.save}: {e.strerror}")
         sys.stdout.flush()
         print(f"\nreport: {path}\nplots:  " + "\n        ".join(str(p) for p in plots))
-    closing = rep.closing_line(records, args.baseline) if records else ""
+    closing = rep.closing_lines(records, args.baseline) if records else []
     if closing:
-        print(f"\n{closing}")
+        print("\n" + "\n".join(closing))
     return 0
 
 

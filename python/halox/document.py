@@ -53,10 +53,11 @@ def write(loaded: LoadResult, bench: Sequence[Record], out_dir: str | pathlib.Pa
     md = ["# halox report", "",
           f"Generated {stamp} from {', '.join(f'`{f}`' for f in files)} "
           f"(`halox report {shlex.join(files)}`).", ""]
-    closing = report.closing_line(bench, baseline) if bench else ""
+    closing = report.closing_lines(bench, baseline) if bench else []
     if closing:
-        md += [f"**{closing}** Unstable cells are marked \\* in the tables and hatched in the "
-               "plots (docs/bench.md, Stability).", ""]
+        md += [f"**{closing[0]}**", "", *[f"- {line.strip()}" for line in closing[1:]], "",
+               "Unstable cells are marked \\* in the tables and hatched in the plots "
+               "(docs/bench.md, Stability); every cell's reasons follow its table.", ""]
 
     if bench:
         images: dict[int, list[str]] = {}

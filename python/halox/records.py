@@ -73,6 +73,9 @@ class Record:
     verification: str
     raw: dict = field(repr=False, compare=False, hash=False)
     self_copy_share: float = math.nan  # of the self-copy reference (records since it exists)
+    # Against a memcpy of the halo's bytes; `efficiency` is against the floor of the lines
+    # (records since it exists: NaN before, whose "efficiency" was this one).
+    memcpy_efficiency: float = math.nan
     peer: str = ""           # a peer program's name (halox-peer records), else ""
 
     @property
@@ -153,10 +156,11 @@ def parse_record(obj: Any, where: str) -> Record:
         order=str(decomp.get("order", "")),
         times={k: float(v) for k, v in times.items() if isinstance(v, (int, float))},
         seconds_per_10000=float(_need(obj, "seconds_per_10000", (int, float), where)),
-        efficiency=float(obj.get("efficiency", math.nan)),
+        efficiency=float(obj.get("efficiency", math.nan)) if "line_floor_s" in obj else math.nan,
         verification=str(obj.get("verification", "")),
         raw=obj,
         self_copy_share=float(obj.get("self_copy_share", math.nan)),
+        memcpy_efficiency=float(obj.get("memcpy_efficiency", obj.get("efficiency", math.nan))),
     )
 
 

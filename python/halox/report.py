@@ -32,6 +32,9 @@ class Table:
     label_header: bool = False        # print row_header over the labels in text too
     # Text after a cell's value, by (row, column): "*" (unstable), " [1.65-1.74]" (range).
     suffixes: dict[tuple[int, int], str] = field(default_factory=dict)
+    # Notes too long for a terminal (every unstable cell's reasons): markdown only.
+    details: list[str] = field(default_factory=list)
+    gap: int = 4                      # spaces before each column in text
 
     def cell_texts(self, row: int) -> list[str]:
         _, values = self.rows[row]
@@ -126,9 +129,10 @@ def _combined_note(cells: dict) -> list[str]:
 # Layouts
 
 
-EFFICIENCY_NOTE = ("eff = time of a memcpy of the same bytes, measured in the same run on the "
-                   "same ranks / median exchange time: the fraction of the single-copy floor "
-                   "reached")
+EFFICIENCY_NOTE = ("eff = the floor of the lines / median exchange time: every rank copying at "
+                   "once the bytes of the distinct cache lines its exchange reads and writes, "
+                   "measured around the same exchanges; memcpy = the same against a copy of the "
+                   "halo's bytes alone, which a strided face cannot reach (docs/bench.md)")
 
 
 SELF_COPY_NOTE = ("self = time of every rank filling the same halos from its own cells (nothing "
@@ -139,12 +143,13 @@ SELF_COPY_NOTE = ("self = time of every rank filling the same halos from its own
 def chosen(records: Sequence[Record], metric: str = "median",
            baseline: str | None = None, efficiency: bool = False,
            self_copy: bool = False) -> Report:
-    """Per numbering order / decomposition: a table per toolchain, a row per variant, a column
-    per (halo, nfields); "(xN)" columns = baseline / variant when the table is one run; with
-    `efficiency`, "eff" columns = the fraction of the single-copy floor each cell reaches; with
-    `self_copy`, "self" columns = the fraction of the self-copy reference. The ratios are the
-    median of per-round ratios (each round against the baseline of the same round) with their
-    range; "*" marks a cell that is unstable (stability.py)."""
+    """Per numbering order / decomposition and toolchain: a table of times (a row per variant,
+    a column per (halo, nfields)), one of "(xN)" = baseline / variant when the records are one
+    run, and with `efficiency` or `self_copy` one of "eff" (against the floor of the lines),
+    "memcpy" (against the floor of the halo's bytes) and "self" (the self-copy reference), so
+    that each fits a terminal. The ratios are the median of per-round ratios (each round against
+    the baseline of the same round) with their range; "*" marks an unstable cell
+    (stability.py)."""
     baseline = baseline or rec.baseline_of(records)
     labels = rec.toolchain_labels(records)
     sections = []
@@ -152,95 +157,135 @@ def chosen(records: Sequence[Record], metric: str = "median",
         first = srecs[0]
         tables = []
         for toolchain, trecs in ordered_groups(srecs, rec.toolchain_id).items():
-            shape_keys, shape_labels = _shape_labels(trecs)
-            variants = rec.sort_variants(r.variant for r in trecs)
-            cells: dict[tuple, list[Record]] = {}
-            for r in trecs:
-                cells.setdefault((r.variant, rec.shape_key(r)), []).append(r)
-            run_ids = list(dict.fromkeys(r.ratio_run for r in trecs))
-            peers_beside = sorted({r.peer for r in trecs if r.peer})
-            notes = []
-            with_ratios = False
-            if len(run_ids) > 1:
-                notes.append(f"no (xN) ratios: the records come from {len(run_ids)} runs and "
-                             "ratios are only taken within one run (select one with --run-id)")
-            elif baseline not in variants:
-                notes.append(f"no (xN) ratios: the baseline {baseline} is not in these records")
-            else:
-                with_ratios = True
-                named = f" ({BASELINE_ALGORITHMS[baseline]})" if baseline in BASELINE_ALGORITHMS \
-                    else ""
-                notes.append(f"(xN) = {baseline}{named} / variant, measured in one run "
-                             f"({run_ids[0]})"
-                             + (f" with the peer programs run beside it in the same job "
-                                f"({', '.join(peers_beside)})" if peers_beside else "")
-                             + ("; each round against the baseline of the same round: the "
-                                "median of the rounds' ratios, [their range]"
-                                if any(len(stability.round_medians(r.raw)) > 1 for r in trecs
-                                       if not r.peer) else ""))
-            if peers_beside:
-                notes.append("peer programs: the statistic of their own timing (each exchange "
-                             "timed alone after a barrier, on rank 0), parsed from their output")
-            notes += _combined_note(cells)
-            columns = [shape_labels[k] for k in shape_keys]
-            kinds = ["value"] * len(columns)
-            if with_ratios:
-                columns += [f"{shape_labels[k]} (xN)" for k in shape_keys]
-                kinds += ["ratio"] * len(shape_keys)
-            if efficiency:
-                columns += [f"{shape_labels[k]} eff" for k in shape_keys]
-                kinds += ["ratio"] * len(shape_keys)
-                notes.append(EFFICIENCY_NOTE)
-            if self_copy:
-                columns += [f"{shape_labels[k]} self" for k in shape_keys]
-                kinds += ["ratio"] * len(shape_keys)
-                notes.append(SELF_COPY_NOTE)
-            rows = []
-            suffixes: dict[tuple[int, int], str] = {}
-            verdicts = cell_verdicts(cells, baseline if with_ratios else None)
-            for row, v in enumerate(variants):
-                values = [rec.cell_value(cells.get((v, k), []), metric) for k in shape_keys]
-                for col, k in enumerate(shape_keys):
-                    verdict = verdicts.get((v, k))
-                    if verdict and not verdict[1].stable:
-                        suffixes[(row, col)] = "*"
-                if with_ratios:
-                    for col, k in enumerate(shape_keys):
-                        ratios = (verdicts.get((v, k)) or (None, None))[0]
-                        if ratios is None:  # a peer program's cell or baseline: no rounds
-                            base = rec.cell_value(cells.get((baseline, k), []), metric)
-                            values.append(base / values[col] if values[col] > 0 else math.nan)
-                            continue
-                        values.append(ratios.median)
-                        if len(ratios.per_round) > 1:
-                            suffixes[(row, len(shape_keys) + col)] = \
-                                f" [{ratios.min:.2f}-{ratios.max:.2f}]"
-                if efficiency:
-                    values += [_efficiency(cells.get((v, k), [])) for k in shape_keys]
-                if self_copy:
-                    values += [_median_positive([r.self_copy_share
-                                                 for r in cells.get((v, k), [])])
-                               for k in shape_keys]
-                rows.append((v, values))
-            if with_ratios:
-                notes += fastest_notes(cells, verdicts, shape_keys, shape_labels)
-            notes += stability_notes(cells, verdicts)
-            unsettled = [f"{r.variant} {r.shape_label}" for cell in cells.values() for r in cell
-                         if (r.raw.get("stability") or {}).get("settled") is False]
-            if unsettled:
-                notes.append("--rounds auto: did not settle within 5 % before the budget ran "
-                             f"out: {', '.join(unsettled)}")
-            tables.append(Table(labels[toolchain], "transport/algorithm/fields", columns, kinds,
-                                rows, notes, suffixes=suffixes))
+            tables += _chosen_tables(trecs, labels[toolchain], metric, baseline, efficiency,
+                                     self_copy)
         sections.append(Section(_order_heading(first), [
             context_details(first), _records_context(srecs, metric, labels)], tables))
     return Report(_preamble(records, metric, labels), sections)
+
+
+def _ratio_notes(trecs: Sequence[Record], baseline: str, variants: Sequence[str]
+                 ) -> tuple[bool, list[str]]:
+    """Whether the table takes (xN) ratios, and the notes that say against what."""
+    run_ids = list(dict.fromkeys(r.ratio_run for r in trecs))
+    peers_beside = sorted({r.peer for r in trecs if r.peer})
+    notes = []
+    with_ratios = False
+    if len(run_ids) > 1:
+        notes.append(f"no (xN) ratios: the records come from {len(run_ids)} runs and ratios are "
+                     "only taken within one run (select one with --run-id; launches compared "
+                     "below)")
+    elif baseline not in variants:
+        notes.append(f"no (xN) ratios: the baseline {baseline} is not in these records")
+    else:
+        with_ratios = True
+        named = f" ({BASELINE_ALGORITHMS[baseline]})" if baseline in BASELINE_ALGORITHMS else ""
+        notes.append(f"(xN) = {baseline}{named} / variant, measured in one run ({run_ids[0]})"
+                     + (f" with the peer programs run beside it in the same job "
+                        f"({', '.join(peers_beside)})" if peers_beside else "")
+                     + ("; each round against the baseline of the same round: the median of "
+                        "the rounds' ratios, [their range]"
+                        if any(len(stability.round_medians(r.raw)) > 1 for r in trecs
+                               if not r.peer) else ""))
+    if peers_beside:
+        notes.append("peer programs: the statistic of their own timing (each exchange timed "
+                     "alone after a barrier, on rank 0), parsed from their output")
+    return with_ratios, notes
+
+
+def _ratio_row(v: str, shape_keys: Sequence, cells: dict, verdicts: dict, baseline: str,
+               times: Sequence[float], metric: str) -> tuple[list[float], dict[int, str]]:
+    """A row of the (xN) table: each cell's median per-round ratio, and its range as suffix."""
+    values, suffixes = [], {}
+    for col, k in enumerate(shape_keys):
+        ratios = (verdicts.get((v, k)) or (None, None))[0]
+        if ratios is None:  # a peer program's cell or baseline: no rounds
+            base = rec.cell_value(cells.get((baseline, k), []), metric)
+            values.append(base / times[col] if times[col] > 0 else math.nan)
+            continue
+        values.append(ratios.median)
+        if len(ratios.per_round) > 1:
+            suffixes[col] = f" [{ratios.min:.2f}-{ratios.max:.2f}]"
+    return values, suffixes
+
+
+def _chosen_tables(trecs: Sequence[Record], label: str, metric: str, baseline: str,
+                   efficiency: bool, self_copy: bool) -> list[Table]:
+    shape_keys, shape_labels = _shape_labels(trecs)
+    variants = rec.sort_variants(r.variant for r in trecs)
+    cells: dict[tuple, list[Record]] = {}
+    for r in trecs:
+        cells.setdefault((r.variant, rec.shape_key(r)), []).append(r)
+    with_ratios, notes = _ratio_notes(trecs, baseline, variants)
+    notes += _combined_note(cells)
+    columns = [shape_labels[k] for k in shape_keys]
+    verdicts = cell_verdicts(cells, baseline if with_ratios else None)
+    times, ratio_rows, yard_rows = [], [], []
+    time_suffixes: dict[tuple[int, int], str] = {}
+    ratio_suffixes: dict[tuple[int, int], str] = {}
+    for row, v in enumerate(variants):
+        values = [rec.cell_value(cells.get((v, k), []), metric) for k in shape_keys]
+        for col, k in enumerate(shape_keys):
+            verdict = verdicts.get((v, k))
+            if verdict and not verdict[1].stable:
+                time_suffixes[(row, col)] = "*"
+        times.append((v, values))
+        if with_ratios:
+            ratios, suffixes = _ratio_row(v, shape_keys, cells, verdicts, baseline, values, metric)
+            ratio_rows.append((v, ratios))
+            ratio_suffixes.update({(row, col): text for col, text in suffixes.items()})
+        yard = []
+        if efficiency:
+            yard += [_median_positive([r.efficiency for r in cells.get((v, k), [])])
+                     for k in shape_keys]
+            yard += [_median_positive([r.memcpy_efficiency for r in cells.get((v, k), [])])
+                     for k in shape_keys]
+        if self_copy:
+            yard += [_median_positive([r.self_copy_share for r in cells.get((v, k), [])])
+                     for k in shape_keys]
+        yard_rows.append((v, yard))
+    tables = [Table(label, "transport/algorithm/fields", columns, ["value"] * len(columns), times,
+                    suffixes=time_suffixes)]
+    if with_ratios:
+        tables.append(Table(f"{label}: (xN)", "transport/algorithm/fields",
+                            [f"{c} (xN)" for c in columns], ["ratio"] * len(columns), ratio_rows,
+                            suffixes=ratio_suffixes, gap=2))
+        notes += fastest_notes(cells, verdicts, shape_keys, shape_labels)
+    if efficiency or self_copy:
+        groups = ([("eff", len(columns)), ("memcpy eff", len(columns))] if efficiency else []) + \
+            ([("self", len(columns))] if self_copy else [])
+        names = [c for _ in groups for c in columns]
+        tables.append(Table(f"{label}: efficiency", "transport/algorithm/fields", names,
+                            ["ratio"] * len(names), yard_rows, groups=groups, gap=2))
+        notes += ([EFFICIENCY_NOTE] if efficiency else []) + ([SELF_COPY_NOTE] if self_copy else [])
+    short, details = stability_notes(cells, verdicts)
+    notes += short
+    unsettled = [f"{r.variant} {r.shape_label}" for cell in cells.values() for r in cell
+                 if (r.raw.get("stability") or {}).get("settled") is False]
+    if unsettled:
+        notes.append(f"--rounds auto: {len(unsettled)} cells did not settle within 5 % before the "
+                     f"budget ran out: {', '.join(unsettled[:3])}"
+                     + (" (every one in the records' stability.settled)" if len(unsettled) > 3
+                        else ""))
+    tables[-1].notes = notes
+    tables[-1].details = details
+    return tables
+
+
+def launch_spreads(records: Iterable[Record]) -> dict[str, stability.ProbeSpread]:
+    """Per launch: the spread of every probe around its turns."""
+    turns: dict[str, list[dict]] = {}
+    for r in records:
+        if not r.peer:
+            turns.setdefault(r.run_id, []).extend(r.raw.get("machine_probe") or [])
+    return {run: stability.probe_spread(t) for run, t in turns.items()}
 
 
 def cell_verdicts(cells: dict[tuple, list[Record]], baseline: str | None
                   ) -> dict[tuple, tuple[stability.RoundRatios | None, stability.Stability]]:
     """Per (variant, shape) cell of one run: its per-round ratios against the baseline of the
     same run (None without one) and its stability; cells combining runs are left out."""
+    spreads = launch_spreads(r for c in cells.values() for r in c)
     out = {}
     for (v, k), cell in cells.items():
         if len(cell) != 1 or cell[0].peer:
@@ -248,7 +293,7 @@ def cell_verdicts(cells: dict[tuple, list[Record]], baseline: str | None
         base = cells.get((baseline, k), []) if baseline else []
         base_raw = base[0].raw if len(base) == 1 and not base[0].peer and \
             base[0].run_id == cell[0].run_id else None
-        out[(v, k)] = stability.judge_record(cell[0].raw, base_raw)
+        out[(v, k)] = stability.judge_record(cell[0].raw, base_raw, spreads.get(cell[0].run_id))
     return out
 
 
@@ -257,35 +302,33 @@ def record_verdicts(records: Sequence[Record], baseline: str | None = None) -> d
     and shape (None without one) and its stability."""
     baseline = baseline or rec.baseline_of(records)
     bases = {(r.run_id, rec.shape_key(r)): r for r in records if r.variant == baseline}
+    spreads = launch_spreads(records)
     out = {}
     for r in records:
         if r.peer:
             continue
         base = bases.get((r.run_id, rec.shape_key(r)))
-        out[r.source] = stability.judge_record(r.raw, base.raw if base else None)
+        out[r.source] = stability.judge_record(r.raw, base.raw if base else None,
+                                               spreads.get(r.run_id))
     return out
 
 
-def closing_line(records: Sequence[Record], baseline: str | None = None) -> str:
-    """The one line a report ends with when cells are unstable ("" otherwise)."""
+def closing_lines(records: Sequence[Record], baseline: str | None = None) -> list[str]:
+    """The summary a report ends with when cells are unstable ([] otherwise), and the launches
+    whose (xN) differ beyond their own spread."""
     verdicts = record_verdicts(records, baseline)
-    unstable = [v for v in verdicts.values() if not v[1].stable]
-    return _closing(records, len(unstable), len(verdicts),
-                    max((v[1].rounds_disagree for v in unstable), default=0.0))
-
-
-def _closing(records: Iterable[Record], unstable: int, cells: int, worst_disagree: float) -> str:
+    by_source = {r.source: r for r in records}
+    unstable = [(f"{by_source[src].variant} [{by_source[src].shape_label}]", v[1])
+                for src, v in verdicts.items() if not v[1].stable]
     by_launch: dict[str, list[dict]] = {}
-    rounds = 1
     for r in records:
-        if r.peer:
-            continue
-        by_launch.setdefault(r.run_id, []).extend(r.raw.get("machine_probe") or [])
-        rounds = max(rounds, len(stability.round_medians(r.raw)))
+        if not r.peer:
+            by_launch.setdefault(r.run_id, []).extend(r.raw.get("machine_probe") or [])
     run, spread = stability.widest_spread(by_launch)
-    during = "during the run" if len(by_launch) == 1 else f"during run {run}"
-    return stability.instability_line(unstable, cells, spread, worst_disagree,
-                                      max(2 * rounds + 1, 5), during)
+    during = "" if len(by_launch) <= 1 else f" (the probe moved most in run {run})"
+    cpus = next((r.raw.get("machine", {}).get("cpus") for r in records
+                 if isinstance(r.raw.get("machine"), dict)), None)
+    return stability.closing_summary(unstable, len(verdicts), spread, cpus, during)
 
 
 # Without rounds to compare, variants this close to the fastest tie with it.
@@ -325,21 +368,19 @@ def fastest_notes(cells: dict[tuple, list[Record]], verdicts: dict, shape_keys: 
             "the fastest's lowest round, or within 2 % with one round): " + "; ".join(parts)]
 
 
-def stability_notes(cells: dict[tuple, list[Record]], verdicts: dict) -> list[str]:
-    """"* = unstable" and the closing line, when a cell is."""
+def stability_notes(cells: dict[tuple, list[Record]], verdicts: dict
+                    ) -> tuple[list[str], list[str]]:
+    """"* = unstable" with the count (the causes are ranked at the end of the report), and every
+    unstable cell with its reasons, for the markdown report."""
     unstable = [key for key, (_, s) in verdicts.items() if not s.stable]
     if not unstable:
-        return []
-    worst = max(verdicts[k][1].rounds_disagree for k in unstable)
-    return ["* = unstable: " + "; ".join(
-                f"{v} {cells[(v, k)][0].shape_label}: "
-                f"{', '.join(verdicts[(v, k)][1].reasons)}" for v, k in unstable),
-            _closing((r for c in cells.values() for r in c), len(unstable), len(verdicts),
-                     worst)]
-
-
-def _efficiency(cell: Sequence[Record]) -> float:
-    return _median_positive([r.efficiency for r in cell])
+        return [], []
+    short = [f"* = unstable: {len(unstable)} of {len(verdicts)} cells; the causes are ranked at "
+             "the end, every cell's reasons are in the records and in the Markdown report"]
+    details = ["unstable cells: " + "; ".join(
+        f"{v} {cells[(v, k)][0].shape_label}: {', '.join(verdicts[(v, k)][1].reasons)}"
+        for v, k in unstable)]
+    return short, details
 
 
 def _median_positive(values: Sequence[float]) -> float:
@@ -585,7 +626,7 @@ def render_table_text(table: Table) -> list[str]:
     widths = []
     for i, name in enumerate(table.columns):
         widest = max([len(name), 6] + [len(row[i]) for row in cells])
-        widths.append(widest + 4)
+        widths.append(widest + table.gap)
     groups = _group_header(table, widths) if table.groups else ""
     lines = []
     if table.title:
@@ -608,15 +649,20 @@ def render_table_text(table: Table) -> list[str]:
         lines.append(("    " + label_cell(label) +
                       "".join(c.rjust(w) for c, w in zip(row, widths))).rstrip())
     for note in table.notes:
-        lines.append(f"  note: {note}")
+        lines += stability.wrap(f"  note: {note}", NOTE_WIDTH, " " * 8)
     return lines
 
 
+# Notes and the preamble wrap at this width: the default tables fit a 120-column terminal.
+NOTE_WIDTH = 118
+
+
 def render_text(report: Report) -> str:
-    lines = list(report.preamble)
+    lines = [part for line in report.preamble for part in stability.wrap(line, NOTE_WIDTH, "  ")]
     for section in report.sections:
         lines += ["", section.heading]
-        lines += [f"  {d}" for d in section.details]
+        lines += [part for d in section.details
+                  for part in stability.wrap(f"  {d}", NOTE_WIDTH, " " * 6)]
         for table in section.tables:
             lines.append("")
             lines += render_table_text(table)
@@ -644,7 +690,7 @@ def render_table_markdown(table: Table) -> list[str]:
     for row, (label, _) in enumerate(table.rows):
         cells = [_md_escape(c) for c in table.cell_texts(row)]
         lines.append("| " + " | ".join([_md_escape(label)] + cells) + " |")
-    for note in table.notes:
+    for note in table.notes + table.details:
         lines += ["", f"_{_md_escape(note)}_"]
     return lines
 

@@ -18,6 +18,7 @@ ratios) can take ratios round by round the same way.
 from __future__ import annotations
 
 import statistics
+import textwrap
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -69,6 +70,8 @@ class ProbeSpread:
     copy_factor: float = 1.0
     worst_run_wait: float = 0.0
     worst_steal: float = 0.0
+    worst_run_wait_cpu: int | None = None  # the CPU that waited most, where recorded
+    highest_load: float = 0.0
 
     @property
     def moved_mode(self) -> bool:
@@ -83,13 +86,27 @@ def probe_spread(turns: Iterable[dict]) -> ProbeSpread:
     """How far apart the probes around a list of turns ({"before": ..., "after": ...}) are."""
     out = ProbeSpread()
     samples = []
+    turns = list(turns)
     for t in turns:
         samples += [t["before"], t["after"]]
         # The after-probe's shares cover the turn itself (at most all of it: the kernel books
         # a wait when it ends, so a wait begun before the turn can exceed it).
-        out.worst_run_wait = max(out.worst_run_wait,
-                                 min(1.0, t["after"].get("run_wait_share") or 0.0))
+        waited = min(1.0, t["after"].get("run_wait_share") or 0.0)
+        if waited > out.worst_run_wait:
+            out.worst_run_wait, out.worst_run_wait_cpu = waited, t["after"].get("run_wait_cpu")
+        out.highest_load = max([out.highest_load] + [x for x in (t["before"].get("load1"),
+                                                                t["after"].get("load1"))
+                                                     if x is not None])
         out.worst_steal = max(out.worst_steal, min(1.0, t["after"].get("steal_share") or 0.0))
+    # The CPU that waited most in the most disturbed turns (a rank that waited all of a turn
+    # ties with any other that did: the count decides).
+    disturbed: dict[int, int] = {}
+    for t in turns:
+        cpu = t["after"].get("run_wait_cpu")
+        if cpu is not None and (t["after"].get("run_wait_share") or 0.0) > RUN_WAIT_ABOVE:
+            disturbed[cpu] = disturbed.get(cpu, 0) + 1
+    if disturbed:
+        out.worst_run_wait_cpu = max(sorted(disturbed), key=lambda c: disturbed[c])
     if not samples:
         return out
     pairs = len(samples[0].get("round_trip_ns") or [])
@@ -107,38 +124,66 @@ def probe_spread(turns: Iterable[dict]) -> ProbeSpread:
     return out
 
 
+# What made a cell unstable, in the order the closing summary prefers between causes of as many
+# cells (apps/bench/stability.hpp's `cause`).
+CAUSES = ("busy", "steal", "moved", "bandwidth", "launch_moved", "rounds")
+
+
 @dataclass
 class Stability:
     stable: bool
     rounds_disagree: float = 0.0
     reasons: list[str] = field(default_factory=list)
+    causes: list[str] = field(default_factory=list)  # one per reason
 
 
-def judge(per_round: Sequence[float], turns: Sequence[dict]) -> Stability:
-    """The rules above for one cell: its per-round ratios (or medians) and its turns' probes."""
-    reasons = []
-    disagree = 0.0
+def judge(per_round: Sequence[float], turns: Sequence[dict],
+          launch: ProbeSpread | None = None) -> Stability:
+    """The rules above for one cell: its per-round ratios (or medians), the probes around its
+    turns and its baseline's, and the spread of every probe of its launch (a launch that moved
+    a mode outside the cell's turns measured the cell in one of the machine's modes only)."""
+    out = Stability(True)
+
+    def add(cause: str, text: str) -> None:
+        out.causes.append(cause)
+        out.reasons.append(text)
+
     if len(per_round) > 1 and min(per_round) > 0:
-        disagree = max(per_round) / min(per_round) - 1
-        if disagree > ROUNDS_DISAGREE_ABOVE:
-            reasons.append(f"rounds disagree by {100 * disagree:.0f} %")
+        out.rounds_disagree = max(per_round) / min(per_round) - 1
+        if out.rounds_disagree > ROUNDS_DISAGREE_ABOVE:
+            # Past 2x, a factor reads better than thousands of percent.
+            add("rounds", f"rounds disagree by {100 * out.rounds_disagree:.0f} %"
+                if out.rounds_disagree <= 1 else f"rounds disagree {1 + out.rounds_disagree:.0f}x")
     s = probe_spread(turns)
     if s.round_trip_factor > MODE_FACTOR:
-        reasons.append(f"round trip moved {s.round_trip_low_ns:.0f}-{s.round_trip_high_ns:.0f} ns")
+        # A round trip at the ping-pong's cap was a partner without its core: busy, not moved.
+        add("busy" if s.round_trip_high_ns >= PING_PONG_CAP_NS else "moved",
+            f"round trip moved {s.round_trip_low_ns:.0f}-{s.round_trip_high_ns:.0f} ns")
     if s.copy_factor > MODE_FACTOR:
-        reasons.append(f"copy bandwidth moved x{s.copy_factor:.1f}")
+        add("bandwidth", f"copy bandwidth moved x{s.copy_factor:.1f}")
     if s.worst_run_wait > RUN_WAIT_ABOVE:
-        reasons.append(f"ranks waited {100 * s.worst_run_wait:.0f} % of a turn for their cores")
+        add("busy", f"ranks waited {100 * s.worst_run_wait:.0f} % of a turn for their cores")
     if s.worst_steal > STEAL_ABOVE:
-        reasons.append(f"{100 * s.worst_steal:.0f} % of a turn stolen")
-    return Stability(not reasons, disagree, reasons)
+        add("steal", f"{100 * s.worst_steal:.0f} % of a turn stolen")
+    if launch is not None and launch.round_trip_factor > MODE_FACTOR and \
+            s.round_trip_factor <= MODE_FACTOR:
+        add("launch_moved", f"measured in one mode: the launch's round trip moved "
+                            f"{launch.round_trip_low_ns:.0f}-{launch.round_trip_high_ns:.0f} ns "
+                            "outside its turns")
+    out.stable = not out.reasons
+    return out
 
 
-def judge_record(raw: dict, baseline: dict | None) -> tuple[RoundRatios | None, Stability]:
-    """A record's per-round ratios against the baseline record of its launch, and its verdict."""
+def judge_record(raw: dict, baseline: dict | None, launch: ProbeSpread | None = None
+                 ) -> tuple[RoundRatios | None, Stability]:
+    """A record's per-round ratios against the baseline record of its launch, and its verdict
+    (on its turns and the baseline's: the ratio depends on both)."""
     ratios = record_ratios(baseline, raw) if baseline is not None else None
     per_round = ratios.per_round if ratios else round_medians(raw)
-    return ratios, judge(per_round, raw.get("machine_probe") or [])
+    turns = list(raw.get("machine_probe") or [])
+    if baseline is not None and baseline is not raw:
+        turns += baseline.get("machine_probe") or []
+    return ratios, judge(per_round, turns, launch)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -159,7 +204,8 @@ class LaunchProbe:
     def text(self) -> str:
         trips = ", ".join(
             f"{p.get('role', 'pair')} ranks {'-'.join(map(str, p.get('ranks', [])))} "
-            f"{m:.0f} ns ({lo:.0f}-{hi:.0f})"
+            + (f"{m:.0f} ns ({lo:.0f}-{hi:.0f})" if hi < PING_PONG_CAP_NS else
+               f"{m:.0f} ns ({lo:.0f} ns to more than {PING_PONG_CAP_NS / 1e6:.0f} ms)")
             for p, (m, lo, hi) in zip(self.pairs, self.round_trip_ns))
         parts = [f"round trip {trips}" if trips else "no on-node pair",
                  f"copy {self.copy_GBps:.1f} GB/s"]
@@ -220,24 +266,66 @@ def round_trip_text(ns: float) -> str:
     return f"{ns:.0f} ns"
 
 
-def instability_line(unstable: int, cells: int, s: ProbeSpread, worst_disagree: float,
-                     rounds: int, during: str = "during the run") -> str:
-    """The one closing line: how many cells are unstable and what moved ("" when none); `s` is
-    the spread of the probes of one launch (`during` names it)."""
-    if unstable == 0:
-        return ""
-    why = []
-    if s.round_trip_factor > MODE_FACTOR:
-        why.append(f"the inter-core round trip moved between {s.round_trip_low_ns:.0f} and "
-                   f"{round_trip_text(s.round_trip_high_ns)} {during}")
-    if s.copy_factor > MODE_FACTOR:
-        why.append(f"the copy bandwidth moved x{s.copy_factor:.1f}")
-    if s.worst_run_wait > RUN_WAIT_ABOVE:
-        why.append(f"the ranks waited up to {100 * s.worst_run_wait:.0f} % of a turn for their "
-                   "cores (another process ran there)")
-    if s.worst_steal > STEAL_ABOVE:
-        why.append(f"the hypervisor stole up to {100 * s.worst_steal:.0f} % of a turn")
-    if worst_disagree > ROUNDS_DISAGREE_ABOVE:
-        why.append(f"rounds disagreed by up to {100 * worst_disagree:.0f} %")
-    return (f"{unstable} of {cells} cells unstable: {'; '.join(why)}; compare within a launch, "
-            f"or rerun with --rounds {rounds}")
+SUMMARY_WIDTH = 150
+
+
+def wrap(text: str, width: int = SUMMARY_WIDTH, indent: str = "    ") -> list[str]:
+    """Lines of at most `width` characters, broken at spaces, the later ones indented."""
+    lead = text[:len(text) - len(text.lstrip(" "))]
+    return textwrap.wrap(text.lstrip(" "), width, initial_indent=lead, subsequent_indent=indent,
+                         break_long_words=False, break_on_hyphens=False)
+
+
+def cause_text(cause: str, s: ProbeSpread, disagree: float, cpus: int | None) -> str:
+    """What a cause was in these probes, and what helps against it."""
+    if cause == "busy":
+        where = f"CPU {s.worst_run_wait_cpu}" if s.worst_run_wait_cpu is not None else \
+            "the ranks' cores"
+        on = f" on {cpus} CPUs" if cpus else ""
+        waited = (f"the ranks waited up to {100 * s.worst_run_wait:.0f} % of a turn for their cores"
+                  if s.worst_run_wait > RUN_WAIT_ABOVE else
+                  f"a rank did not answer the probe for {round_trip_text(s.round_trip_high_ns)}")
+        return (f"the machine was busy: another process ran on {where}, {waited} (load average "
+                f"up to {s.highest_load:.1f}{on}); rerun when the machine is quiet")
+    if cause == "steal":
+        return (f"the hypervisor stole up to {100 * s.worst_steal:.0f} % of a turn: the host is "
+                "oversubscribed, nothing inside the VM helps; rerun at a quieter time or on "
+                "another host")
+    if cause in ("moved", "launch_moved"):
+        return (f"the vCPUs moved between host cores (round trip {s.round_trip_low_ns:.0f} ns to "
+                f"{round_trip_text(s.round_trip_high_ns)}); rerun with --rounds auto, or pin the "
+                "VM's vCPUs to host cores")
+    if cause == "bandwidth":
+        return (f"the copy bandwidth moved x{s.copy_factor:.1f} (memory shared with other work); "
+                "rerun with --rounds auto, or when the machine is quiet")
+    return (f"rounds disagreed by up to {100 * disagree:.0f} % while the probe stayed steady; "
+            "rerun with --rounds auto or a longer --time")
+
+
+def closing_summary(unstable: Sequence[tuple[str, Stability]], cells: int, s: ProbeSpread,
+                    cpus: int | None = None, during: str = "") -> list[str]:
+    """The summary a run or report ends with when cells are unstable ([] when none): the causes
+    ranked by the cells they marked, each with what helps against it, the three worst cells, and
+    where every cell's reasons are; no line longer than SUMMARY_WIDTH. `s` is the spread of the
+    probes of the launch that moved most (`during` names it)."""
+    if not unstable:
+        return []
+    marked = {c: 0 for c in CAUSES}
+    disagree = 0.0
+    for _, st in unstable:
+        seen = {"moved" if c == "launch_moved" else c for c in st.causes}
+        # Rounds that disagree are a cause of their own only where the probe saw nothing else.
+        if st.causes != ["rounds"]:
+            seen.discard("rounds")
+        else:
+            disagree = max(disagree, st.rounds_disagree)
+        for c in seen:
+            marked[c] += 1
+    ranked = sorted((c for c in CAUSES if marked[c]), key=lambda c: -marked[c])
+    out = [f"{len(unstable)} of {cells} cells unstable{during}; the causes, most cells first:"]
+    for i, c in enumerate(ranked, 1):
+        out += wrap(f"  {i}. {marked[c]} cells: {cause_text(c, s, disagree, cpus)}", indent=" " * 7)
+    worst = sorted(unstable, key=lambda u: -(len(u[1].causes) + u[1].rounds_disagree))[:3]
+    out += wrap("  worst: " + "; ".join(f"{name} ({st.reasons[0]})" for name, st in worst))
+    out.append("  every cell's reasons: the records (stability.reasons) and the Markdown report of halox report")
+    return out

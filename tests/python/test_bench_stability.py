@@ -115,7 +115,8 @@ def test_a_spinning_process_on_a_ranks_core_marks_the_turns_it_overlapped(tmp_pa
     for r in {id(r): r for r, _ in inside}.values():
         assert r["stable"] is False
         assert any("waited" in reason for reason in r["stability"]["reasons"])
-    assert "cells unstable:" in rest and "waited up to" in rest
+    assert "cells unstable; the causes" in rest and "waited up to" in rest
+    assert max(len(line) for line in rest.splitlines()) <= 160
     # The clean side: only on a machine whose other work leaves the ranks their cores (a
     # machine shared under CPU quotas may not; measured apart from halox-bench, before and
     # after it).
@@ -123,6 +124,8 @@ def test_a_spinning_process_on_a_ranks_core_marks_the_turns_it_overlapped(tmp_pa
     if busy > 0.1:
         pytest.skip(f"the machine's other work kept a process from its core {100 * busy:.0f} % "
                     "of the time: turns clear of the spinner cannot be expected clean here")
+    # Where nothing else holds a core, the summary names the one the spinner held.
+    assert "another process ran on CPU 1" in rest
     for _, turn in outside:
         assert turn["after"]["run_wait_share"] <= 0.2, turn
         assert turn["disturbed"] == (turn["after"]["steal_share"] > 0.1), turn

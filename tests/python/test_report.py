@@ -98,6 +98,26 @@ def parse_tables(text):
     return tables
 
 
+def chosen_tables(text):
+    """The chosen layout's tables of one toolchain (times, then "(xN)", then "efficiency"),
+    each merged into one: columns side by side, as the layout's three tables show them."""
+    merged = []
+    for t in parse_tables(text):
+        if merged and t.title.startswith(merged[-1].title + ": "):
+            merged[-1].columns += t.columns
+            for label, cells in t.rows.items():
+                merged[-1].rows[label] += cells
+            continue
+        merged.append(t)
+    return merged
+
+
+def unwrap(text):
+    """The report with its wrapped notes and details joined back into one line each (their
+    later lines are indented by 6 or 8 spaces; table rows by 4)."""
+    return re.sub(r"\n {6,8}(?=\S)", " ", text)
+
+
 def value(text):
     """A cell's number; a trailing * marks an unstable cell."""
     text = text.removesuffix("*").removesuffix("\\")
@@ -115,7 +135,7 @@ def test_chosen_table_shows_the_medians_and_ratios_of_one_run(capsys, bench_file
     recs = load(bench_files["main"])
     code, out, _ = report(capsys, bench_files["main"])
     assert code == 0
-    [table] = parse_tables(out)
+    [table] = chosen_tables(out)
     assert table.title == records.toolchain_short(recs[0]["mpi_library"])
     assert table.columns == ["h1f1", "h2f1", "h1f2", "h2f2",
                              "h1f1 (xN)", "h2f1 (xN)", "h1f2 (xN)", "h2f2 (xN)"]
@@ -130,9 +150,9 @@ def test_chosen_table_shows_the_medians_and_ratios_of_one_run(capsys, bench_file
         assert value(table.cell(variant(r), shape(r) + " (xN)")) == pytest.approx(
             base[shape(r)] / median, abs=0.006)
     assert (f"(xN) = {BASELINE} (the algorithm of cartex mpi_comm --MPI-datatypes) / variant, "
-            f"measured in one run ({recs[0]['run_id']})") in out
-    assert "Cartesian communicator numbering order: ZYX (mpicart 2x1x1)" in out
-    assert "median time per exchange of the slowest rank [µs]" in out
+            f"measured in one run ({recs[0]['run_id']})") in unwrap(out)
+    assert "Cartesian communicator numbering order: ZYX (mpicart 2x1x1)" in unwrap(out)
+    assert "median time per exchange of the slowest rank [µs]" in unwrap(out)
 
 
 @pytest.mark.parametrize("metric", ["mean", "seconds_per_10000"])
@@ -140,19 +160,19 @@ def test_other_metrics_come_from_the_records(capsys, bench_files, metric):
     recs = load(bench_files["main"])
     code, out, _ = report(capsys, bench_files["main"], "--metric", metric)
     assert code == 0
-    [table] = parse_tables(out)
+    [table] = chosen_tables(out)
     for r in recs:
         expected = (r["seconds_per_10000"] if metric == "seconds_per_10000"
                     else r["time_per_exchange_s"]["mean"] * 1e6)
         expect_close(table.cell(variant(r), shape(r)), expected)
     if metric == "seconds_per_10000":
-        assert "execution time of 10000 exchange calls" in out and "[s]" in out
+        assert "execution time of 10000 exchange calls" in unwrap(out) and "[s]" in unwrap(out)
 
 
 def test_another_baseline(capsys, bench_files):
     recs = load(bench_files["main"])
     code, out, _ = report(capsys, bench_files["main"], "--baseline", "shm/staged/compact")
-    [table] = parse_tables(out)
+    [table] = chosen_tables(out)
     base = {shape(r): r["time_per_exchange_s"]["median"] for r in recs
             if variant(r) == "shm/staged/compact"}
     for r in recs:
@@ -171,7 +191,7 @@ def test_missing_cells_print_nan(capsys, bench_files, tmp_path):
     path.write_text("".join(json.dumps(r) + "\n" for r in kept))
     code, out, _ = report(capsys, path)
     assert code == 0
-    [table] = parse_tables(out)
+    [table] = chosen_tables(out)
     assert table.cell("shm/staged/compact", "h2f2") == "NaN"
     assert table.cell("shm/staged/compact", "h2f2 (xN)") == "NaN"
     # Without the baseline's cell, no ratio for that shape, but the values stay.
@@ -181,19 +201,22 @@ def test_missing_cells_print_nan(capsys, bench_files, tmp_path):
                  next(r for r in recs if variant(r) == "shm/staged/compact" and shape(r) == "h1f1")
                  ["time_per_exchange_s"]["median"] * 1e6)
     code, md, _ = report(capsys, path, "--markdown")
-    row = next(l for l in md.splitlines() if l.startswith("| shm/staged/compact |"))
-    cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[4] == "NaN" and cells[8] == "NaN"
+    # The times' table, then the ratios'.
+    rows = [l for l in md.splitlines() if l.startswith("| shm/staged/compact |")]
+    cells = [c.strip() for row in rows[:2] for c in row.strip("|").split("|")[1:]]
+    assert cells[3] == "NaN" and cells[7] == "NaN"
 
 
 def test_records_of_several_runs_give_absolute_values_only(capsys, bench_files):
     main, again = load(bench_files["main"]), load(bench_files["again"])
     code, out, _ = report(capsys, bench_files["main"], bench_files["again"])
     assert code == 0
-    [table] = parse_tables(out)
+    # The times, then the launches compared (their rows' labels hold spaces: not parsed here).
+    [table] = chosen_tables(out[:out.index("Launches compared")])
+    assert "cells measured in two launches differ beyond the launches' own spread" in unwrap(out)
     assert table.columns == ["h1f1", "h2f1", "h1f2", "h2f2"]
-    assert "no (xN) ratios: the records come from 2 runs" in out
-    assert "median of their values" in out
+    assert "no (xN) ratios: the records come from 2 runs" in unwrap(out)
+    assert "median of their values" in unwrap(out)
     # A cell with one record from each run shows the median (= mean) of the two.
     for r in again:
         twin = next(m for m in main if variant(m) == variant(r) and shape(m) == shape(r))
@@ -202,7 +225,7 @@ def test_records_of_several_runs_give_absolute_values_only(capsys, bench_files):
     # --run-id picks one run again, and with it the ratios.
     code, out, _ = report(capsys, bench_files["main"], bench_files["again"],
                           "--run-id", main[0]["run_id"])
-    [table] = parse_tables(out)
+    [table] = chosen_tables(out)
     assert "h1f1 (xN)" in table.columns
     for r in main:
         expect_close(table.cell(variant(r), shape(r)), r["time_per_exchange_s"]["median"] * 1e6)
@@ -211,17 +234,17 @@ def test_records_of_several_runs_give_absolute_values_only(capsys, bench_files):
 def test_selection_options_pick_the_chosen_shapes(capsys, bench_files):
     code, out, _ = report(capsys, bench_files["main"], "--halo", "2", "--nfields", "1,2",
                           "--transport", "shm", "--algorithm", "staged")
-    [table] = parse_tables(out)
+    [table] = chosen_tables(out)
     assert table.columns == ["h2f1", "h2f2"]  # baseline not selected: no ratios
     assert set(table.rows) == {"shm/staged/compact", "shm/staged/sequence"}
-    assert "baseline mpi-types/staged/sequence is not in these records" in out
+    assert "baseline mpi-types/staged/sequence is not in these records" in unwrap(out)
 
 
 def test_decompositions_are_separate_tables_in_chosen(capsys, bench_files):
     code, out, _ = report(capsys, bench_files["main"], bench_files["hw"])
-    tables = parse_tables(out)
+    tables = chosen_tables(out)
     assert len(tables) == 2
-    assert "(hwcart 2x1x1)" in out and "(mpicart 2x1x1)" in out
+    assert "(hwcart 2x1x1)" in unwrap(out) and "(mpicart 2x1x1)" in unwrap(out)
     hw = load(bench_files["hw"])
     assert out.index("(mpicart 2x1x1)") < out.index("(hwcart 2x1x1)")
     hw_table = tables[1]
@@ -237,7 +260,7 @@ def test_full_layout_rows_halo_columns_fields_and_staged(capsys, bench_files):
     tables = parse_tables(out)
     assert [t.title for t in tables] == [f"{t}/{f}" for t in sorted(list_transports())
                                          for f in ("compact", "sequence")]
-    assert "columns without a suffix: standard" in out
+    assert "columns without a suffix: standard" in unwrap(out)
     for t in tables:
         assert t.columns == ["1", "2", "1 (staged)", "2 (staged)"]
         assert list(t.rows) == ["1", "2"]
@@ -256,8 +279,8 @@ def test_decomposition_layout_columns_are_kind_by_toolchain(capsys, bench_files)
     assert code == 0
     tables = parse_tables(out)
     assert len(tables) == 4  # one per (halo, nfields)
-    assert "halo width: 1, number of fields: 1" in out
-    assert "halo width: 2, number of fields: 2" in out
+    assert "halo width: 1, number of fields: 1" in unwrap(out)
+    assert "halo width: 2, number of fields: 2" in unwrap(out)
     tc = records.toolchain_short(main[0]["mpi_library"])
     headings = re.findall(r"^halo width: (\S+), number of fields: (\S+)$", out, re.M)
     for (h, f), table in zip(headings, tables):
@@ -280,22 +303,26 @@ def test_markdown_tables(capsys, bench_files):
     assert code == 0
     lines = out.splitlines()
     header = next(i for i, l in enumerate(lines) if l.startswith("| transport/algorithm/fields"))
-    assert lines[header] == ("| transport/algorithm/fields | h1f1 | h2f1 | h1f2 | h2f2 | "
-                             "h1f1 (xN) | h2f1 (xN) | h1f2 (xN) | h2f2 (xN) |")
-    assert lines[header + 1] == "|:---|" + "---:|" * 8
+    assert lines[header] == "| transport/algorithm/fields | h1f1 | h2f1 | h1f2 | h2f2 |"
+    assert lines[header + 1] == "|:---|" + "---:|" * 4
+    ratios = next(i for i, l in enumerate(lines) if i > header and
+                  l.startswith("| transport/algorithm/fields"))
+    assert lines[ratios] == ("| transport/algorithm/fields | h1f1 (xN) | h2f1 (xN) | h1f2 (xN) | "
+                             "h2f2 (xN) |")
     rows = {}
-    for l in lines[header + 2:]:
-        if not l.startswith("|"):
-            break
-        cells = [c.strip() for c in l.strip("|").split("|")]
-        rows[cells[0]] = cells[1:]
+    for start in (header, ratios):
+        for l in lines[start + 2:]:
+            if not l.startswith("|"):
+                break
+            cells = [c.strip() for c in l.strip("|").split("|")]
+            rows.setdefault(cells[0], []).extend(cells[1:])
     assert len(rows) == 4 * len(list_transports()) == len({variant(r) for r in recs})
     columns = ["h1f1", "h2f1", "h1f2", "h2f2"]
     for r in recs:
         expect_close(rows[variant(r)][columns.index(shape(r))],
                      r["time_per_exchange_s"]["median"] * 1e6)
     assert rows[BASELINE][4:] == ["1.00"] * 4
-    assert "### Cartesian communicator numbering order: ZYX" in out
+    assert "### Cartesian communicator numbering order: ZYX" in unwrap(out)
     assert "```" not in out
 
 
@@ -416,7 +443,7 @@ def test_second_toolchain_columns(capsys, bench_files, tmp_path):
     # full: a column group per (algorithm, toolchain); the first without a suffix.
     code, out, _ = report(capsys, bench_files["main"], path, "--layout", "full")
     assert code == 0
-    assert f"columns without a suffix: standard, {this_tc}" in out
+    assert f"columns without a suffix: standard, {this_tc}" in unwrap(out)
     table = next(t for t in parse_tables(out) if t.title == "mpi-types/sequence")
     assert table.columns == ["1", "2", f"1 (standard, {other_tc})", f"2 (standard, {other_tc})",
                              f"1 (staged, {this_tc})", f"2 (staged, {this_tc})",
