@@ -29,13 +29,15 @@ size_t bytes_of(const line_set& set) {
 }  // namespace
 
 touched_lines lines_touched(const exchange_plan& plan) {
-  const local_grid& grid = plan.grid;
-  const size_t per_field = (grid.cells() * plan.element_bytes + cache_line_bytes - 1) / cache_line_bytes;
-  line_set read(static_cast<size_t>(plan.nfields), std::vector<bool>(per_field));
+  // Per field (each its own layout and element size), by field index.
+  line_set read;
+  for (const auto& l : plan.layouts)
+    read.emplace_back((l.grid.cells() * l.element_bytes + cache_line_bytes - 1) / cache_line_bytes);
   line_set written = read;
   auto mark = [&](line_set& set, const std::vector<field_box>& boxes) {
     for (const auto& fb : boxes)
-      mark_box(set[static_cast<size_t>(fb.field)], grid, fb.region, plan.element_bytes);
+      mark_box(set[static_cast<size_t>(fb.field)], plan.grid_of(fb.field), fb.region,
+               plan.element_bytes_of(fb.field));
   };
   for (const auto& st : plan.stages) {
     for (const auto& m : st.sends) mark(read, m.boxes);
