@@ -373,16 +373,16 @@ def test_unwritable_output_fails_before_launching(tmp_path):
 
 
 def test_a_run_is_the_same_whatever_the_order_of_its_options():
-    from halox import peers, sweep
-    from halox.spec import settings_identity
+    from halox import identity, peers
+    from halox.identity import settings_identity
     words = ["ranks=2", "halox-bench", "--domain", "64", "64", "64", "--timing", "latency",
              "--quiet", "--field-pages", "system", "--periodic", "-1"]
     moved = ["ranks=2", "halox-bench", "--field-pages", "system", "--quiet", "--periodic", "-1",
              "--timing", "latency", "--domain", "64", "64", "64"]
     assert settings_identity(words) == settings_identity(moved)
     coords = {"name": "fidelity", "mpi": "openmpi", "run": "x-split", "repeat": 1}
-    assert sweep.identity({**coords, "settings": words}) == \
-        sweep.identity({**coords, "settings": moved})
+    assert identity.identity({**coords, "settings": words}) == \
+        identity.identity({**coords, "settings": moved})
     assert peers.identity({**coords, "peer": "cartex-mpi", "settings": words}) == \
         peers.identity({**coords, "peer": "cartex-mpi", "settings": moved})
     # what differs still differs: a value, the words before the options, an option given twice

@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from conftest import ROOT, build_dir, mpi_flavor
+from halox import execution
 from halox import sweep as swp
 
 MATRIX = """
@@ -241,7 +242,7 @@ def test_failing_and_hanging_runs_are_recorded_and_the_sweep_goes_on(tmp_path):
     assert fails["exit_status"] > 0 and not fails["timed_out"]
     assert "rank grid 3x1x1 does not fit 2 ranks" in fails["error"]
     assert hangs["timed_out"] and hangs["timeout_s"] == 4
-    assert 4 <= hangs["duration_s"] < 4 + 2 * swp.KILL_GRACE_S
+    assert 4 <= hangs["duration_s"] < 4 + 2 * execution.KILL_GRACE_S
     assert "--nrep 1000000000" in hangs["sweep"]["launch"]
     assert elapsed < 120
     # The run after them measured and finished.
@@ -277,12 +278,12 @@ def test_failure_summary_names_the_crash_not_the_ranks_killed_after_it(tmp_path)
                    "srun: error: hostb: tasks 2-3: Killed\n")
     out = tmp_path / "run.out"
     out.write_text("")
-    outcome = swp.Outcome(139, False, 1.5, out, err)
-    assert swp.error_summary("halox-bench", outcome) == \
+    outcome = execution.Outcome(139, False, 1.5, out, err)
+    assert execution.error_summary("halox-bench", outcome) == \
         "srun: error: hosta: tasks 0-1: Segmentation fault (core dumped)"
     err.write_text("halox-bench: error: rank grid 3x1x1 does not fit 2 ranks\n"
                    "srun: error: hosta: task 0: Exited with exit code 1\n")
-    assert swp.error_summary("halox-bench", outcome) == \
+    assert execution.error_summary("halox-bench", outcome) == \
         "halox-bench: error: rank grid 3x1x1 does not fit 2 ranks"
     err.write_text("last words\n")
-    assert swp.error_summary("halox-bench", outcome) == "last words"
+    assert execution.error_summary("halox-bench", outcome) == "last words"
