@@ -243,70 +243,92 @@ def parse_peers(value: Any, spec_dir: pathlib.Path, types: list[str],
         raise PeerError("peers must be an array of tables ([[peers]])")
     out: list[Peer] = []
     for i, table in enumerate(value, start=1):
-        where = f"peers[{i}]"
-        if not isinstance(table, dict):
-            raise PeerError(f"{where} must be a table")
-        table = {k.replace("-", "_"): v for k, v in table.items()}
-        for key in table:
-            if key not in PEER_KEYS:
-                raise PeerError(f"unknown key '{where}.{key}' (known: {', '.join(sorted(PEER_KEYS))})")
-        for key in ("name", "command", "format"):
-            if key not in table:
-                raise PeerError(f"{where}.{key} is missing")
-        check_scalar(f"{where}.name", "str", table["name"])
-        name = table["name"]
-        if not re.fullmatch(r"[A-Za-z0-9._+-]+", name):
-            raise PeerError(f"{where}.name may hold only letters, digits, '.', '_', '+' and '-', "
-                            f"got {name!r}")
-        if name.count("/") or any(p.name == name for p in out):
-            raise PeerError(f"{where}.name '{name}' is used twice")
-        command = table["command"]
-        if isinstance(command, str):
-            command = shlex.split(command)
-        if not isinstance(command, list) or not command or \
-                any(not isinstance(w, (str, int)) or isinstance(w, bool) for w in command):
-            raise PeerError(f"{where}.command must be a non-empty list of words")
-        command = [str(w) for w in command]
-        for word in command:
-            for ph in re.findall(r"\{[^}]*\}", word):
-                if ph not in PLACEHOLDERS:
-                    raise PeerError(f"{where}.command: unknown placeholder {ph} (known: "
-                                    f"{', '.join(PLACEHOLDERS)})")
-        if "{halo}" not in command or "{nfields}" not in command:
-            raise PeerError(f"{where}.command must pass {{halo}} and {{nfields}} (the program "
-                            "measures one of each per run)")
-        fmt = table["format"]
-        check_scalar(f"{where}.format", "str", fmt)
-        if fmt not in FORMATS:
-            raise PeerError(f"{where}.format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-        element = table.get("type", "double")
-        check_scalar(f"{where}.type", "str", element)
-        if element not in ("float", "double"):
-            raise PeerError(f"{where}.type must be float or double, got {element!r}")
-        if element not in types:
-            raise PeerError(f"{where}.type {element} is not in matrix.type "
-                            f"({', '.join(types)}): the peer would have nothing to stand beside")
-        program = command[0]
-        if "/" in program:
-            path = pathlib.Path(program).expanduser()
-            if not path.is_absolute():
-                path = (spec_dir / path).resolve()
-            command[0] = str(path)
-            usable = path.is_file() and os.access(path, os.X_OK)
-        else:
-            found = shutil.which(program)
-            usable = found is not None
-            if found:
-                command[0] = found
-        if require_program and not usable:
-            raise PeerError(f"{where}.command: {program} is not an executable program")
-        env = env_table(f"{where}.env", table["env"]) if "env" in table else {}
-        timeout = None
-        if "timeout" in table:
-            check_scalar(f"{where}.timeout", "pos_number", table["timeout"])
-            timeout = float(table["timeout"])
-        out.append(Peer(name, tuple(command), fmt, element, tuple(env.items()), timeout))
+        out.append(_peer(f"peers[{i}]", table, out, spec_dir, types, require_program))
     return out
+
+
+def _peer(where: str, table: Any, before: list[Peer], spec_dir: pathlib.Path, types: list[str],
+          require_program: bool) -> Peer:
+    """One [[peers]] table; `before`: the peers of the tables above it."""
+    if not isinstance(table, dict):
+        raise PeerError(f"{where} must be a table")
+    table = {k.replace("-", "_"): v for k, v in table.items()}
+    for key in table:
+        if key not in PEER_KEYS:
+            raise PeerError(f"unknown key '{where}.{key}' (known: {', '.join(sorted(PEER_KEYS))})")
+    for key in ("name", "command", "format"):
+        if key not in table:
+            raise PeerError(f"{where}.{key} is missing")
+    name = _peer_name(where, table["name"], before)
+    command = _peer_command(where, table["command"])
+    fmt = table["format"]
+    check_scalar(f"{where}.format", "str", fmt)
+    if fmt not in FORMATS:
+        raise PeerError(f"{where}.format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    element = _peer_type(where, table.get("type", "double"), types)
+    program = command[0]
+    if not _find_program(command, spec_dir) and require_program:
+        raise PeerError(f"{where}.command: {program} is not an executable program")
+    env = env_table(f"{where}.env", table["env"]) if "env" in table else {}
+    timeout = None
+    if "timeout" in table:
+        check_scalar(f"{where}.timeout", "pos_number", table["timeout"])
+        timeout = float(table["timeout"])
+    return Peer(name, tuple(command), fmt, element, tuple(env.items()), timeout)
+
+
+def _peer_name(where: str, name: Any, before: list[Peer]) -> str:
+    check_scalar(f"{where}.name", "str", name)
+    if not re.fullmatch(r"[A-Za-z0-9._+-]+", name):
+        raise PeerError(f"{where}.name may hold only letters, digits, '.', '_', '+' and '-', "
+                        f"got {name!r}")
+    if name.count("/") or any(p.name == name for p in before):
+        raise PeerError(f"{where}.name '{name}' is used twice")
+    return name
+
+
+def _peer_command(where: str, command: Any) -> list[str]:
+    if isinstance(command, str):
+        command = shlex.split(command)
+    if not isinstance(command, list) or not command or \
+            any(not isinstance(w, (str, int)) or isinstance(w, bool) for w in command):
+        raise PeerError(f"{where}.command must be a non-empty list of words")
+    command = [str(w) for w in command]
+    for word in command:
+        for ph in re.findall(r"\{[^}]*\}", word):
+            if ph not in PLACEHOLDERS:
+                raise PeerError(f"{where}.command: unknown placeholder {ph} (known: "
+                                f"{', '.join(PLACEHOLDERS)})")
+    if "{halo}" not in command or "{nfields}" not in command:
+        raise PeerError(f"{where}.command must pass {{halo}} and {{nfields}} (the program "
+                        "measures one of each per run)")
+    return command
+
+
+def _peer_type(where: str, element: Any, types: list[str]) -> str:
+    check_scalar(f"{where}.type", "str", element)
+    if element not in ("float", "double"):
+        raise PeerError(f"{where}.type must be float or double, got {element!r}")
+    if element not in types:
+        raise PeerError(f"{where}.type {element} is not in matrix.type "
+                        f"({', '.join(types)}): the peer would have nothing to stand beside")
+    return element
+
+
+def _find_program(command: list[str], spec_dir: pathlib.Path) -> bool:
+    """Puts the program's full path into command[0] (a relative path is the spec's folder's,
+    a bare name is looked up on PATH); whether it is an executable program."""
+    program = command[0]
+    if "/" in program:
+        path = pathlib.Path(program).expanduser()
+        if not path.is_absolute():
+            path = (spec_dir / path).resolve()
+        command[0] = str(path)
+        return path.is_file() and os.access(path, os.X_OK)
+    found = shutil.which(program)
+    if found:
+        command[0] = found
+    return found is not None
 
 
 # ---------------------------------------------------------------------------------------------

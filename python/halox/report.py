@@ -150,91 +150,113 @@ def chosen(records: Sequence[Record], metric: str = "median",
     sections = []
     for _, srecs in rec.group(records, context_key).items():
         first = srecs[0]
-        tables = []
-        for toolchain, trecs in ordered_groups(srecs, rec.toolchain_id).items():
-            shape_keys, shape_labels = _shape_labels(trecs)
-            variants = rec.sort_variants(r.variant for r in trecs)
-            cells: dict[tuple, list[Record]] = {}
-            for r in trecs:
-                cells.setdefault((r.variant, rec.shape_key(r)), []).append(r)
-            run_ids = list(dict.fromkeys(r.ratio_run for r in trecs))
-            peers_beside = sorted({r.peer for r in trecs if r.peer})
-            notes = []
-            with_ratios = False
-            if len(run_ids) > 1:
-                notes.append(f"no (xN) ratios: the records come from {len(run_ids)} runs and "
-                             "ratios are only taken within one run (select one with --run-id)")
-            elif baseline not in variants:
-                notes.append(f"no (xN) ratios: the baseline {baseline} is not in these records")
-            else:
-                with_ratios = True
-                named = f" ({BASELINE_ALGORITHMS[baseline]})" if baseline in BASELINE_ALGORITHMS \
-                    else ""
-                notes.append(f"(xN) = {baseline}{named} / variant, measured in one run "
-                             f"({run_ids[0]})"
-                             + (f" with the peer programs run beside it in the same job "
-                                f"({', '.join(peers_beside)})" if peers_beside else "")
-                             + ("; each round against the baseline of the same round: the "
-                                "median of the rounds' ratios, [their range]"
-                                if any(len(stability.round_medians(r.raw)) > 1 for r in trecs
-                                       if not r.peer) else ""))
-            if peers_beside:
-                notes.append("peer programs: the statistic of their own timing (each exchange "
-                             "timed alone after a barrier, on rank 0), parsed from their output")
-            notes += _combined_note(cells)
-            columns = [shape_labels[k] for k in shape_keys]
-            kinds = ["value"] * len(columns)
-            if with_ratios:
-                columns += [f"{shape_labels[k]} (xN)" for k in shape_keys]
-                kinds += ["ratio"] * len(shape_keys)
-            if efficiency:
-                columns += [f"{shape_labels[k]} eff" for k in shape_keys]
-                kinds += ["ratio"] * len(shape_keys)
-                notes.append(EFFICIENCY_NOTE)
-            if self_copy:
-                columns += [f"{shape_labels[k]} self" for k in shape_keys]
-                kinds += ["ratio"] * len(shape_keys)
-                notes.append(SELF_COPY_NOTE)
-            rows = []
-            suffixes: dict[tuple[int, int], str] = {}
-            verdicts = cell_verdicts(cells, baseline if with_ratios else None)
-            for row, v in enumerate(variants):
-                values = [rec.cell_value(cells.get((v, k), []), metric) for k in shape_keys]
-                for col, k in enumerate(shape_keys):
-                    verdict = verdicts.get((v, k))
-                    if verdict and not verdict[1].stable:
-                        suffixes[(row, col)] = "*"
-                if with_ratios:
-                    for col, k in enumerate(shape_keys):
-                        ratios = (verdicts.get((v, k)) or (None, None))[0]
-                        if ratios is None:  # a peer program's cell or baseline: no rounds
-                            base = rec.cell_value(cells.get((baseline, k), []), metric)
-                            values.append(base / values[col] if values[col] > 0 else math.nan)
-                            continue
-                        values.append(ratios.median)
-                        if len(ratios.per_round) > 1:
-                            suffixes[(row, len(shape_keys) + col)] = \
-                                f" [{ratios.min:.2f}-{ratios.max:.2f}]"
-                if efficiency:
-                    values += [_efficiency(cells.get((v, k), [])) for k in shape_keys]
-                if self_copy:
-                    values += [_median_positive([r.self_copy_share
-                                                 for r in cells.get((v, k), [])])
-                               for k in shape_keys]
-                rows.append((v, values))
-            if with_ratios:
-                notes += fastest_notes(cells, verdicts, shape_keys, shape_labels)
-            notes += stability_notes(cells, verdicts)
-            unsettled = [f"{r.variant} {r.shape_label}" for cell in cells.values() for r in cell
-                         if (r.raw.get("stability") or {}).get("settled") is False]
-            if unsettled:
-                notes.append("--rounds auto: did not settle within 5 % before the budget ran "
-                             f"out: {', '.join(unsettled)}")
-            tables.append(Table(labels[toolchain], "transport/algorithm/fields", columns, kinds,
-                                rows, notes, suffixes=suffixes))
+        tables = [_chosen_table(labels[toolchain], trecs, metric, baseline, efficiency, self_copy)
+                  for toolchain, trecs in ordered_groups(srecs, rec.toolchain_id).items()]
         sections.append(Section(_order_heading(first), [
             context_details(first), _records_context(srecs, metric, labels)], tables))
     return Report(_preamble(records, metric, labels), sections)
+
+
+def _chosen_table(label: str, trecs: list[Record], metric: str, baseline: str,
+                  efficiency: bool, self_copy: bool) -> Table:
+    """One toolchain's table of `chosen`."""
+    shape_keys, shape_labels = _shape_labels(trecs)
+    variants = rec.sort_variants(r.variant for r in trecs)
+    cells: dict[tuple, list[Record]] = {}
+    for r in trecs:
+        cells.setdefault((r.variant, rec.shape_key(r)), []).append(r)
+    with_ratios, notes = _ratio_notes(trecs, baseline, variants)
+    notes += _combined_note(cells)
+    columns = [shape_labels[k] for k in shape_keys]
+    kinds = ["value"] * len(columns)
+    for wanted, suffix, note in ((with_ratios, "(xN)", None), (efficiency, "eff", EFFICIENCY_NOTE),
+                                 (self_copy, "self", SELF_COPY_NOTE)):
+        if wanted:
+            columns += [f"{shape_labels[k]} {suffix}" for k in shape_keys]
+            kinds += ["ratio"] * len(shape_keys)
+            notes += [note] if note else []
+    verdicts = cell_verdicts(cells, baseline if with_ratios else None)
+    rows = []
+    suffixes: dict[tuple[int, int], str] = {}
+    for row, v in enumerate(variants):
+        values = [rec.cell_value(cells.get((v, k), []), metric) for k in shape_keys]
+        for col, k in enumerate(shape_keys):
+            verdict = verdicts.get((v, k))
+            if verdict and not verdict[1].stable:
+                suffixes[(row, col)] = "*"
+        if with_ratios:
+            ratios, ranges = _ratio_values(v, shape_keys, cells, verdicts, baseline, metric,
+                                           values)
+            values += ratios
+            suffixes.update({(row, len(shape_keys) + col): text for col, text in ranges.items()})
+        if efficiency:
+            values += [_efficiency(cells.get((v, k), [])) for k in shape_keys]
+        if self_copy:
+            values += [_median_positive([r.self_copy_share for r in cells.get((v, k), [])])
+                       for k in shape_keys]
+        rows.append((v, values))
+    if with_ratios:
+        notes += fastest_notes(cells, verdicts, shape_keys, shape_labels)
+    notes += stability_notes(cells, verdicts) + _unsettled_note(cells)
+    return Table(label, "transport/algorithm/fields", columns, kinds, rows, notes,
+                 suffixes=suffixes)
+
+
+def _ratio_notes(trecs: list[Record], baseline: str,
+                 variants: list[str]) -> tuple[bool, list[str]]:
+    """Whether the table has (xN) columns, and the notes that say why or why not."""
+    run_ids = list(dict.fromkeys(r.ratio_run for r in trecs))
+    peers_beside = sorted({r.peer for r in trecs if r.peer})
+    notes = []
+    with_ratios = False
+    if len(run_ids) > 1:
+        notes.append(f"no (xN) ratios: the records come from {len(run_ids)} runs and "
+                     "ratios are only taken within one run (select one with --run-id)")
+    elif baseline not in variants:
+        notes.append(f"no (xN) ratios: the baseline {baseline} is not in these records")
+    else:
+        with_ratios = True
+        named = f" ({BASELINE_ALGORITHMS[baseline]})" if baseline in BASELINE_ALGORITHMS else ""
+        notes.append(f"(xN) = {baseline}{named} / variant, measured in one run "
+                     f"({run_ids[0]})"
+                     + (f" with the peer programs run beside it in the same job "
+                        f"({', '.join(peers_beside)})" if peers_beside else "")
+                     + ("; each round against the baseline of the same round: the "
+                        "median of the rounds' ratios, [their range]"
+                        if any(len(stability.round_medians(r.raw)) > 1 for r in trecs
+                               if not r.peer) else ""))
+    if peers_beside:
+        notes.append("peer programs: the statistic of their own timing (each exchange "
+                     "timed alone after a barrier, on rank 0), parsed from their output")
+    return with_ratios, notes
+
+
+def _ratio_values(variant: str, shape_keys: list[tuple], cells: dict, verdicts: dict,
+                  baseline: str, metric: str,
+                  values: list[float]) -> tuple[list[float], dict[int, str]]:
+    """A row's (xN) cells: the median of its rounds' ratios with their range (by column), or
+    baseline / value where the cell has no rounds (a peer program, the baseline)."""
+    out = []
+    ranges = {}
+    for col, k in enumerate(shape_keys):
+        ratios = (verdicts.get((variant, k)) or (None, None))[0]
+        if ratios is None:
+            base = rec.cell_value(cells.get((baseline, k), []), metric)
+            out.append(base / values[col] if values[col] > 0 else math.nan)
+            continue
+        out.append(ratios.median)
+        if len(ratios.per_round) > 1:
+            ranges[col] = f" [{ratios.min:.2f}-{ratios.max:.2f}]"
+    return out, ranges
+
+
+def _unsettled_note(cells: dict[tuple, list[Record]]) -> list[str]:
+    unsettled = [f"{r.variant} {r.shape_label}" for cell in cells.values() for r in cell
+                 if (r.raw.get("stability") or {}).get("settled") is False]
+    if not unsettled:
+        return []
+    return ["--rounds auto: did not settle within 5 % before the budget ran out: "
+            + ", ".join(unsettled)]
 
 
 def cell_verdicts(cells: dict[tuple, list[Record]], baseline: str | None

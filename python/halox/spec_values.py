@@ -23,50 +23,76 @@ def is_int(v: Any) -> bool:
 
 
 CHOICES = {"timing": ("throughput", "latency", "compute"),
-            "order": ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"),
-            "layout": ("contiguous", "strided"),
-            "launcher": launch.LAUNCHERS,
-            "bind": launch.BINDINGS}
+           "order": ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"),
+           "layout": ("contiguous", "strided"),
+           "launcher": launch.LAUNCHERS,
+           "bind": launch.BINDINGS}
+
+
+def _check_int(where: str, kind: str, v: Any) -> None:
+    if not is_int(v):
+        raise SpecError(f"{where} must be an integer, not {type_name(v)} ({v!r})")
+    if kind == "pos_int" and v <= 0:
+        raise SpecError(f"{where} must be positive, got {v}")
+    if kind == "nonneg_int" and v < 0:
+        raise SpecError(f"{where} must not be negative, got {v}")
+
+
+def _check_number(where: str, kind: str, v: Any) -> None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise SpecError(f"{where} must be a number, not {type_name(v)} ({v!r})")
+    if kind == "pos_number" and v <= 0:
+        raise SpecError(f"{where} must be positive, got {v}")
+    if kind == "nonneg_number" and v < 0:
+        raise SpecError(f"{where} must not be negative, got {v}")
+
+
+def _check_bool(where: str, kind: str, v: Any) -> None:
+    if not isinstance(v, bool):
+        raise SpecError(f"{where} must be true or false, not {type_name(v)} ({v!r})")
+
+
+def _check_size(where: str, kind: str, v: Any) -> None:
+    """A byte count, or text with a unit ("64KiB") that the program itself parses."""
+    if is_int(v):
+        if v < 0:
+            raise SpecError(f"{where} must not be negative, got {v}")
+    elif not isinstance(v, str) or not re.fullmatch(r"\d+\s*[A-Za-z]{0,3}", v):
+        raise SpecError(f"{where} must be a size in bytes (4194304 or \"4MiB\"), got {v!r}")
+
+
+def _check_rounds(where: str, kind: str, v: Any) -> None:
+    """halox-bench --rounds: a count, or auto (until the ratios settle)."""
+    if v != "auto":
+        _check_int(where, "pos_int", v) if is_int(v) else _fail_rounds(where, v)
+
+
+def _check_text(where: str, kind: str, v: Any, choices: tuple[str, ...]) -> None:
+    if not isinstance(v, str):
+        raise SpecError(f"{where} must be a string, not {type_name(v)} ({v!r})")
+    if not v:
+        raise SpecError(f"{where} must not be empty")
+    allowed = choices or CHOICES.get(kind)
+    if allowed and v not in allowed:
+        raise SpecError(f"{where} must be one of {', '.join(allowed)}, got {v!r}")
+    if kind == "variant" and v.count("/") != 2:
+        raise SpecError(f"{where} must be transport/algorithm/fields, got {v!r}")
+
+
+_CHECKS = {"rounds": _check_rounds, "int": _check_int, "pos_int": _check_int,
+           "nonneg_int": _check_int, "number": _check_number, "pos_number": _check_number,
+           "nonneg_number": _check_number, "bool": _check_bool, "negatable": _check_bool,
+           "size": _check_size}
 
 
 def check_scalar(where: str, kind: str, v: Any, choices: tuple[str, ...] = ()) -> None:
-    if kind == "rounds":  # halox-bench --rounds: a count, or auto (until the ratios settle)
-        if v != "auto":
-            check_scalar(where, "pos_int", v) if is_int(v) else _fail_rounds(where, v)
-    elif kind in ("int", "pos_int", "nonneg_int"):
-        if not is_int(v):
-            raise SpecError(f"{where} must be an integer, not {type_name(v)} ({v!r})")
-        if kind == "pos_int" and v <= 0:
-            raise SpecError(f"{where} must be positive, got {v}")
-        if kind == "nonneg_int" and v < 0:
-            raise SpecError(f"{where} must not be negative, got {v}")
-    elif kind in ("number", "pos_number", "nonneg_number"):
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise SpecError(f"{where} must be a number, not {type_name(v)} ({v!r})")
-        if kind == "pos_number" and v <= 0:
-            raise SpecError(f"{where} must be positive, got {v}")
-        if kind == "nonneg_number" and v < 0:
-            raise SpecError(f"{where} must not be negative, got {v}")
-    elif kind in ("bool", "negatable"):
-        if not isinstance(v, bool):
-            raise SpecError(f"{where} must be true or false, not {type_name(v)} ({v!r})")
-    elif kind == "size":
-        # A byte count, or text with a unit ("64KiB") that the program itself parses.
-        if is_int(v):
-            if v < 0:
-                raise SpecError(f"{where} must not be negative, got {v}")
-        elif not isinstance(v, str) or not re.fullmatch(r"\d+\s*[A-Za-z]{0,3}", v):
-            raise SpecError(f"{where} must be a size in bytes (4194304 or \"4MiB\"), got {v!r}")
+    """Raises SpecError when v is not a value of this kind (any other kind: text, from
+    `choices` or the kind's CHOICES where given)."""
+    check = _CHECKS.get(kind)
+    if check:
+        check(where, kind, v)
     else:
-        if not isinstance(v, str):
-            raise SpecError(f"{where} must be a string, not {type_name(v)} ({v!r})")
-        if not v:
-            raise SpecError(f"{where} must not be empty")
-        allowed = choices or CHOICES.get(kind)
-        if allowed and v not in allowed:
-            raise SpecError(f"{where} must be one of {', '.join(allowed)}, got {v!r}")
-        if kind == "variant" and v.count("/") != 2:
-            raise SpecError(f"{where} must be transport/algorithm/fields, got {v!r}")
+        _check_text(where, kind, v, choices)
 
 
 def _fail_rounds(where: str, v: Any) -> None:
