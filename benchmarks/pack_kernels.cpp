@@ -18,7 +18,7 @@
 #include <cstring>
 #include <vector>
 
-#include "halox/pack.hpp"
+#include "halox/extend/pack.hpp"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "halox/exchange.hpp"
-#include "halox/transport/registry.hpp"
+#include "halox/extend/registry.hpp"
 #include "halox/field_memory.hpp"
 
 namespace {

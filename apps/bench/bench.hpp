@@ -22,7 +22,7 @@
 #include "halox_programs/decomposition/options.hpp"
 #include "halox/exchange.hpp"
 #include "halox/field_memory.hpp"
-#include "halox/transport/registry.hpp"
+#include "halox/extend/registry.hpp"
 #include "machine_probe.hpp"
 #include "stability.hpp"
 #include "stage_breakdown.hpp"

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "bench.hpp"
-#include "halox/pack.hpp"
+#include "halox/extend/pack.hpp"
 
 namespace halox::bench {
 

@@ -6,10 +6,10 @@
 #include <utility>
 #include <vector>
 
-#include "halox/decomposition/auto.hpp"
+#include "halox/programs/decomposition/auto.hpp"
 #include "halox_programs/decomposition/options.hpp"
-#include "halox/decomposition/traffic.hpp"
-#include "halox/topology.hpp"
+#include "halox/programs/decomposition/traffic.hpp"
+#include "halox/programs/topology.hpp"
 
 namespace halox::topo_program {
 

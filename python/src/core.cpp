@@ -18,9 +18,9 @@
 #include "halox/common/error.hpp"
 #include "halox/decomposition.hpp"
 #include "halox/exchange.hpp"
-#include "halox/transport/registry.hpp"
+#include "halox/extend/registry.hpp"
 #include "halox/grid.hpp"
-#include "halox/transport.hpp"
+#include "halox/extend/transport.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;

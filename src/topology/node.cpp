@@ -7,7 +7,7 @@
 
 #include "halox/common/environment.hpp"
 #include "halox/common/error.hpp"
-#include "halox/topology.hpp"
+#include "halox/programs/topology.hpp"
 
 namespace halox {
 

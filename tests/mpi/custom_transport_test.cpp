@@ -13,9 +13,9 @@
 
 #include "halox/common/error.hpp"
 #include "halox/exchange.hpp"
-#include "halox/pack.hpp"
-#include "halox/transport.hpp"
-#include "halox/transport/registry.hpp"
+#include "halox/extend/pack.hpp"
+#include "halox/extend/transport.hpp"
+#include "halox/extend/registry.hpp"
 #include "halox_programs/verify.hpp"
 
 using namespace halox;

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-#include "halox/transport.hpp"
+#include "halox/extend/transport.hpp"
 #include "halox/transport/wait_policy.hpp"
 #include "transport/common/node_signals.hpp"
 

@@ -12,7 +12,7 @@
 
 #include <cstddef>
 
-#include "halox/pack.hpp"
+#include "halox/extend/pack.hpp"
 #include "halox/plan.hpp"
 
 namespace halox {

@@ -7,8 +7,8 @@
 #include <optional>
 
 #include "halox/common/error.hpp"
-#include "halox/decomposition/auto.hpp"
-#include "halox/decomposition/traffic.hpp"
+#include "halox/programs/decomposition/auto.hpp"
+#include "halox/programs/decomposition/traffic.hpp"
 
 namespace halox {
 

@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "halox/decomposition.hpp"
-#include "halox/decomposition/hw.hpp"
-#include "halox/decomposition/shape.hpp"
+#include "halox/programs/decomposition/hw.hpp"
+#include "halox/programs/decomposition/shape.hpp"
 #include "halox/grid.hpp"
-#include "halox/topology.hpp"
+#include "halox/programs/topology.hpp"
 
 namespace halox {
 

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "halox/decomposition.hpp"
-#include "halox/topology.hpp"
+#include "halox/programs/topology.hpp"
 
 namespace halox {
 

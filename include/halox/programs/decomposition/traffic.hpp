@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "halox/decomposition/shape.hpp"
-#include "halox/topology.hpp"
+#include "halox/programs/decomposition/shape.hpp"
+#include "halox/programs/topology.hpp"
 
 namespace halox {
 

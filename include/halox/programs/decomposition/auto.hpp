@@ -25,9 +25,9 @@
 #include <utility>
 #include <vector>
 
-#include "halox/decomposition/hw.hpp"
-#include "halox/decomposition/shape.hpp"
-#include "halox/decomposition/traffic.hpp"
+#include "halox/programs/decomposition/hw.hpp"
+#include "halox/programs/decomposition/shape.hpp"
+#include "halox/programs/decomposition/traffic.hpp"
 
 namespace halox {
 

@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-#include "halox/transport.hpp"
+#include "halox/extend/transport.hpp"
 
 namespace halox {
 
