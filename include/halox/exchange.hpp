@@ -43,8 +43,7 @@
 #include "halox/field_memory.hpp"
 #include "halox/grid.hpp"
 #include "halox/plan.hpp"
-#include "halox/extend/transport.hpp"
-#include "halox/extend/registry.hpp"
+#include "halox/transport/choice.hpp"
 #include "halox/transport/tuning.hpp"
 
 namespace halox {

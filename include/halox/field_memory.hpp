@@ -90,4 +90,12 @@ class shared_fields {
   shared_field_memory memory_;
 };
 
+// The fields of an exchange and how they were allocated.
+struct field_set {
+  std::vector<std::byte*> pointers;             // first allocated cell of each field
+  const shared_field_memory* shared = nullptr;  // all fields in this node-shared allocation, or null
+  bool device = false;       // all fields in CUDA device memory (halox/device.hpp)
+  void* stream = nullptr;    // the cudaStream_t device work runs on (null: the default stream)
+};
+
 }  // namespace halox

@@ -9,6 +9,7 @@
 #include "halox/common/environment.hpp"
 #include "halox/common/error.hpp"
 #include "halox/exchange.hpp"
+#include "halox/extend/wait_policy.hpp"
 
 namespace halox {
 

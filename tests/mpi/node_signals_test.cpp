@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "halox/extend/transport.hpp"
-#include "halox/transport/wait_policy.hpp"
+#include "halox/extend/wait_policy.hpp"
 #include "transport/common/node_signals.hpp"
 
 using namespace halox;

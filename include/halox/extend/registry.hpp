@@ -2,13 +2,8 @@
 // needs and how to build it. Names, parsing, help texts, `--list-transports`,
 // availability checks and construction all derive from this table. The
 // built-in transports are its first entries; a program adds its own with
-// register_transport and then names it like a built-in one.
-//
-// A transport choice is one name (a message transport carries every
-// neighbour; an on-node transport alone sends the off-node neighbours by
-// default_remote_transport()) or LOCAL+REMOTE: on-node neighbours by LOCAL,
-// the others by REMOTE. Text becomes a choice once, at the program's edge
-// (parse_transport_choice); the library passes the typed choice on.
+// register_transport and then names it like a built-in one (a choice of
+// them: halox/transport/choice.hpp).
 //
 //   halox::register_transport({.name = "my-mpi",
 //                              .summary = "our own point-to-point",
@@ -26,6 +21,7 @@
 #include <vector>
 
 #include "halox/extend/transport.hpp"
+#include "halox/transport/choice.hpp"
 
 namespace halox {
 
@@ -71,46 +67,6 @@ const transport_entry& find_transport(std::string_view name);
 // The message transport that carries the off-node neighbours when a choice
 // names only an on-node transport (mpi-p2p).
 const transport_entry& default_remote_transport();
-
-class transport_choice {
- public:
-  // The default: mpi-p2p for every neighbour.
-  transport_choice();
-  // `local` carries on-node neighbours and self copies, `remote` the others
-  // (the same entry when one transport carries all). Throws usage_error when
-  // remote reaches only its own node.
-  transport_choice(const transport_entry& local, const transport_entry& remote);
-  explicit transport_choice(const transport_entry& only);
-
-  const transport_entry& local() const { return *local_; }
-  const transport_entry& remote() const { return *remote_; }
-  bool routed() const { return local_ != remote_; }
-  // The shortest spelling that parses back to this choice: "shm" for
-  // shm+mpi-p2p, "shm+ucx", "mpi-types".
-  std::string name() const;
-  // Why the choice cannot run on this rank (a transport unavailable here); empty when it can.
-  std::string unavailable() const;
-  bool operator==(const transport_choice& other) const {
-    return local_ == other.local_ && remote_ == other.remote_;
-  }
-
- private:
-  const transport_entry* local_;
-  const transport_entry* remote_;
-};
-
-// Parses "NAME" or "LOCAL+REMOTE"; throws usage_error for unknown names, a
-// same-node transport as REMOTE, or a transport unavailable on this rank.
-transport_choice parse_transport_choice(std::string_view text);
-
-// The choices "all" stands for: every available transport of the registry
-// alone that moves host memory (cuda-ipc moves device fields only).
-std::vector<transport_choice> available_transport_choices();
-// Collective: the same, available on every rank of comm.
-std::vector<transport_choice> available_transport_choices(MPI_Comm comm);
-
-// One line per registry entry: name, availability (and why not), reach, summary.
-std::string list_transports();
 
 // Builds the transport(s) of a choice for ctx (a router when routed): each
 // entry's make, or its make_device when ctx.fields are in device memory.

@@ -3,7 +3,7 @@
 // The exchange hands each transport what it needs and nothing global: its part
 // of the plan, a communicator of its own, the fields and how they were
 // allocated, which ranks share this rank's node, and how to wait. The
-// registry (transport/registry.hpp) names every transport and builds them;
+// registry (extend/registry.hpp) names every transport and builds them;
 // a routing LOCAL+REMOTE (a router inside the library) runs the on-node messages by
 // one transport and the others by another.
 #pragma once
@@ -19,18 +19,11 @@
 
 #include "halox/field_memory.hpp"
 #include "halox/plan.hpp"
+#include "halox/transport/choice.hpp"
 #include "halox/transport/tuning.hpp"
-#include "halox/transport/wait_policy.hpp"
+#include "halox/extend/wait_policy.hpp"
 
 namespace halox {
-
-// The fields of an exchange and how they were allocated.
-struct field_set {
-  std::vector<std::byte*> pointers;             // first allocated cell of each field
-  const shared_field_memory* shared = nullptr;  // all fields in this node-shared allocation, or null
-  bool device = false;       // all fields in CUDA device memory (halox/device.hpp)
-  void* stream = nullptr;    // the cudaStream_t device work runs on (null: the default stream)
-};
 
 // Which ranks share this rank's node (real shared-memory nodes, or groups of
 // consecutive ranks with --ranks-per-node / HALOX_RANKS_PER_NODE).
@@ -57,14 +50,6 @@ struct transport_context {
   const node_membership& node;
   const wait_policy& waits;
   const transport_tuning& tuning;  // knobs set by the caller; unset ones are measured
-};
-
-// The message bytes a transport was handed to send, by where the receiving
-// rank is (local copies are not messages); counted as stages start.
-struct transport_stats {
-  std::string transport;                      // the registry name
-  unsigned long long bytes_to_same_node = 0;  // to other ranks of this rank's node
-  unsigned long long bytes_to_other_nodes = 0;
 };
 
 class transport {
