@@ -1,7 +1,7 @@
 // Field memory that the ranks of a node can read directly (MPI-3 shared
 // windows), so that single-copy transports (`shm`) copy halos straight from
 // the neighbour's fields: one copy, no packing, no MPI message. Fields in
-// ordinary memory work with every transport too; `shm` then stages them.
+// ordinary memory work with every transport too; `shm` then packs them into its outbox.
 //
 //   halox::shared_fields<double> fields(decomp, grid, nfields);
 //   fields[0][grid.index(x, y, z)] = ...;

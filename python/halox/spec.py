@@ -112,7 +112,7 @@ class Invocation:
     other_args: list[str]         # [bench] options, expanded values, run args
     env: dict[str, str]           # environment settings added to the caller's
     timeout: float | None
-    staging: pathlib.Path         # where the program appends its records
+    scratch: pathlib.Path         # where the program appends its records
 
     def program_args(self, lists: dict[str, list[str]] | None = None) -> list[str]:
         words = []
@@ -122,7 +122,7 @@ class Invocation:
 
     def argv(self, lists: dict[str, list[str]] | None = None) -> list[str]:
         return [*self.launcher, str(self.program), *self.program_args(lists),
-                "--json", str(self.staging)]
+                "--json", str(self.scratch)]
 
     def shell_line(self, lists: dict[str, list[str]] | None = None) -> str:
         prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
@@ -143,7 +143,7 @@ class Plan:
     build_dir: pathlib.Path
     executable: pathlib.Path
     output: pathlib.Path
-    work_dir: pathlib.Path        # staging files, logs and the sweep's lock, beside the output
+    work_dir: pathlib.Path        # scratch files, logs and the sweep's lock, beside the output
     launch: launch.LaunchSettings
     slurm: dict[str, Any]
     configurations: int           # per invocation (halox-bench), 0 when unknown
@@ -639,11 +639,11 @@ def _make_plan(spec_path, spec, output, build_dir, mpi, launcher_name, timeout,
                 for key, value in point.items():
                     point_words += [f"--{key.replace('_', '-')}", value]
                 tag = "".join(f".{k}-{v}" for k, v in point.items())
-                staging = work / f"{name}.{flavor}.{run_name}.{r + 1}{tag}.jsonl"
+                scratch = work / f"{name}.{flavor}.{run_name}.{r + 1}{tag}.jsonl"
                 invocations.append(Invocation(
                     run_name, r, point, ranks, launch.command(settings, flavor, ranks, root), exe,
                     lists, [*bench_words, *point_words, *args], {"HALOX_MPI": flavor, **env},
-                    run_timeout, staging))
+                    run_timeout, scratch))
     peer_runs = _peer_runs(spec, spec_path, program, lists, bench_words, invocations, work,
                            name, flavor, require_build)
     return Plan(spec_path.resolve(), name, flavor, program, build, exe, out, work, settings,

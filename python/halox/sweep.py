@@ -1,6 +1,6 @@
 """`halox sweep SPEC.toml`: runs the invocations of a spec (see spec.py), resumably.
 
-Each invocation appends its records to a staging file of its own (in OUTPUT's `.sweep` folder
+Each invocation appends its records to a scratch file of its own (in OUTPUT's `.sweep` folder
 beside it); when it ends, the sweep moves the whole records it finds there into OUTPUT, each
 stamped with its sweep coordinates (sweep name, MPI, run entry, repetition, expanded matrix
 values, the settings and the exact launch line), and then a `complete` mark for the invocation.
@@ -157,7 +157,7 @@ def _axis_position(plan: Plan, inv: Invocation, axes: list[str], config: tuple) 
 
 
 # ---------------------------------------------------------------------------------------------
-# Moving records from an invocation's staging file into OUTPUT
+# Moving records from an invocation's scratch file into OUTPUT
 
 
 @dataclasses.dataclass
@@ -167,17 +167,17 @@ class Harvest:
 
 
 def harvest(plan: Plan, inv: Invocation, launch_line: str | None) -> Harvest:
-    """Appends the whole records of the invocation's staging file that OUTPUT does not hold yet,
-    stamped with their sweep coordinates; removes the staging file. Records of another rank
+    """Appends the whole records of the invocation's scratch file that OUTPUT does not hold yet,
+    stamped with their sweep coordinates; removes the scratch file. Records of another rank
     count (the launcher started separate 1-rank jobs instead of one MPI job) are not kept."""
     result = Harvest()
     try:
-        lines, _ = resultfile.read_lines(inv.staging)
+        lines, _ = resultfile.read_lines(inv.scratch)
     except FileNotFoundError:
         return result
     if launch_line is None:  # an attempt killed before its records were moved
         try:
-            launch_line = inv.staging.with_suffix(".launch").read_text().strip()
+            launch_line = inv.scratch.with_suffix(".launch").read_text().strip()
         except OSError:
             launch_line = "unknown"
     coords = coordinates(plan, inv)
@@ -205,7 +205,7 @@ def harvest(plan: Plan, inv: Invocation, launch_line: str | None) -> Harvest:
                 have.add(config)
                 new.append(record)
         result.written = out.append(new)
-    inv.staging.unlink(missing_ok=True)
+    inv.scratch.unlink(missing_ok=True)
     return result
 
 
@@ -250,7 +250,7 @@ def prepare_output(plan: Plan) -> None:
 
 
 def _hold_sweep_lock(plan: Plan):
-    """One sweep at a time per (sweep, MPI, OUTPUT): a second one would run the same staging
+    """One sweep at a time per (sweep, MPI, OUTPUT): a second one would run the same scratch
     files."""
     path = plan.work_dir / f"{plan.name}.{plan.mpi}.lock"
     handle = path.open("w")
@@ -328,7 +328,7 @@ def run(plan: Plan, *, console=None, verbose: bool = False) -> Summary:
             for i, inv in enumerate(plan.invocations, start=1):
                 progress.update(task, description=f"sweep {plan.name}: {inv.label}")
                 # Records left by an attempt that was killed before they were moved.
-                if inv.staging.exists():
+                if inv.scratch.exists():
                     summary.written += harvest(plan, inv, None).written
                 step = decide(plan, inv, read_output(plan))
                 if not step.lists:
@@ -347,9 +347,9 @@ def run(plan: Plan, *, console=None, verbose: bool = False) -> Summary:
                 records = 0
                 for lists in step.lists:
                     line = inv.shell_line(lists)
-                    inv.staging.with_suffix(".launch").write_text(line + "\n")
+                    inv.scratch.with_suffix(".launch").write_text(line + "\n")
                     outcome = execute(inv.argv(lists), inv.env, inv.timeout,
-                                      inv.staging.with_suffix(""))
+                                      inv.scratch.with_suffix(""))
                     harvested = harvest(plan, inv, line)
                     records += harvested.written
                     if verbose:

@@ -72,12 +72,12 @@ def session_processes(sid):
     return alive
 
 
-def benchmarks_writing(staging):
+def benchmarks_writing(scratch):
     """halox-bench processes started with --json STAGING (MPICH's launcher starts its ranks in
     sessions of their own)."""
     found = []
     for p in psutil.process_iter(["name", "cmdline"]):
-        if p.info["name"] == "halox-bench" and staging in (p.info["cmdline"] or []):
+        if p.info["name"] == "halox-bench" and scratch in (p.info["cmdline"] or []):
             found.append(p)
     return found
 
@@ -126,8 +126,8 @@ def test_kill_9_of_the_process_group_then_resume(tmp_path):
         wait_for(launch_b.exists, 60, "run b to start")
         # Its benchmark processes started: they write their records only at the end, seconds
         # from now.
-        staging_b = str(launch_b.with_suffix(".jsonl"))
-        wait_for(lambda: benchmarks_writing(staging_b), 60, "run b's halox-bench processes")
+        scratch_b = str(launch_b.with_suffix(".jsonl"))
+        wait_for(lambda: benchmarks_writing(scratch_b), 60, "run b's halox-bench processes")
         time.sleep(0.5)
         os.killpg(sweep.pid, signal.SIGKILL)
         sweep.wait(timeout=30)
@@ -185,8 +185,8 @@ def test_records_of_a_killed_run_are_kept_and_only_the_rest_runs(tmp_path):
     kept = [l for l in records if json.loads(l)["config"]["nfields"] == 1]
     cut = next(l for l in records if json.loads(l)["config"]["nfields"] == 2)
     assert len(kept) == 2
-    inv.staging.parent.mkdir(parents=True)
-    inv.staging.write_text("\n".join(kept) + "\n" + cut[:len(cut) // 2])
+    inv.scratch.parent.mkdir(parents=True)
+    inv.scratch.write_text("\n".join(kept) + "\n" + cut[:len(cut) // 2])
 
     done = halox("sweep", spec, "--output", out, "--build-dir", build_dir())
     assert done.returncode == 0, done.stdout + done.stderr
@@ -201,7 +201,7 @@ def test_records_of_a_killed_run_are_kept_and_only_the_rest_runs(tmp_path):
     assert len({r["run_id"] for r in new}) == 1
     assert "--nfields 2 " in new[0]["sweep"]["launch"]
     assert "--transport mpi-p2p,mpi-types " in new[0]["sweep"]["launch"]
-    assert not inv.staging.exists()
+    assert not inv.scratch.exists()
 
 
 @pytest.mark.slow
@@ -249,9 +249,9 @@ def test_failing_and_hanging_runs_are_recorded_and_the_sweep_goes_on(tmp_path):
     assert [r["sweep"]["run"] for r in measurements(lines_of(out))] == ["works"]
     assert [m["sweep"]["run"] for m in marks(lines_of(out))] == ["works"]
     # The hanging job is gone, launcher and ranks.
-    staging = str(out.parent / "trouble.sweep" / f"trouble.{mpi_flavor()}.hangs.1.jsonl")
+    scratch = str(out.parent / "trouble.sweep" / f"trouble.{mpi_flavor()}.hangs.1.jsonl")
     leftovers = [p for p in psutil.process_iter(["cmdline"])
-                 if staging in " ".join(p.info["cmdline"] or [])]
+                 if scratch in " ".join(p.info["cmdline"] or [])]
     assert leftovers == []
     # Running it again retries the failed runs only.
     again = halox("sweep", spec, "--output", out, "--build-dir", build_dir(), "--timeout", "3")

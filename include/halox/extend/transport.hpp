@@ -64,7 +64,7 @@ class transport {
   // How the data moves in this run, when that says more than the name (a
   // fallback, a routing): recorded with the results.
   virtual std::string path() const { return name(); }
-  // What the transport chose when it was built (e.g. which boxes it stages,
+  // What the transport chose when it was built (e.g. which boxes go through its outbox,
   // and how that was decided), for the results; empty when nothing.
   virtual std::string settings() const { return {}; }
   // Writes the knobs this transport measured, or was given, when it was built:
