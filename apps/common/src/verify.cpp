@@ -2,16 +2,11 @@
 
 #include <fmt/core.h>
 
+#include "halox_programs/common/splitmix64.hpp"
+
 namespace halox {
 
 namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // Where local cell c of the halo takes its value from, or nothing (sentinel).
 bool source_cell(const ivec3& local, const verify_context& ctx, ivec3& global) {
