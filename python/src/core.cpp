@@ -13,9 +13,11 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "halox/common/error.hpp"
+#include "halox/common/mpi_library.hpp"
 #include "halox/decomposition.hpp"
 #include "halox/exchange.hpp"
 #include "halox/extend/registry.hpp"
@@ -33,13 +35,6 @@ bool mpi_finalized() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   return finalized != 0;
-}
-
-std::string mpi_library_version() {
-  char version[MPI_MAX_LIBRARY_VERSION_STRING];
-  int length = 0;
-  MPI_Get_library_version(version, &length);
-  return std::string(version, static_cast<size_t>(length));
 }
 
 std::string repr_of(nb::handle object) {
@@ -71,14 +66,15 @@ MPI_Comm comm_of(nb::handle comm) {
             .c_str());
   // mpi4py must sit on the same MPI library: handles of two libraries do not mix.
   auto theirs = nb::cast<std::string>(mpi.attr("Get_library_version")());
+  theirs = theirs.substr(0, theirs.find('\n'));
+  while (!theirs.empty() && std::string_view(" \t,").find(theirs.back()) != std::string::npos)
+    theirs.pop_back();
   int initialized = 0;
   MPI_Initialized(&initialized);
-  if (theirs != mpi_library_version() || !initialized)
+  if (theirs != halox::mpi_library_version() || !initialized)
     throw std::runtime_error(
-        "mpi4py is built against another MPI library than halox (mpi4py: " +
-        theirs.substr(0, theirs.find('\n')) +
-        "; halox: " + mpi_library_version().substr(0, mpi_library_version().find('\n')) +
-        "); rebuild it: MPICC=<mpicc of halox's MPI> pip install --no-binary=mpi4py "
+        "mpi4py is built against another MPI library than halox (mpi4py: " + theirs +
+        "; halox: " + halox::mpi_library_version() + "); rebuild it: MPICC=<mpicc of halox's MPI> pip install --no-binary=mpi4py "
         "--no-cache-dir mpi4py");
   auto address = nb::cast<uintptr_t>(mpi.attr("_addressof")(comm));
   MPI_Comm handle = *reinterpret_cast<const MPI_Comm*>(address);
@@ -376,8 +372,8 @@ void bind_module_functions(nb::module_& m) {
         return names;
       },
       "Names of the field groupings (fields=).");
-  m.def("mpi_library_version", &mpi_library_version,
-        "The MPI library halox is built against (MPI_Get_library_version).");
+  m.def("mpi_library_version", &halox::mpi_library_version,
+        "The MPI library halox is built against (the first line of MPI_Get_library_version).");
   m.attr("default_transport") = halox::exchange_options{}.transport.name();
   m.attr("cuda_built") = halox::cuda::built();
   m.def("cuda_unavailable", &halox::cuda::unavailable,

@@ -25,18 +25,6 @@ extern char** environ;
 
 namespace halox {
 
-std::string mpi_library_version() {
-  char buffer[MPI_MAX_LIBRARY_VERSION_STRING];
-  int length = 0;
-  MPI_Get_library_version(buffer, &length);
-  std::string version(buffer, static_cast<size_t>(length));
-  if (auto newline = version.find('\n'); newline != std::string::npos) version.resize(newline);
-  while (!version.empty() && (version.back() == '\0' || version.back() == ' ' ||
-                              version.back() == '\t' || version.back() == ','))
-    version.pop_back();
-  return version;
-}
-
 std::string cpu_binding_string() {
   cpu_set_t set;
   CPU_ZERO(&set);

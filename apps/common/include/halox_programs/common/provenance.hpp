@@ -7,11 +7,12 @@
 
 #include <string>
 
+#include "halox/common/mpi_library.hpp"  // mpi_library_version(), recorded with every result
+
 namespace halox {
 
 inline constexpr int result_schema_version = 1;
 
-std::string mpi_library_version();
 // "0-1,4" style list of the CPUs this process may run on.
 std::string cpu_binding_string();
 std::string git_revision();
