@@ -255,8 +255,8 @@ def _unsettled_note(cells: dict[tuple, list[Record]]) -> list[str]:
                  if (r.raw.get("stability") or {}).get("settled") is False]
     if not unsettled:
         return []
-    return ["--rounds auto: did not settle within 5 % before the budget ran out: "
-            + ", ".join(unsettled)]
+    return [f"--rounds auto: did not settle within {100 * stability.SETTLE_WITHIN:g} % before "
+            "the budget ran out: " + ", ".join(unsettled)]
 
 
 def cell_verdicts(cells: dict[tuple, list[Record]], baseline: str | None

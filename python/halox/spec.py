@@ -24,7 +24,7 @@ import subprocess
 import tomllib
 from typing import Any
 
-from . import launch, peers
+from . import launch, peers, stability
 from . import spec_values
 from .spec_values import SpecError, check_scalar
 
@@ -601,9 +601,9 @@ def _estimate(program: Program, lists: dict, known: dict, bench_opts: dict):
     estimate = None
     if "time" in bench_opts and configurations:
         rounds = bench_opts.get("rounds", 1)
-        # --rounds auto: at least 3 rounds (more where cells have not settled).
-        estimate = configurations * float(bench_opts["time"]) * (3 if rounds == "auto"
-                                                                 else int(rounds))
+        # --rounds auto: at least SETTLE_MIN_ROUNDS (more where cells have not settled).
+        least = stability.SETTLE_MIN_ROUNDS if rounds == "auto" else int(rounds)
+        estimate = configurations * float(bench_opts["time"]) * least
     return configurations, estimate
 
 
