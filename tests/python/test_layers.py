@@ -196,7 +196,7 @@ def test_every_halox_include_is_an_installed_header():
     so an include of halox/X anywhere names include/halox/X."""
     assert not list((ROOT / "apps").glob("*/include/halox")), "a program's header under halox/"
     missing = []
-    for top in ("include", "src", "apps", "tests", "python/src", "benchmarks", "examples"):
+    for top in ("include", "src", "apps", "tests", "python/src", "microbench", "examples"):
         for f in sorted((ROOT / top).rglob("*")):
             if f.suffix in (".hpp", ".cpp", ".cu", ".cuh") and f.is_file():
                 for included in re.findall(r'^\s*#\s*include\s+[<"](halox/[^">]+)[">]',

@@ -2,7 +2,7 @@
 // exchange: blocks of exchanges with recording off and on, alternating in one
 // process, every exchange started by all ranks together; the median of each
 // block, slowest rank; then per pair of neighbouring blocks on / off.
-//   scripts/mpirun.sh 2 build/openmpi/benchmarks/halox-stage-times-cost [TRANSPORT]
+//   scripts/mpirun.sh 2 build/openmpi/microbench/halox-stage-times-cost [TRANSPORT]
 #include <mpi.h>
 
 #include <algorithm>
