@@ -13,6 +13,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,16 @@ class topology {
 // r / ranks_per_node, each node bound by `policy` (not `real`).
 std::vector<rank_placement> assumed_placements(const topology& topo, binding_policy policy,
                                                int nodes, int ranks_per_node);
+
+// The one rule for a node group size: 0 (shared-memory nodes) or a number
+// that divides the ranks of MPI_COMM_WORLD (once MPI is initialized); throws
+// usage_error naming the option or, from_environment, HALOX_RANKS_PER_NODE.
+void check_ranks_per_node(int ranks_per_node, bool from_environment);
+
+// HALOX_RANKS_PER_NODE, read here and nowhere else: its group size when set
+// and not 0. Throws usage_error for a value that is not a count or breaks
+// the rule of check_ranks_per_node. This rank's environment only.
+std::optional<int> ranks_per_node_from_environment();
 
 // The node group size to use: `ranks_per_node` if positive, else the
 // environment variable HALOX_RANKS_PER_NODE, else 0 (shared-memory nodes).
