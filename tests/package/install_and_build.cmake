@@ -30,13 +30,20 @@ foreach(file include/halox/exchange.hpp include/halox/field_memory.hpp bin/halox
   endif()
 endforeach()
 
-# The public API is the concepts: the transport folder holds the registry, the
-# tuning knobs and the wait policy, no transport implementation.
+# The public API is the concepts: the transport folder holds what a stencil
+# code chooses (the choice, the tuning knobs), extend/ what a transport author
+# builds on; no transport implementation.
 file(GLOB transport_headers RELATIVE ${PREFIX}/include/halox/transport ${PREFIX}/include/halox/transport/*)
 list(SORT transport_headers)
-if(NOT transport_headers STREQUAL "registry.hpp;tuning.hpp;wait_policy.hpp")
+if(NOT transport_headers STREQUAL "choice.hpp;tuning.hpp")
   message(FATAL_ERROR "installed transport headers: ${transport_headers} "
-                      "(expected registry.hpp;tuning.hpp;wait_policy.hpp)")
+                      "(expected choice.hpp;tuning.hpp)")
+endif()
+file(GLOB extend_headers RELATIVE ${PREFIX}/include/halox/extend ${PREFIX}/include/halox/extend/*)
+list(SORT extend_headers)
+if(NOT extend_headers STREQUAL "pack.hpp;registry.hpp;transport.hpp;wait_policy.hpp")
+  message(FATAL_ERROR "installed transport authors' headers: ${extend_headers} "
+                      "(expected pack.hpp;registry.hpp;transport.hpp;wait_policy.hpp)")
 endif()
 # Every installed header compiles on its own against the installed tree alone
 # (and MPI): it includes nothing that was not installed.
