@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "bench.hpp"
+#include "bench_program.hpp"
 #include "halox/extend/pack.hpp"
 
 namespace halox::bench {

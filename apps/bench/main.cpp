@@ -8,7 +8,7 @@
 
 #include <cstdio>
 
-#include "bench.hpp"
+#include "bench_program.hpp"
 #include "halox_programs/common/cli.hpp"
 #include "halox/common/error.hpp"
 #include "halox_programs/common/provenance.hpp"

@@ -1,5 +1,5 @@
 // Checks of the memory the matrix needs, before anything is allocated.
-#include "bench.hpp"
+#include "bench_program.hpp"
 
 #include <unistd.h>
 

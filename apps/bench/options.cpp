@@ -1,5 +1,5 @@
 // halox-bench's options and the matrix of configurations they ask for.
-#include "bench.hpp"
+#include "bench_program.hpp"
 
 #include <fmt/core.h>
 #include <fmt/ranges.h>

@@ -1,5 +1,5 @@
 // One JSON record per configuration (--json).
-#include "bench.hpp"
+#include "bench_program.hpp"
 
 #include "halox_programs/common/memory.hpp"
 #include "halox/device.hpp"
