@@ -13,7 +13,6 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "halox/common/error.hpp"
@@ -65,10 +64,7 @@ MPI_Comm comm_of(nb::handle comm) {
         ("expected an mpi4py communicator (mpi4py.MPI.Comm) or None, got " + repr_of(comm))
             .c_str());
   // mpi4py must sit on the same MPI library: handles of two libraries do not mix.
-  auto theirs = nb::cast<std::string>(mpi.attr("Get_library_version")());
-  theirs = theirs.substr(0, theirs.find('\n'));
-  while (!theirs.empty() && std::string_view(" \t,").find(theirs.back()) != std::string::npos)
-    theirs.pop_back();
+  auto theirs = halox::version_line(nb::cast<std::string>(mpi.attr("Get_library_version")()));
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (theirs != halox::mpi_library_version() || !initialized)

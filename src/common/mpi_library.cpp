@@ -4,16 +4,19 @@
 
 namespace halox {
 
+std::string version_line(std::string_view text) {
+  std::string line(text.substr(0, text.find('\n')));
+  while (!line.empty() && (line.back() == '\0' || line.back() == ' ' || line.back() == '\t' ||
+                           line.back() == ',' || line.back() == '\r'))
+    line.pop_back();
+  return line;
+}
+
 std::string mpi_library_version() {
   char buffer[MPI_MAX_LIBRARY_VERSION_STRING];
   int length = 0;
   MPI_Get_library_version(buffer, &length);
-  std::string version(buffer, static_cast<size_t>(length));
-  if (auto newline = version.find('\n'); newline != std::string::npos) version.resize(newline);
-  while (!version.empty() && (version.back() == '\0' || version.back() == ' ' ||
-                              version.back() == '\t' || version.back() == ','))
-    version.pop_back();
-  return version;
+  return version_line(std::string_view(buffer, static_cast<size_t>(length)));
 }
 
 }  // namespace halox
