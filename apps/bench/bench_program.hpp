@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "halox_programs/common/memory.hpp"
-#include "halox_programs/common/stats.hpp"
+#include "halox_programs/memory.hpp"
+#include "halox_programs/stats.hpp"
 #include "halox/decomposition.hpp"
 #include "halox_programs/decomposition/options.hpp"
 #include "halox/exchange.hpp"

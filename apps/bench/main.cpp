@@ -9,9 +9,9 @@
 #include <cstdio>
 
 #include "bench_program.hpp"
-#include "halox_programs/common/cli.hpp"
+#include "halox_programs/cli.hpp"
 #include "halox/common/error.hpp"
-#include "halox_programs/common/provenance.hpp"
+#include "halox_programs/provenance.hpp"
 #include "halox/device.hpp"
 #include "halox_programs/program.hpp"
 

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "halox_programs/common/cli.hpp"
-#include "halox_programs/common/help_json.hpp"
+#include "halox_programs/cli.hpp"
+#include "halox_programs/help_json.hpp"
 #include "halox/common/error.hpp"
 
 namespace halox::bench {

@@ -1,7 +1,7 @@
 // One JSON record per configuration (--json).
 #include "bench_program.hpp"
 
-#include "halox_programs/common/memory.hpp"
+#include "halox_programs/memory.hpp"
 #include "halox/device.hpp"
 #include "halox/exchange.hpp"
 

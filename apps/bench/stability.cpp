@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "halox_programs/common/stats.hpp"
+#include "halox_programs/stats.hpp"
 
 namespace halox::bench {
 

@@ -11,7 +11,7 @@
 //   output.cpp   JSON, or tables and pictures
 #include <mpi.h>
 
-#include "halox_programs/common/cli.hpp"
+#include "halox_programs/cli.hpp"
 #include "halox/common/error.hpp"
 #include "halox_programs/program.hpp"
 #include "topo_program.hpp"

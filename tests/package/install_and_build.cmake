@@ -15,7 +15,7 @@ run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${PREFIX}-staging --config 
 file(RENAME ${PREFIX}-staging ${PREFIX})
 
 # The core's headers only; the programs' stay in the source tree.
-foreach(internal verify.hpp common/cli.hpp common/stats.hpp halo2d ipc decomposition/options.hpp
+foreach(internal verify.hpp cli.hpp stats.hpp halo2d ipc decomposition/options.hpp
          program.hpp device_memory.hpp options_json.hpp)
   if(EXISTS ${PREFIX}/include/halox/${internal})
     message(FATAL_ERROR "installed a programs' header: include/halox/${internal}")

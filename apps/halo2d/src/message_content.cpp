@@ -3,7 +3,7 @@
 #include <bit>
 #include <cstring>
 
-#include "halox_programs/common/splitmix64.hpp"
+#include "halox_programs/splitmix64.hpp"
 
 namespace halox::halo2d {
 

@@ -2,7 +2,7 @@
 
 #include <fmt/core.h>
 
-#include "halox_programs/common/splitmix64.hpp"
+#include "halox_programs/splitmix64.hpp"
 
 namespace halox {
 

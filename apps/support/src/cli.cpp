@@ -1,9 +1,9 @@
-#include "halox_programs/common/cli.hpp"
+#include "halox_programs/cli.hpp"
 
 #include <fmt/core.h>
 
 #include "halox/common/error.hpp"
-#include "halox_programs/common/help_json.hpp"
+#include "halox_programs/help_json.hpp"
 #include "halox_programs/program.hpp"
 
 namespace halox {

@@ -1,4 +1,4 @@
-#include "halox_programs/common/provenance.hpp"
+#include "halox_programs/provenance.hpp"
 
 #include <fcntl.h>
 #include <sched.h>

@@ -1,4 +1,4 @@
-#include "halox_programs/common/stats.hpp"
+#include "halox_programs/stats.hpp"
 
 #include <algorithm>
 #include <cmath>

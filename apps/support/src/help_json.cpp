@@ -1,4 +1,4 @@
-#include "halox_programs/common/help_json.hpp"
+#include "halox_programs/help_json.hpp"
 
 #include <regex>
 #include <string>

@@ -1,4 +1,4 @@
-#include "halox_programs/common/memory.hpp"
+#include "halox_programs/memory.hpp"
 
 #include <sys/mman.h>
 
