@@ -3,10 +3,12 @@
 #
 #   scripts/slurm-local.sh start    # write the configuration, start munged, slurmctld, slurmd
 #   scripts/slurm-local.sh conf     # print the path of slurm.conf (for SLURM_CONF=...)
-#   scripts/slurm-local.sh stop     # stop the daemons this script started
+#   scripts/slurm-local.sh stop     # stop the daemons this script started (munged among them)
 #
 # Needs root and Debian's slurmctld, slurmd, slurm-client and munge. `start` is idempotent (a
-# running cluster is reused; concurrent calls wait for each other) and leaves /etc/slurm alone:
+# running cluster is reused; concurrent calls wait for each other); its stdout is a line
+# `started: DAEMON...` naming the daemons this call started (none when it reused them all), then
+# the path of slurm.conf; when it fails, it stops what it started. It leaves /etc/slurm alone:
 # the configuration lives in HALOX_SLURM_DIR (default /var/tmp/halox-slurm), clients find it
 # through SLURM_CONF. The node is this host (NodeName = hostname, CPUs and memory as slurmd -C
 # reports them); the daemons run as root (SlurmUser=root, SlurmdUser=root), MPI programs start
@@ -67,25 +69,46 @@ start() {
   mkdir -p "$dir"
   exec 9>"$dir/lock"
   flock 9 # concurrent starts (two test runs) wait for each other
+  started=()
+  trap stop_started EXIT # a failed start leaves nothing of its own running
   start_munge
+  ((munge_started)) && started+=(munged)
   if ! alive "$dir/slurmctld.pid" || ! alive "$dir/slurmd.pid"; then
     stop_daemons
     write_conf
     # -i: ignore state saved by an earlier cluster (another host name or core count).
     slurmctld -f "$conf" -i 9>&- || fail "slurmctld did not start: $(tail -n 3 "$dir/slurmctld.log" 2>/dev/null)"
     env "${slurmd_env[@]}" slurmd -f "$conf" 9>&- || fail "slurmd did not start: $(tail -n 3 "$dir/slurmd.log" 2>/dev/null)"
+    started+=(slurmctld slurmd)
   fi
   export SLURM_CONF=$conf
   local state=""
   for _ in $(seq 150); do
     state=$(sinfo -h -N -o %t 2>/dev/null | head -n 1 || true)
     case $state in
-      idle | mix | alloc) echo "$conf"; return ;;
+      idle | mix | alloc)
+        trap - EXIT
+        echo "started: ${started[*]}"
+        echo "$conf"
+        return
+        ;;
       down* | drain* | fail*) scontrol update nodename="$(hostname -s)" state=resume >/dev/null 2>&1 || true ;;
     esac
     sleep 0.2
   done
   fail "the node did not come up (state '${state:-none}'; logs in $dir)"
+}
+
+stop_all() {
+  stop_daemons
+  stop_munge
+}
+
+# What this call of start started (the global `started`), and nothing else.
+stop_started() {
+  [[ " ${started[*]} " == *" slurmd "* ]] && stop_daemons
+  [[ " ${started[*]} " == *" munged "* ]] && stop_munge
+  return 0
 }
 
 stop_daemons() {
@@ -101,7 +124,7 @@ stop_daemons() {
 
 case ${1:-} in
   start) start ;;
-  stop) stop_daemons ;;
+  stop) stop_all ;;
   conf) echo "$conf" ;;
   *) echo "usage: $0 start|stop|conf" >&2; exit 2 ;;
 esac

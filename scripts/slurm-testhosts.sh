@@ -4,7 +4,7 @@
 #   scripts/slurm-testhosts.sh start          # hosts up, munged, slurmctld on hosta, slurmd on each
 #   scripts/slurm-testhosts.sh run CMD...     # a Slurm client on hosta: sbatch --wait job.sh, sinfo
 #   scripts/slurm-testhosts.sh conf           # the path of slurm.conf (SLURM_CONF)
-#   scripts/slurm-testhosts.sh stop           # stop the daemons this script started
+#   scripts/slurm-testhosts.sh stop           # stop the daemons this script started (munged too)
 #
 # Needs root and Debian's slurmctld, slurmd, slurm-client and munge. The configuration lives in
 # HALOX_SLURM_HOSTS_DIR (default /var/tmp/halox-slurm-hosts), /etc/slurm is left alone. The
@@ -139,7 +139,7 @@ client() { "$here/testhosts.sh" run hosta env SLURM_CONF="$conf" "$@"; }
 
 case ${1:-} in
   start) start ;;
-  stop) stop_daemons ;;
+  stop) stop_daemons; stop_munge ;;
   conf) echo "$conf" ;;
   run) shift; exec "$here/testhosts.sh" run hosta env SLURM_CONF="$conf" "$@" ;;
   *) echo "usage: $0 start|stop|conf|run CMD..." >&2; exit 2 ;;

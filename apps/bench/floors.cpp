@@ -1,5 +1,5 @@
 // The single-copy floors of host and device memory.
-#include "bench.hpp"
+#include "bench_program.hpp"
 
 #include <cstring>
 

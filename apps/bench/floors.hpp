@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "bench.hpp"
-#include "halox/pack.hpp"
+#include "bench_program.hpp"
+#include "halox/extend/pack.hpp"
 
 namespace halox::bench {
 

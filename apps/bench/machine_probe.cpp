@@ -18,7 +18,7 @@
 #include <thread>
 #include <tuple>
 
-#include "halox_programs/common/stats.hpp"
+#include "halox_programs/stats.hpp"
 
 namespace halox::bench {
 

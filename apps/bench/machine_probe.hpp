@@ -14,12 +14,13 @@
 #include <vector>
 
 #include "halox/decomposition.hpp"
+#include "stability_thresholds.hpp"
 
 namespace halox::bench {
 
-// A round trip the partner did not answer within this long (it had lost its
-// core) ends the ping-pong; the time waited then stands for the round trip.
-inline constexpr double ping_pong_cap_s = 0.002;
+// ping_pong_cap_s (stability_thresholds.hpp): a round trip the partner did not
+// answer within this long (it had lost its core) ends the ping-pong; the time
+// waited then stands for the round trip.
 
 // Two ranks on one node whose cores pass a cache line back and forth.
 struct probe_pair {

@@ -8,10 +8,10 @@
 
 #include <cstdio>
 
-#include "bench.hpp"
-#include "halox_programs/common/cli.hpp"
+#include "bench_program.hpp"
+#include "halox_programs/cli.hpp"
 #include "halox/common/error.hpp"
-#include "halox_programs/common/provenance.hpp"
+#include "halox_programs/provenance.hpp"
 #include "halox/device.hpp"
 #include "halox_programs/program.hpp"
 

@@ -1,5 +1,5 @@
 // One round of one configuration: build, verify, time, record the stages, verify again.
-#include "bench.hpp"
+#include "bench_program.hpp"
 
 #include <fmt/core.h>
 

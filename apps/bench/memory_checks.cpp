@@ -1,5 +1,5 @@
 // Checks of the memory the matrix needs, before anything is allocated.
-#include "bench.hpp"
+#include "bench_program.hpp"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 
 #include "halox/common/error.hpp"
 #include "halox/device.hpp"
-#include "halox/topology.hpp"
+#include "halox/programs/topology.hpp"
 #include "halox_programs/device_memory.hpp"
 
 namespace halox::bench {

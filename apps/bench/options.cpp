@@ -1,13 +1,13 @@
 // halox-bench's options and the matrix of configurations they ask for.
-#include "bench.hpp"
+#include "bench_program.hpp"
 
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 
-#include "halox_programs/common/cli.hpp"
-#include "halox_programs/common/help_json.hpp"
+#include "halox_programs/cli.hpp"
+#include "halox_programs/help_json.hpp"
 #include "halox/common/error.hpp"
 
 namespace halox::bench {

@@ -1,5 +1,5 @@
 // What halox-bench prints: each configuration, the summary table, the breakdown.
-#include "bench.hpp"
+#include "bench_program.hpp"
 
 #include <fmt/core.h>
 #include <fmt/ranges.h>

@@ -1,9 +1,9 @@
 // One JSON record per configuration (--json).
-#include "bench.hpp"
+#include "bench_program.hpp"
 
-#include "halox_programs/common/memory.hpp"
+#include "halox_programs/memory.hpp"
 #include "halox/device.hpp"
-#include "halox/decomposition/hw.hpp"
+#include "halox/programs/decomposition/hw.hpp"
 #include "halox/exchange.hpp"
 
 namespace halox::bench {

@@ -6,7 +6,7 @@
 #include <map>
 #include <tuple>
 
-#include "halox_programs/common/stats.hpp"
+#include "halox_programs/stats.hpp"
 
 namespace halox::bench {
 

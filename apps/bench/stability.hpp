@@ -9,26 +9,28 @@
 #include <vector>
 
 #include "machine_probe.hpp"
+#include "stability_thresholds.hpp"
 
 namespace halox::bench {
 
-// Rounds disagree when their largest ratio (or median, without a baseline) is
-// more than this much above their smallest.
-inline constexpr double rounds_disagree_above = 0.10;
-// The probe changed mode when a pair's round trip, or the copy bandwidth, of
-// two probes differ by more than this factor.
-inline constexpr double mode_factor = 1.5;
-// A turn was disturbed when the ranks waited this share of it for their cores,
-// or the hypervisor stole this share of their CPUs' time.
-inline constexpr double run_wait_above = 0.20, steal_above = 0.10;
-// --rounds auto: a cell has settled when, after at least this many rounds, its
-// per-round ratios (the lowest and highest left out from 5 rounds on) lie
-// within this share of their median.
-inline constexpr int settle_min_rounds = 3;
-// ... and after the shape's rounds have spanned this many seconds: a VM's
-// vCPUs move every few seconds, and rounds that all fall in one state agree.
-inline constexpr double settle_min_span_s = 5.0;
-inline constexpr double settle_within = 0.05;
+// The thresholds (stability_thresholds.hpp, generated from
+// python/halox/stability.json, which the report reads too):
+//   rounds_disagree_above  rounds disagree when their largest ratio (or median,
+//                          without a baseline) is more than this much above
+//                          their smallest;
+//   mode_factor            the probe changed mode when a pair's round trip, or
+//                          the copy bandwidth, of two probes differ by more
+//                          than this factor;
+//   run_wait_above, steal_above  a turn was disturbed when the ranks waited
+//                          this share of it for their cores, or the hypervisor
+//                          stole this share of their CPUs' time;
+//   settle_min_rounds, settle_within  --rounds auto: a cell has settled when,
+//                          after at least this many rounds, its per-round
+//                          ratios (the lowest and highest left out from 5
+//                          rounds on) lie within this share of their median;
+//   settle_min_span_s      ... and after the shape's rounds have spanned this
+//                          many seconds: a VM's vCPUs move every few seconds,
+//                          and rounds that all fall in one state agree.
 
 struct round_ratios {
   std::vector<double> per_round;  // baseline / variant, each round against its own baseline

@@ -6,7 +6,7 @@
 #include <numeric>
 #include <set>
 
-#include "halox_programs/common/stats.hpp"
+#include "halox_programs/stats.hpp"
 
 namespace halox {
 

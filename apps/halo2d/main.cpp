@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "halox_programs/common/cli.hpp"
+#include "halox_programs/cli.hpp"
 #include "halox/common/error.hpp"
-#include "halox_programs/common/provenance.hpp"
+#include "halox_programs/provenance.hpp"
 #include "halox_programs/halo2d/benchmark.hpp"
 #include "halox_programs/halo2d/options.hpp"
 #include "halox_programs/halo2d/report.hpp"

@@ -9,9 +9,9 @@
 //   record.cpp       the JSON record
 #include <mpi.h>
 
-#include "halox_programs/common/cli.hpp"
+#include "halox_programs/cli.hpp"
 #include "halox/common/error.hpp"
-#include "halox_programs/common/provenance.hpp"
+#include "halox_programs/provenance.hpp"
 #include "halox_programs/program.hpp"
 #include "ipc_program.hpp"
 

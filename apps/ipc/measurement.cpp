@@ -7,7 +7,7 @@
 #include <new>
 
 #include "halox/common/error.hpp"
-#include "halox_programs/common/stats.hpp"
+#include "halox_programs/stats.hpp"
 #include "ipc_program.hpp"
 
 namespace halox::ipc_program {

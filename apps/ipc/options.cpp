@@ -7,8 +7,8 @@
 #include <limits>
 #include <map>
 
-#include "halox_programs/common/cli.hpp"
-#include "halox_programs/common/help_json.hpp"
+#include "halox_programs/cli.hpp"
+#include "halox_programs/help_json.hpp"
 #include "halox/common/error.hpp"
 #include "ipc_program.hpp"
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <functional>
 
-#include "halox_programs/common/provenance.hpp"
+#include "halox_programs/provenance.hpp"
 #include "ipc_program.hpp"
 
 namespace halox::ipc_program {

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "halox/decomposition/hw.hpp"
+#include "halox/programs/decomposition/hw.hpp"
 #include "topo_program.hpp"
 
 namespace halox::topo_program {

@@ -13,7 +13,7 @@
 //   predict.cpp  the predict subcommand: model file, predicted times
 #include <mpi.h>
 
-#include "halox_programs/common/cli.hpp"
+#include "halox_programs/cli.hpp"
 #include "halox/common/error.hpp"
 #include "halox_programs/program.hpp"
 #include "topo_program.hpp"

@@ -6,11 +6,11 @@
 #include <utility>
 #include <vector>
 
-#include "halox/decomposition/auto.hpp"
+#include "halox/programs/decomposition/auto.hpp"
 #include "halox_programs/decomposition/options.hpp"
-#include "halox/decomposition/time_model.hpp"
-#include "halox/decomposition/traffic.hpp"
-#include "halox/topology.hpp"
+#include "halox/programs/decomposition/time_model.hpp"
+#include "halox/programs/decomposition/traffic.hpp"
+#include "halox/programs/topology.hpp"
 
 namespace halox::topo_program {
 

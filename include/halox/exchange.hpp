@@ -58,8 +58,7 @@
 #include "halox/field_memory.hpp"
 #include "halox/grid.hpp"
 #include "halox/plan.hpp"
-#include "halox/transport.hpp"
-#include "halox/transport/registry.hpp"
+#include "halox/transport/choice.hpp"
 #include "halox/transport/tuning.hpp"
 
 namespace halox {

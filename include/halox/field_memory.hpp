@@ -1,7 +1,7 @@
 // Field memory that the ranks of a node can read directly (MPI-3 shared
 // windows), so that single-copy transports (`shm`) copy halos straight from
 // the neighbour's fields: one copy, no packing, no MPI message. Fields in
-// ordinary memory work with every transport too; `shm` then stages them.
+// ordinary memory work with every transport too; `shm` then packs them into its outbox.
 //
 //   halox::shared_fields<double> fields(decomp, grid, nfields);
 //   fields[0][grid.index(x, y, z)] = ...;
@@ -88,6 +88,14 @@ class shared_fields {
 
  private:
   shared_field_memory memory_;
+};
+
+// The fields of an exchange and how they were allocated.
+struct field_set {
+  std::vector<std::byte*> pointers;             // first allocated cell of each field
+  const shared_field_memory* shared = nullptr;  // all fields in this node-shared allocation, or null
+  bool device = false;       // all fields in CUDA device memory (halox/device.hpp)
+  void* stream = nullptr;    // the cudaStream_t device work runs on (null: the default stream)
 };
 
 }  // namespace halox

@@ -8,7 +8,8 @@ import pathlib
 import sys
 
 from . import calibrate as cal
-from . import launch
+from . import document, launch, report_breakdown, report_fidelity, report_halo2d, report_ipc
+from . import report_launches
 from . import records as rec
 from . import report as rep
 from . import sweep as swp
@@ -194,63 +195,28 @@ def report_main(args) -> int:
                          transport=rec.parse_list(args.transport),
                          algorithm=rec.parse_list(args.algorithm),
                          fields=rec.parse_list(args.fields), type=rec.parse_list(args.type))
-    for tool, count in loaded.skipped_tools.items():
-        print(f"{prog}: note: skipped {count} records of {tool} (not a halox program)",
-              file=sys.stderr)
-    if loaded.duplicates:
-        print(f"{prog}: note: {loaded.duplicates} records were read twice and count once",
-              file=sys.stderr)
-    for path in loaded.partial:
-        print(f"{prog}: note: {path}: left out an unterminated last line (its writer was "
-              "interrupted)", file=sys.stderr)
+    _loading_notes(prog, loaded)
     if not loaded.count:
         return _fail(prog, f"no records of halox-bench, halox-halo2d or halox-ipc in "
                            f"{', '.join(args.files)}")
     if loaded.records and not records:
         return _fail(prog, f"none of the {len(loaded.records)} records match the selection")
-    render = rep.render_markdown if args.markdown else rep.render_text
-    from . import report_fidelity
     args.baseline = report_fidelity.reference(records, args.baseline)
-    parts = []
-    if records and report_fidelity.has_fidelity(records):
-        parts.append(render(report_fidelity.fidelity(records)))
-    if records:
-        parts.append(render(rep.build(records, args.layout, args.metric, args.baseline,
-                                      args.efficiency, args.self_copy)))
-        from . import report_launches
-        if report_launches.several_launches(records, args.baseline):
-            parts.append(render(report_launches.compare(records, args.baseline)))
+    parts = _report_parts(prog, loaded, records, args)
     if records and args.model:
+        render = rep.render_markdown if args.markdown else rep.render_text
         failed = _placement_effect(args, records, render, parts)
         if failed:
             return failed
-    from . import report_breakdown, report_halo2d, report_ipc
-    if records and args.breakdown:
-        if report_breakdown.has_breakdown(records):
-            parts.append(render(report_breakdown.breakdown(records)))
-        else:
-            print(f"{prog}: note: --breakdown: these records carry no stage breakdown (written "
-                  "before halox-bench recorded it, or with --stage-times off)", file=sys.stderr)
-    if loaded.halo2d:
-        parts.append(render(report_halo2d.build(loaded.halo2d)))
-    if loaded.ipc:
-        parts.append(render(report_ipc.build(loaded.ipc)))
-    if loaded.failures:
-        from .document import failure_lines
-        lines = failure_lines(loaded.failures)
-        parts.append("\n".join(
-            [f"### Failed runs ({len(lines)})", "", *[f"- {l}" for l in lines]] if args.markdown
-            else [f"Failed runs ({len(lines)}):", *[f"  {l}" for l in lines]]) + "\n")
     sys.stdout.write("\n".join(parts))
     if args.plot and records:
-        from . import plot
+        from . import plot  # matplotlib only where plots are drawn
         try:
             out = plot.plot(records, args.plot, args.metric, args.baseline)
         except OSError as e:
             return _fail(prog, f"cannot write {args.plot}: {e.strerror}")
         print(f"{prog}: plot written to {out}", file=sys.stderr)
     if args.save:
-        from . import document
         try:
             path, plots = document.write(loaded, records, args.save, files=args.files,
                                          metric=args.metric, baseline=args.baseline,
@@ -284,6 +250,48 @@ def _placement_effect(args, records, render, parts: list[str]) -> int:
             return _fail(prog, f"cannot write {args.plot_model}: {e.strerror}")
         print(f"{prog}: plot written to {out}", file=sys.stderr)
     return 0
+
+
+def _loading_notes(prog: str, loaded: rec.LoadResult) -> None:
+    """What the reading left out or counted once, on stderr."""
+    for tool, count in loaded.skipped_tools.items():
+        print(f"{prog}: note: skipped {count} records of {tool} (not a halox program)",
+              file=sys.stderr)
+    if loaded.duplicates:
+        print(f"{prog}: note: {loaded.duplicates} records were read twice and count once",
+              file=sys.stderr)
+    for path in loaded.partial:
+        print(f"{prog}: note: {path}: left out an unterminated last line (its writer was "
+              "interrupted)", file=sys.stderr)
+
+
+def _report_parts(prog: str, loaded: rec.LoadResult, records: list, args) -> list[str]:
+    """The report's tables as text (or Markdown), one part per program and kind of table."""
+    render = rep.render_markdown if args.markdown else rep.render_text
+    parts = []
+    if records and report_fidelity.has_fidelity(records):
+        parts.append(render(report_fidelity.fidelity(records)))
+    if records:
+        parts.append(render(rep.build(records, args.layout, args.metric, args.baseline,
+                                      args.efficiency, args.self_copy)))
+        if report_launches.several_launches(records, args.baseline):
+            parts.append(render(report_launches.compare(records, args.baseline)))
+    if records and args.breakdown:
+        if report_breakdown.has_breakdown(records):
+            parts.append(render(report_breakdown.breakdown(records)))
+        else:
+            print(f"{prog}: note: --breakdown: these records carry no stage breakdown (written "
+                  "before halox-bench recorded it, or with --stage-times off)", file=sys.stderr)
+    if loaded.halo2d:
+        parts.append(render(report_halo2d.build(loaded.halo2d)))
+    if loaded.ipc:
+        parts.append(render(report_ipc.build(loaded.ipc)))
+    if loaded.failures:
+        lines = document.failure_lines(loaded.failures)
+        parts.append("\n".join(
+            [f"### Failed runs ({len(lines)})", "", *[f"- {l}" for l in lines]] if args.markdown
+            else [f"Failed runs ({len(lines)}):", *[f"  {l}" for l in lines]]) + "\n")
+    return parts
 
 
 def sweep_main(args) -> int:

@@ -21,7 +21,6 @@ gives one `halox-peer` record; a sweep run again skips the ones recorded, as for
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import json
 import math
 import os
@@ -32,9 +31,9 @@ import shutil
 import sys
 from typing import Any, Callable
 
-from .spec import settings_identity
+from .identity import PEER_TOOL, settings_identity, timestamp
+from .spec_values import check_scalar, env_table
 
-PEER_TOOL = "halox-peer"
 SCHEMA_VERSION = 1
 FORMATS = ("cartex",)
 PEER_KEYS = {"name", "command", "format", "type", "env", "timeout"}
@@ -236,7 +235,7 @@ class Peer:
 
 
 def parse_peers(value: Any, spec_dir: pathlib.Path, types: list[str],
-                check_scalar: Callable, env_table: Callable, require_program: bool) -> list[Peer]:
+                require_program: bool) -> list[Peer]:
     """Checks the [[peers]] tables; raises PeerError (one line) when one is bad."""
     if isinstance(value, dict):
         value = [value]
@@ -244,70 +243,92 @@ def parse_peers(value: Any, spec_dir: pathlib.Path, types: list[str],
         raise PeerError("peers must be an array of tables ([[peers]])")
     out: list[Peer] = []
     for i, table in enumerate(value, start=1):
-        where = f"peers[{i}]"
-        if not isinstance(table, dict):
-            raise PeerError(f"{where} must be a table")
-        table = {k.replace("-", "_"): v for k, v in table.items()}
-        for key in table:
-            if key not in PEER_KEYS:
-                raise PeerError(f"unknown key '{where}.{key}' (known: {', '.join(sorted(PEER_KEYS))})")
-        for key in ("name", "command", "format"):
-            if key not in table:
-                raise PeerError(f"{where}.{key} is missing")
-        check_scalar(f"{where}.name", "str", table["name"])
-        name = table["name"]
-        if not re.fullmatch(r"[A-Za-z0-9._+-]+", name):
-            raise PeerError(f"{where}.name may hold only letters, digits, '.', '_', '+' and '-', "
-                            f"got {name!r}")
-        if name.count("/") or any(p.name == name for p in out):
-            raise PeerError(f"{where}.name '{name}' is used twice")
-        command = table["command"]
-        if isinstance(command, str):
-            command = shlex.split(command)
-        if not isinstance(command, list) or not command or \
-                any(not isinstance(w, (str, int)) or isinstance(w, bool) for w in command):
-            raise PeerError(f"{where}.command must be a non-empty list of words")
-        command = [str(w) for w in command]
-        for word in command:
-            for ph in re.findall(r"\{[^}]*\}", word):
-                if ph not in PLACEHOLDERS:
-                    raise PeerError(f"{where}.command: unknown placeholder {ph} (known: "
-                                    f"{', '.join(PLACEHOLDERS)})")
-        if "{halo}" not in command or "{nfields}" not in command:
-            raise PeerError(f"{where}.command must pass {{halo}} and {{nfields}} (the program "
-                            "measures one of each per run)")
-        fmt = table["format"]
-        check_scalar(f"{where}.format", "str", fmt)
-        if fmt not in FORMATS:
-            raise PeerError(f"{where}.format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-        element = table.get("type", "double")
-        check_scalar(f"{where}.type", "str", element)
-        if element not in ("float", "double"):
-            raise PeerError(f"{where}.type must be float or double, got {element!r}")
-        if element not in types:
-            raise PeerError(f"{where}.type {element} is not in matrix.type "
-                            f"({', '.join(types)}): the peer would have nothing to stand beside")
-        program = command[0]
-        if "/" in program:
-            path = pathlib.Path(program).expanduser()
-            if not path.is_absolute():
-                path = (spec_dir / path).resolve()
-            command[0] = str(path)
-            usable = path.is_file() and os.access(path, os.X_OK)
-        else:
-            found = shutil.which(program)
-            usable = found is not None
-            if found:
-                command[0] = found
-        if require_program and not usable:
-            raise PeerError(f"{where}.command: {program} is not an executable program")
-        env = env_table(f"{where}.env", table["env"]) if "env" in table else {}
-        timeout = None
-        if "timeout" in table:
-            check_scalar(f"{where}.timeout", "pos_number", table["timeout"])
-            timeout = float(table["timeout"])
-        out.append(Peer(name, tuple(command), fmt, element, tuple(env.items()), timeout))
+        out.append(_peer(f"peers[{i}]", table, out, spec_dir, types, require_program))
     return out
+
+
+def _peer(where: str, table: Any, before: list[Peer], spec_dir: pathlib.Path, types: list[str],
+          require_program: bool) -> Peer:
+    """One [[peers]] table; `before`: the peers of the tables above it."""
+    if not isinstance(table, dict):
+        raise PeerError(f"{where} must be a table")
+    table = {k.replace("-", "_"): v for k, v in table.items()}
+    for key in table:
+        if key not in PEER_KEYS:
+            raise PeerError(f"unknown key '{where}.{key}' (known: {', '.join(sorted(PEER_KEYS))})")
+    for key in ("name", "command", "format"):
+        if key not in table:
+            raise PeerError(f"{where}.{key} is missing")
+    name = _peer_name(where, table["name"], before)
+    command = _peer_command(where, table["command"])
+    fmt = table["format"]
+    check_scalar(f"{where}.format", "str", fmt)
+    if fmt not in FORMATS:
+        raise PeerError(f"{where}.format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    element = _peer_type(where, table.get("type", "double"), types)
+    program = command[0]
+    if not _find_program(command, spec_dir) and require_program:
+        raise PeerError(f"{where}.command: {program} is not an executable program")
+    env = env_table(f"{where}.env", table["env"]) if "env" in table else {}
+    timeout = None
+    if "timeout" in table:
+        check_scalar(f"{where}.timeout", "pos_number", table["timeout"])
+        timeout = float(table["timeout"])
+    return Peer(name, tuple(command), fmt, element, tuple(env.items()), timeout)
+
+
+def _peer_name(where: str, name: Any, before: list[Peer]) -> str:
+    check_scalar(f"{where}.name", "str", name)
+    if not re.fullmatch(r"[A-Za-z0-9._+-]+", name):
+        raise PeerError(f"{where}.name may hold only letters, digits, '.', '_', '+' and '-', "
+                        f"got {name!r}")
+    if name.count("/") or any(p.name == name for p in before):
+        raise PeerError(f"{where}.name '{name}' is used twice")
+    return name
+
+
+def _peer_command(where: str, command: Any) -> list[str]:
+    if isinstance(command, str):
+        command = shlex.split(command)
+    if not isinstance(command, list) or not command or \
+            any(not isinstance(w, (str, int)) or isinstance(w, bool) for w in command):
+        raise PeerError(f"{where}.command must be a non-empty list of words")
+    command = [str(w) for w in command]
+    for word in command:
+        for ph in re.findall(r"\{[^}]*\}", word):
+            if ph not in PLACEHOLDERS:
+                raise PeerError(f"{where}.command: unknown placeholder {ph} (known: "
+                                f"{', '.join(PLACEHOLDERS)})")
+    if "{halo}" not in command or "{nfields}" not in command:
+        raise PeerError(f"{where}.command must pass {{halo}} and {{nfields}} (the program "
+                        "measures one of each per run)")
+    return command
+
+
+def _peer_type(where: str, element: Any, types: list[str]) -> str:
+    check_scalar(f"{where}.type", "str", element)
+    if element not in ("float", "double"):
+        raise PeerError(f"{where}.type must be float or double, got {element!r}")
+    if element not in types:
+        raise PeerError(f"{where}.type {element} is not in matrix.type "
+                        f"({', '.join(types)}): the peer would have nothing to stand beside")
+    return element
+
+
+def _find_program(command: list[str], spec_dir: pathlib.Path) -> bool:
+    """Puts the program's full path into command[0] (a relative path is the spec's folder's,
+    a bare name is looked up on PATH); whether it is an executable program."""
+    program = command[0]
+    if "/" in program:
+        path = pathlib.Path(program).expanduser()
+        if not path.is_absolute():
+            path = (spec_dir / path).resolve()
+        command[0] = str(path)
+        return path.is_file() and os.access(path, os.X_OK)
+    found = shutil.which(program)
+    if found:
+        command[0] = found
+    return found is not None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -446,10 +467,6 @@ def plan_runs(peers: list[Peer], *, run: str, repeat: int, ranks: int, launcher:
 # Records
 
 
-def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def make_record(run: PeerRun, parsed: dict[str, Any], *, sweep_name: str, mpi: str,
                 launch_line: str, launcher: str, spec: str,
                 beside: dict | None, mpi_library: str) -> dict[str, Any]:
@@ -458,7 +475,7 @@ def make_record(run: PeerRun, parsed: dict[str, Any], *, sweep_name: str, mpi: s
     a record of the halox-bench run it ran beside, whose run id, decomposition and machine it
     shares."""
     times = parsed["time_per_exchange_s"]
-    stamp = _now()
+    stamp = timestamp()
     if beside:
         decomposition = dict(beside.get("decomposition") or {})
     else:
@@ -498,107 +515,3 @@ def make_record(run: PeerRun, parsed: dict[str, Any], *, sweep_name: str, mpi: s
 
 def library_text(flavor: str) -> str:
     return {"openmpi": "Open MPI", "mpich": "MPICH"}.get(flavor, flavor)
-
-
-# ---------------------------------------------------------------------------------------------
-# Running them in a sweep
-
-
-def recorded_identities(objects) -> tuple[set[tuple], dict[tuple, list[dict]]]:
-    """The peer runs OUTPUT holds, and the halox-bench records by their sweep identity."""
-    from . import sweep
-    peers_done: set[tuple] = set()
-    bench: dict[tuple, list[dict]] = {}
-    for obj in objects:
-        coords = obj.get("sweep") if isinstance(obj, dict) else None
-        if not isinstance(coords, dict):
-            continue
-        if obj.get("tool") == PEER_TOOL:
-            peers_done.add(identity(coords))
-        elif obj.get("tool") == "halox-bench":
-            bench.setdefault(sweep.identity(coords), []).append(obj)
-    return peers_done, bench
-
-
-def _beside(candidates: list[dict], run: PeerRun) -> dict | None:
-    """The halox-bench record of the same shape (else any) of the invocation the peer ran
-    beside."""
-    for record in candidates:
-        config = record.get("config") or {}
-        if (config.get("halo"), config.get("nfields"), config.get("type")) == \
-                (run.halo, run.nfields, run.peer.type):
-            return record
-    return candidates[0] if candidates else None
-
-
-def describe(plan, index: int, done: set[tuple]) -> list[str]:
-    lines = []
-    for run in plan.peer_runs.get(index, []):
-        if identity(run.coordinates(plan.name, plan.mpi)) in done:
-            lines.append(f"# {run.label}: recorded, skipped")
-        else:
-            lines.append(run.shell_line())
-    return lines
-
-
-def run_beside(plan, index: int, say: Callable[[str], None]) -> tuple[int, list[str]]:
-    """Runs the peer runs beside invocation `index` that OUTPUT does not hold yet; returns the
-    records written and the failures (each also recorded in OUTPUT as a sweep failure)."""
-    from . import resultfile, sweep
-    runs = plan.peer_runs.get(index, [])
-    if not runs:
-        return 0, []
-    inv = plan.invocations[index]
-    written, failures = 0, []
-    for run in runs:
-        done, bench = recorded_identities(resultfile.read_objects(plan.output))
-        coords = run.coordinates(plan.name, plan.mpi)
-        if identity(coords) in done:
-            say(f"  {run.label}: recorded, skipped")
-            continue
-        line = run.shell_line()
-        outcome = sweep.execute(run.argv, run.env, run.timeout, run.log_stem)
-        text = outcome.stdout_path.read_text(errors="replace")
-        error = None
-        parsed = None
-        if outcome.ok:
-            try:
-                parsed = PARSERS[run.peer.format](text)
-                if parsed.get("ranks") not in (None, run.ranks):
-                    error = (f"it ran on {parsed['ranks']} rank(s) instead of {run.ranks}: the "
-                             "launcher did not start one MPI job")
-            except PeerError as e:
-                error = str(e)
-        if outcome.ok and error is None:
-            beside = _beside(bench.get(sweep.identity(sweep.coordinates(plan, inv)), []), run)
-            library = str(beside.get("mpi_library")) if beside else library_text(plan.mpi)
-            record = make_record(run, parsed, sweep_name=plan.name, mpi=plan.mpi,
-                                 launch_line=line, launcher=plan.launch.launcher,
-                                 spec=str(plan.spec_path), beside=beside, mpi_library=library)
-            with resultfile.locked(plan.output) as out:
-                if identity(coords) not in recorded_identities(out.objects())[0]:
-                    written += out.append([record])
-            say(f"  {run.label}: median {parsed['time_per_exchange_s']['median'] * 1e6:.2f} us")
-            continue
-        what = sweep.describe_failure(outcome, run.timeout) if not outcome.ok else \
-            "gave no usable output"
-        if error is None:
-            error = sweep.error_summary(run.peer.program, outcome)
-        failure = {
-            "tool": sweep.SWEEP_TOOL, "event": "failure",
-            "schema_version": sweep.RECORD_SCHEMA_VERSION, "timestamp": _now(),
-            "program": run.peer.program, "peer": run.peer.name, "what": what,
-            "sweep": {**coords, "launch": line, "launcher": plan.launch.launcher,
-                      "spec": str(plan.spec_path)},
-            "exit_status": outcome.returncode if outcome.returncode is not None and
-            outcome.returncode >= 0 else None,
-            "timed_out": outcome.timed_out, "timeout_s": run.timeout,
-            "duration_s": round(outcome.duration_s, 3), "error": error,
-            "stderr_tail": sweep._tail(outcome.stderr_path),
-            "stdout_tail": sweep._tail(outcome.stdout_path, 5),
-            "logs": [str(outcome.stdout_path), str(outcome.stderr_path)]}
-        resultfile.append(plan.output, [failure])
-        failures.append(f"peer '{run.peer.name}' (h{run.halo}f{run.nfields} beside run "
-                        f"'{run.run}' #{run.repeat + 1}) {what}: {error}")
-        say(f"  {run.label}: {what}: {error} (recorded; logs: {outcome.stderr_path})")
-    return written, failures

@@ -17,6 +17,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from .identity import PEER_TOOL, SWEEP_TOOL
+
 SUPPORTED_SCHEMA_VERSIONS = {1}
 BENCH_TOOL = "halox-bench"
 
@@ -205,10 +207,8 @@ class IpcRun:
     raw: dict = field(repr=False, compare=False, hash=False)
 
 
-PEER_TOOL = "halox-peer"
 HALO2D_TOOL = "halox-halo2d"
 IPC_TOOL = "halox-ipc"
-SWEEP_TOOL = "halox-sweep"
 
 
 def parse_halo2d(obj: dict, where: str) -> Halo2dRun:

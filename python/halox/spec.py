@@ -12,7 +12,6 @@ anything is launched; a problem is one line.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import hashlib
 import itertools
@@ -25,14 +24,12 @@ import subprocess
 import tomllib
 from typing import Any
 
-from . import launch
+from . import launch, peers, stability
+from . import spec_values
+from .spec_values import SpecError, check_scalar
 
 MPI_FLAVORS = ("openmpi", "mpich")
 DEFAULT_EXECUTABLE = "halox-bench"
-
-
-class SpecError(Exception):
-    """A bad spec; the message is one line."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,7 +112,7 @@ class Invocation:
     other_args: list[str]         # [bench] options, expanded values, run args
     env: dict[str, str]           # environment settings added to the caller's
     timeout: float | None
-    staging: pathlib.Path         # where the program appends its records
+    scratch: pathlib.Path         # where the program appends its records
 
     def program_args(self, lists: dict[str, list[str]] | None = None) -> list[str]:
         words = []
@@ -125,7 +122,7 @@ class Invocation:
 
     def argv(self, lists: dict[str, list[str]] | None = None) -> list[str]:
         return [*self.launcher, str(self.program), *self.program_args(lists),
-                "--json", str(self.staging)]
+                "--json", str(self.scratch)]
 
     def shell_line(self, lists: dict[str, list[str]] | None = None) -> str:
         prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
@@ -146,7 +143,7 @@ class Plan:
     build_dir: pathlib.Path
     executable: pathlib.Path
     output: pathlib.Path
-    work_dir: pathlib.Path        # staging files, logs and the sweep's lock, beside the output
+    work_dir: pathlib.Path        # scratch files, logs and the sweep's lock, beside the output
     launch: launch.LaunchSettings
     slurm: dict[str, Any]
     configurations: int           # per invocation (halox-bench), 0 when unknown
@@ -159,148 +156,6 @@ class Plan:
     @property
     def max_ranks(self) -> int:
         return max(inv.ranks for inv in self.invocations)
-
-
-# ---------------------------------------------------------------------------------------------
-# Value checks
-
-
-def _type_name(value: Any) -> str:
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-            list: "a list", dict: "a table"}.get(type(value), type(value).__name__)
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-_CHOICES = {"timing": ("throughput", "latency", "compute"),
-            "order": ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"),
-            "layout": ("contiguous", "strided"),
-            "launcher": launch.LAUNCHERS,
-            "bind": launch.BINDINGS}
-
-
-def check_scalar(where: str, kind: str, v: Any, choices: tuple[str, ...] = ()) -> None:
-    if kind == "rounds":  # halox-bench --rounds: a count, or auto (until the ratios settle)
-        if v != "auto":
-            check_scalar(where, "pos_int", v) if _is_int(v) else _fail_rounds(where, v)
-    elif kind in ("int", "pos_int", "nonneg_int"):
-        if not _is_int(v):
-            raise SpecError(f"{where} must be an integer, not {_type_name(v)} ({v!r})")
-        if kind == "pos_int" and v <= 0:
-            raise SpecError(f"{where} must be positive, got {v}")
-        if kind == "nonneg_int" and v < 0:
-            raise SpecError(f"{where} must not be negative, got {v}")
-    elif kind in ("number", "pos_number", "nonneg_number"):
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise SpecError(f"{where} must be a number, not {_type_name(v)} ({v!r})")
-        if kind == "pos_number" and v <= 0:
-            raise SpecError(f"{where} must be positive, got {v}")
-        if kind == "nonneg_number" and v < 0:
-            raise SpecError(f"{where} must not be negative, got {v}")
-    elif kind in ("bool", "negatable"):
-        if not isinstance(v, bool):
-            raise SpecError(f"{where} must be true or false, not {_type_name(v)} ({v!r})")
-    elif kind == "size":
-        # A byte count, or text with a unit ("64KiB") that the program itself parses.
-        if _is_int(v):
-            if v < 0:
-                raise SpecError(f"{where} must not be negative, got {v}")
-        elif not isinstance(v, str) or not re.fullmatch(r"\d+\s*[A-Za-z]{0,3}", v):
-            raise SpecError(f"{where} must be a size in bytes (4194304 or \"4MiB\"), got {v!r}")
-    else:
-        if not isinstance(v, str):
-            raise SpecError(f"{where} must be a string, not {_type_name(v)} ({v!r})")
-        if not v:
-            raise SpecError(f"{where} must not be empty")
-        allowed = choices or _CHOICES.get(kind)
-        if allowed and v not in allowed:
-            raise SpecError(f"{where} must be one of {', '.join(allowed)}, got {v!r}")
-        if kind == "variant" and v.count("/") != 2:
-            raise SpecError(f"{where} must be transport/algorithm/fields, got {v!r}")
-
-
-def _fail_rounds(where: str, v: Any) -> None:
-    raise SpecError(f"{where} must be a positive integer or \"auto\", got {v!r}")
-
-
-def _option_words(where: str, kind: str, v: Any, choices: tuple[str, ...] = ()) -> list[str]:
-    """Checks an option value and returns its command-line words (after the option)."""
-    if kind.startswith(("xyz_", "xy_")):
-        n = 3 if kind.startswith("xyz_") else 2
-        shape = "[X, Y, Z]" if n == 3 else "[X, Y]"
-        if not isinstance(v, list) or len(v) != n or not all(_is_int(x) for x in v):
-            raise SpecError(f"{where} must be a list of {n} integers {shape}, got {v!r}")
-        for x in v:
-            if kind.endswith("_pos") and x <= 0:
-                raise SpecError(f"{where} entries must be positive, got {v!r}")
-            if kind.endswith(("_nonneg", "_01")) and x < 0:
-                raise SpecError(f"{where} entries must not be negative, got {v!r}")
-            if kind.endswith("_01") and x > 1:
-                raise SpecError(f"{where} entries must be 0 or 1, got {v!r}")
-            if choices and str(x) not in choices:
-                raise SpecError(f"{where} entries must be one of {', '.join(choices)}, got {v!r}")
-        return [str(x) for x in v]
-    check_scalar(where, kind, v, choices)
-    if kind in ("bool", "negatable"):
-        return []
-    return [repr(v) if isinstance(v, float) else str(v)]
-
-
-def _normalise_keys(table: dict, where: str) -> dict:
-    out = {}
-    for key, value in table.items():
-        norm = key.replace("-", "_")
-        if norm in out:
-            raise SpecError(f"{where}: key '{key}' is given twice")
-        out[norm] = value
-    return out
-
-
-def _unknown(where: str, key: str, known) -> SpecError:
-    what = f"key '{where}.{key}'" if where else f"table '{key}'"
-    close = difflib.get_close_matches(key, list(known), n=1)
-    hint = f"did you mean '{close[0]}'?" if close else f"known: {', '.join(sorted(known))}"
-    return SpecError(f"unknown {what} ({hint})")
-
-
-def _need_table(where: str, value: Any) -> dict:
-    if not isinstance(value, dict):
-        raise SpecError(f"{where} must be a table, not {_type_name(value)}")
-    return value
-
-
-def _env_table(where: str, value: Any) -> dict[str, str]:
-    table = _need_table(where, value)
-    env = {}
-    for k, v in table.items():
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
-            raise SpecError(f"{where}: '{k}' is not an environment variable name")
-        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
-            raise SpecError(f"{where}.{k} must be a string, not {_type_name(v)}")
-        env[k] = str(v)
-    return env
-
-
-def _string_list(where: str, value: Any) -> list[str]:
-    if not isinstance(value, list) or any(not isinstance(a, (str, int, float)) or
-                                          isinstance(a, bool) for a in value):
-        raise SpecError(f"{where} must be a list of strings, got {value!r}")
-    return [str(a) for a in value]
-
-
-def _list_words(where: str, kind: str, value: Any) -> list[str]:
-    values = value if isinstance(value, list) else [value]
-    if not values:
-        raise SpecError(f"{where} must not be empty")
-    words = []
-    for v in values:
-        check_scalar(where, kind, v)
-        if isinstance(v, str) and "," in v:
-            raise SpecError(f"{where}: write lists as TOML lists, not '{v}'")
-        words.append(str(v))
-    return words
 
 
 # ---------------------------------------------------------------------------------------------
@@ -448,7 +303,7 @@ def _launch_settings(sweep: dict, launcher: str | None, flavor: str) -> launch.L
     check_scalar("sweep.bind", "bind", bind)
     if "srun_mpi" in sweep:
         check_scalar("sweep.srun_mpi", "str", sweep["srun_mpi"])
-    extra = _string_list("sweep.launcher_args", sweep.get("launcher_args", []))
+    extra = spec_values.string_list("sweep.launcher_args", sweep.get("launcher_args", []))
     return launch.LaunchSettings(
         launcher=name, nodes=sweep.get("nodes"), ranks_per_node=sweep.get("ranks_per_node"),
         ranks_per_socket=sweep.get("ranks_per_socket"),
@@ -458,12 +313,12 @@ def _launch_settings(sweep: dict, launcher: str | None, flavor: str) -> launch.L
 
 
 def _slurm_table(spec: dict) -> dict[str, Any]:
-    slurm = _normalise_keys(_need_table("[slurm]", spec.get("slurm", {})), "[slurm]")
+    slurm = spec_values.normalise_keys(spec_values.need_table("[slurm]", spec.get("slurm", {})), "[slurm]")
     for key, value in slurm.items():
         if key not in SLURM_KEYS:
-            raise _unknown("slurm", key, SLURM_KEYS)
+            raise spec_values.unknown_key("slurm", key, SLURM_KEYS)
         if key == "extra":
-            _string_list("slurm.extra", value)
+            spec_values.string_list("slurm.extra", value)
         else:
             check_scalar(f"slurm.{key}", "str", value)
     return slurm
@@ -477,7 +332,7 @@ def _slurm_table(spec: dict) -> dict[str, Any]:
 class Option:
     """One [bench] key: the option it sets and how its value is checked."""
     word: str                         # "--halo", or "--no-periodic" for a negation
-    kind: str                         # a kind of check_scalar/_option_words
+    kind: str                         # a kind of check_scalar/option_words
     choices: tuple[str, ...] = ()     # the values the program accepts, where it lists them
     counts: bool = False              # a count is accepted besides the choices
     every: tuple[str, ...] = ()       # what "all" stands for, where the program says
@@ -556,7 +411,7 @@ def _unlisted_options(program: Program, table: dict) -> dict[str, Option]:
     for key, value in table.items():
         kind = program.values.get(key)
         if kind is None:
-            kind = "bool" if isinstance(value, bool) else "int" if _is_int(value) else \
+            kind = "bool" if isinstance(value, bool) else "int" if spec_values.is_int(value) else \
                 "number" if isinstance(value, float) else \
                 "xyz_int" if isinstance(value, list) and len(value) == 3 else \
                 "xy_int" if isinstance(value, list) and len(value) == 2 else "str"
@@ -573,9 +428,9 @@ def _option_table(program: Program, options: dict[str, Option], table: dict) -> 
         if key in program.list_keys or key in program.expand_keys:
             raise SpecError(f"bench.{key} is a list option; put it in [matrix]")
         if key not in options:
-            raise _unknown("bench", key, [k for k in options if k not in program.reserved])
+            raise spec_values.unknown_key("bench", key, [k for k in options if k not in program.reserved])
         option = options[key]
-        option_words = _option_words(f"bench.{key}", option.kind, value, option.choices)
+        option_words = spec_values.option_words(f"bench.{key}", option.kind, value, option.choices)
         if option.kind == "bool":
             if value:
                 words.append(option.word)
@@ -593,15 +448,15 @@ def _option_table(program: Program, options: dict[str, Option], table: dict) -> 
 def _top_tables(spec: dict) -> tuple[dict, dict, dict]:
     for key in spec:
         if key not in TOP_KEYS:
-            raise _unknown("", key, TOP_KEYS)
+            raise spec_values.unknown_key("", key, TOP_KEYS)
     if "sweep" not in spec:
         raise SpecError("missing table [sweep]")
-    sweep = _normalise_keys(_need_table("[sweep]", spec["sweep"]), "[sweep]")
-    matrix = _normalise_keys(_need_table("[matrix]", spec.get("matrix", {})), "[matrix]")
-    bench_opts = _normalise_keys(_need_table("[bench]", spec.get("bench", {})), "[bench]")
+    sweep = spec_values.normalise_keys(spec_values.need_table("[sweep]", spec["sweep"]), "[sweep]")
+    matrix = spec_values.normalise_keys(spec_values.need_table("[matrix]", spec.get("matrix", {})), "[matrix]")
+    bench_opts = spec_values.normalise_keys(spec_values.need_table("[bench]", spec.get("bench", {})), "[bench]")
     for key in sweep:
         if key not in SWEEP_KEYS:
-            raise _unknown("sweep", key, SWEEP_KEYS)
+            raise spec_values.unknown_key("sweep", key, SWEEP_KEYS)
     return sweep, matrix, bench_opts
 
 
@@ -627,7 +482,7 @@ def _sweep_basics(spec_path: pathlib.Path, sweep: dict, mpi: str | None):
         raise SpecError(f"sweep.name may hold only letters, digits, '.', '_' and '-', got {name!r}")
     if "description" in sweep:
         check_scalar("sweep.description", "str", sweep["description"])
-    sweep_env = _env_table("sweep.env", sweep["env"]) if "env" in sweep else {}
+    sweep_env = spec_values.env_table("sweep.env", sweep["env"]) if "env" in sweep else {}
     if "timeout" in sweep:
         check_scalar("sweep.timeout", "pos_number", sweep["timeout"])
     return PROGRAMS[executable], flavor, name, repeat, sweep_env
@@ -652,10 +507,10 @@ def _matrix_words(program: Program, options: dict[str, Option], matrix: dict):
             if key in options:
                 raise SpecError(f"matrix.{key} is not a list option of {program.name}; "
                                 "put it in [bench]")
-            raise _unknown("matrix", key, {**program.list_keys, **program.expand_keys})
-        words = _list_words(f"matrix.{key}", kind, value)
+            raise spec_values.unknown_key("matrix", key, {**program.list_keys, **program.expand_keys})
+        words = spec_values.list_words(f"matrix.{key}", kind, value)
         option = options.get(key)
-        allowed = (option.choices if option else ()) or _CHOICES.get(kind)
+        allowed = (option.choices if option else ()) or spec_values.CHOICES.get(kind)
         for w in words if allowed else ():
             if w not in allowed and not (option and option.counts and w.isdigit() and int(w) > 0):
                 raise SpecError(f"matrix.{key}: unknown value '{w}' "
@@ -665,17 +520,17 @@ def _matrix_words(program: Program, options: dict[str, Option], matrix: dict):
 
 
 def _run_entry(where: str, run: Any, sweep: dict, timeout: float | None, sweep_env: dict):
-    run = _normalise_keys(_need_table(where, run), where)
+    run = spec_values.normalise_keys(spec_values.need_table(where, run), where)
     for key in run:
         if key not in RUN_KEYS:
-            raise _unknown(where, key, RUN_KEYS)
+            raise spec_values.unknown_key(where, key, RUN_KEYS)
     if "name" not in run:
         raise SpecError(f"{where}.name is missing")
     check_scalar(f"{where}.name", "str", run["name"])
     if not re.fullmatch(r"[A-Za-z0-9._+-]+", run["name"]):
         raise SpecError(f"{where}.name may hold only letters, digits, '.', '_', '+' and "
                         f"'-', got {run['name']!r}")
-    args = _string_list(f"{where}.args", run.get("args", []))
+    args = spec_values.string_list(f"{where}.args", run.get("args", []))
     for a in args:
         if a in ("--json", "--help", "-h", "--print") or a.startswith("--json="):
             raise SpecError(f"{where}.args cannot contain {a}")
@@ -689,7 +544,7 @@ def _run_entry(where: str, run: Any, sweep: dict, timeout: float | None, sweep_e
         run_timeout = sweep.get("timeout")
     env = dict(sweep_env)
     if "env" in run:
-        env.update(_env_table(f"{where}.env", run["env"]))
+        env.update(spec_values.env_table(f"{where}.env", run["env"]))
     return run["name"], ranks, args, env, run_timeout
 
 
@@ -746,9 +601,9 @@ def _estimate(program: Program, lists: dict, known: dict, bench_opts: dict):
     estimate = None
     if "time" in bench_opts and configurations:
         rounds = bench_opts.get("rounds", 1)
-        # --rounds auto: at least 3 rounds (more where cells have not settled).
-        estimate = configurations * float(bench_opts["time"]) * (3 if rounds == "auto"
-                                                                 else int(rounds))
+        # --rounds auto: at least SETTLE_MIN_ROUNDS (more where cells have not settled).
+        least = stability.SETTLE_MIN_ROUNDS if rounds == "auto" else int(rounds)
+        estimate = configurations * float(bench_opts["time"]) * least
     return configurations, estimate
 
 
@@ -784,11 +639,11 @@ def _make_plan(spec_path, spec, output, build_dir, mpi, launcher_name, timeout,
                 for key, value in point.items():
                     point_words += [f"--{key.replace('_', '-')}", value]
                 tag = "".join(f".{k}-{v}" for k, v in point.items())
-                staging = work / f"{name}.{flavor}.{run_name}.{r + 1}{tag}.jsonl"
+                scratch = work / f"{name}.{flavor}.{run_name}.{r + 1}{tag}.jsonl"
                 invocations.append(Invocation(
                     run_name, r, point, ranks, launch.command(settings, flavor, ranks, root), exe,
                     lists, [*bench_words, *point_words, *args], {"HALOX_MPI": flavor, **env},
-                    run_timeout, staging))
+                    run_timeout, scratch))
     peer_runs = _peer_runs(spec, spec_path, program, lists, bench_words, invocations, work,
                            name, flavor, require_build)
     return Plan(spec_path.resolve(), name, flavor, program, build, exe, out, work, settings,
@@ -806,7 +661,6 @@ def _nrep_of(bench_words: list[str]) -> int:
 def _peer_runs(spec, spec_path, program, lists, bench_words, invocations, work, name, flavor,
                require_build) -> dict[int, list]:
     """[[peers]]: their runs beside each halox-bench invocation (see peers.py)."""
-    from . import peers
     try:
         # A spec's own [[peers]] win; else HALOX_CARTEX's programs beside the baselines.
         tables = spec["peers"] if "peers" in spec else (peers.cartex_tables(
@@ -820,8 +674,7 @@ def _peer_runs(spec, spec_path, program, lists, bench_words, invocations, work, 
         raise SpecError(f"[[peers]] run beside halox-bench only, not {program.name}")
     try:
         listed = peers.parse_peers(tables, spec_path.resolve().parent,
-                                   lists.get("type", ["double"]), check_scalar, _env_table,
-                                   require_build)
+                                   lists.get("type", ["double"]), require_build)
         out = {}
         for i, inv in enumerate(invocations):
             out[i] = peers.plan_runs(
@@ -832,26 +685,3 @@ def _peer_runs(spec, spec_path, program, lists, bench_words, invocations, work, 
         return out
     except peers.PeerError as e:
         raise SpecError(str(e)) from None
-
-
-def settings_identity(words: list[str] | tuple[str, ...]) -> tuple:
-    """The recorded settings of an invocation as a key that does not depend on the order of its
-    options (`--a 1 --b 2` is `--b 2 --a 1`), so that reordering a spec's [bench] table or moving
-    a key into it does not make a resumed sweep run again. The words before the first option
-    keep their place; an option given twice keeps the order, where it decides which one wins."""
-    def is_option(word: str) -> bool:
-        return word.startswith("-") and not re.fullmatch(r"-[0-9.eE+-]+", word)
-
-    lead: list[str] = []
-    groups: list[tuple[str, ...]] = []
-    for word in words:
-        if is_option(word):
-            groups.append((word,))
-        elif groups:
-            groups[-1] += (word,)
-        else:
-            lead.append(word)
-    names = [g[0] for g in groups]
-    if len(set(names)) < len(names):
-        return tuple(words)
-    return tuple(lead) + tuple(sorted(groups))

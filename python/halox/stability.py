@@ -17,18 +17,26 @@ ratios) can take ratios round by round the same way.
 """
 from __future__ import annotations
 
+import json
+import pathlib
 import statistics
 import textwrap
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-ROUNDS_DISAGREE_ABOVE = 0.10
-MODE_FACTOR = 1.5
-RUN_WAIT_ABOVE = 0.20
+# The thresholds, shared with halox-bench (which builds them into a header): stability.json.
+_THRESHOLDS = json.loads((pathlib.Path(__file__).with_name("stability.json")).read_text())
+ROUNDS_DISAGREE_ABOVE = float(_THRESHOLDS["rounds_disagree_above"])
+MODE_FACTOR = float(_THRESHOLDS["mode_factor"])
+RUN_WAIT_ABOVE = float(_THRESHOLDS["run_wait_above"])
 # halox-bench's ping-pong gives up on a partner that has not answered for this long (it had
 # lost its core); the time waited then stands for the round trip.
-PING_PONG_CAP_NS = 2e6
-STEAL_ABOVE = 0.10
+PING_PONG_CAP_NS = float(_THRESHOLDS["ping_pong_cap_s"]) * 1e9
+STEAL_ABOVE = float(_THRESHOLDS["steal_above"])
+# --rounds auto: a cell has settled when, after at least SETTLE_MIN_ROUNDS rounds, its per-round
+# ratios lie within SETTLE_WITHIN of their median.
+SETTLE_MIN_ROUNDS = int(_THRESHOLDS["settle_min_rounds"])
+SETTLE_WITHIN = float(_THRESHOLDS["settle_within"])
 
 
 @dataclass

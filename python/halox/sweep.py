@@ -1,6 +1,6 @@
 """`halox sweep SPEC.toml`: runs the invocations of a spec (see spec.py), resumably.
 
-Each invocation appends its records to a staging file of its own (in OUTPUT's `.sweep` folder
+Each invocation appends its records to a scratch file of its own (in OUTPUT's `.sweep` folder
 beside it); when it ends, the sweep moves the whole records it finds there into OUTPUT, each
 stamped with its sweep coordinates (sweep name, MPI, run entry, repetition, expanded matrix
 values, the settings and the exact launch line), and then a `complete` mark for the invocation.
@@ -17,27 +17,19 @@ and exits with status 1.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import fcntl
 import json
-import os
 import pathlib
-import re
 import shlex
 import signal
-import subprocess
 import time
-from typing import Any, Iterable
+from typing import Iterable
 
-from . import resultfile
-from .spec import (MPI_FLAVORS, Invocation, Plan, SpecError, make_plan,  # noqa: F401
-                   settings_identity)
+from . import peer_runs, resultfile, sbatch
+from .execution import Outcome, describe_failure, error_summary, execute, tail_lines
+from .identity import RECORD_SCHEMA_VERSION, SWEEP_TOOL, coordinates, identity, timestamp
+from .spec import MPI_FLAVORS, Invocation, Plan, SpecError, make_plan  # noqa: F401
 
-SWEEP_TOOL = "halox-sweep"
-RECORD_SCHEMA_VERSION = 1
-TAIL_LINES = 20
-CRASH_WORDS = re.compile(r"error|fault|signal|abort|killed|terminated", re.IGNORECASE)
-KILL_GRACE_S = 10.0
 
 
 class RunError(Exception):
@@ -50,31 +42,6 @@ class Terminated(Exception):
 
 # ---------------------------------------------------------------------------------------------
 # Identities: which records belong to which invocation and configuration
-
-
-def settings_of(plan: Plan, inv: Invocation) -> list[str]:
-    """What, besides the coordinates, must be equal for a record to count as this invocation's:
-    the ranks and the program's options (without the output file, and - for a program that
-    writes a record per configuration - without the matrix lists, which the records name)."""
-    words = [f"ranks={inv.ranks}", plan.program.name]
-    if not plan.program.per_configuration:
-        for key, values in inv.lists.items():
-            words += [f"--{key.replace('_', '-')}", ",".join(values)]
-    return words + inv.other_args
-
-
-def coordinates(plan: Plan, inv: Invocation) -> dict[str, Any]:
-    out = {"name": plan.name, "mpi": plan.mpi, "run": inv.name, "repeat": inv.repeat + 1}
-    if inv.point:
-        out["point"] = inv.point
-    out["settings"] = settings_of(plan, inv)
-    return out
-
-
-def identity(coords: dict) -> tuple:
-    return (coords.get("name"), coords.get("mpi"), coords.get("run"), coords.get("repeat"),
-            json.dumps(coords.get("point") or {}, sort_keys=True),
-            settings_identity(coords.get("settings") or ()))
 
 
 def config_key(plan: Plan, record: dict) -> tuple:
@@ -190,11 +157,7 @@ def _axis_position(plan: Plan, inv: Invocation, axes: list[str], config: tuple) 
 
 
 # ---------------------------------------------------------------------------------------------
-# Moving records from an invocation's staging file into OUTPUT
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+# Moving records from an invocation's scratch file into OUTPUT
 
 
 @dataclasses.dataclass
@@ -204,17 +167,17 @@ class Harvest:
 
 
 def harvest(plan: Plan, inv: Invocation, launch_line: str | None) -> Harvest:
-    """Appends the whole records of the invocation's staging file that OUTPUT does not hold yet,
-    stamped with their sweep coordinates; removes the staging file. Records of another rank
+    """Appends the whole records of the invocation's scratch file that OUTPUT does not hold yet,
+    stamped with their sweep coordinates; removes the scratch file. Records of another rank
     count (the launcher started separate 1-rank jobs instead of one MPI job) are not kept."""
     result = Harvest()
     try:
-        lines, _ = resultfile.read_lines(inv.staging)
+        lines, _ = resultfile.read_lines(inv.scratch)
     except FileNotFoundError:
         return result
     if launch_line is None:  # an attempt killed before its records were moved
         try:
-            launch_line = inv.staging.with_suffix(".launch").read_text().strip()
+            launch_line = inv.scratch.with_suffix(".launch").read_text().strip()
         except OSError:
             launch_line = "unknown"
     coords = coordinates(plan, inv)
@@ -242,108 +205,15 @@ def harvest(plan: Plan, inv: Invocation, launch_line: str | None) -> Harvest:
                 have.add(config)
                 new.append(record)
         result.written = out.append(new)
-    inv.staging.unlink(missing_ok=True)
+    inv.scratch.unlink(missing_ok=True)
     return result
 
 
 def mark_complete(plan: Plan, inv: Invocation, records: int) -> None:
     resultfile.append(plan.output, [{
         "tool": SWEEP_TOOL, "event": "complete", "schema_version": RECORD_SCHEMA_VERSION,
-        "timestamp": _now(), "sweep": coordinates(plan, inv), "records": records}])
+        "timestamp": timestamp(), "sweep": coordinates(plan, inv), "records": records}])
 
-
-# ---------------------------------------------------------------------------------------------
-# Running one program
-
-
-@dataclasses.dataclass
-class Outcome:
-    returncode: int | None
-    timed_out: bool
-    duration_s: float
-    stdout_path: pathlib.Path
-    stderr_path: pathlib.Path
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out
-
-
-def kill_tree(process: subprocess.Popen, grace_s: float = KILL_GRACE_S) -> None:
-    """Ends a launcher and everything it started: SIGTERM first, so that mpirun and srun can
-    take their ranks down, then SIGKILL for whatever is left."""
-    import psutil
-    try:
-        root = psutil.Process(process.pid)
-        tree = [root] + root.children(recursive=True)
-    except psutil.NoSuchProcess:
-        return
-    for p in tree:
-        try:
-            p.terminate()
-        except psutil.NoSuchProcess:
-            pass
-    _, alive = psutil.wait_procs(tree, timeout=grace_s)
-    for p in alive:
-        try:
-            p.kill()
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(alive, timeout=grace_s)
-    process.poll()
-
-
-def execute(argv: list[str], env: dict[str, str], timeout: float | None,
-            log_stem: pathlib.Path) -> Outcome:
-    out_path = log_stem.with_suffix(".out")
-    err_path = log_stem.with_suffix(".err")
-    full_env = dict(os.environ)
-    full_env.update(env)
-    started = time.monotonic()
-    timed_out = False
-    with out_path.open("wb") as out, err_path.open("wb") as err:
-        # Same process group as the sweep: killing the sweep's group kills the runs too.
-        process = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                   env=full_env)
-        try:
-            process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            kill_tree(process)
-        except BaseException:
-            kill_tree(process, grace_s=2.0)
-            raise
-    return Outcome(process.returncode, timed_out, time.monotonic() - started, out_path, err_path)
-
-
-def _tail(path: pathlib.Path, lines: int = TAIL_LINES) -> list[str]:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return []
-    return [l.rstrip() for l in text.splitlines() if l.strip()][-lines:]
-
-
-def error_summary(program: str, outcome: Outcome) -> str:
-    lines = _tail(outcome.stdout_path, 200) + _tail(outcome.stderr_path, 200)
-    for line in lines:
-        if line.startswith(f"{program}: error:"):
-            return line
-    # Launchers report a crash first and then the ranks they killed because of it
-    # ("srun: error: hostb: tasks 2-3: Killed"): the first such line names the cause.
-    tail = _tail(outcome.stderr_path)
-    causes = [l for l in tail if CRASH_WORDS.search(l)]
-    if causes:
-        return causes[0].strip()
-    return tail[-1].strip() if tail else "no error message"
-
-
-def describe_failure(outcome: Outcome, timeout: float | None) -> str:
-    if outcome.timed_out:
-        return f"timed out after {timeout:g} s"
-    if outcome.returncode is not None and outcome.returncode < 0:
-        return f"was killed by {signal.Signals(-outcome.returncode).name}"
-    return f"failed with exit code {outcome.returncode}"
 
 
 def failure_record(plan: Plan, inv: Invocation, outcome: Outcome, launch_line: str,
@@ -351,14 +221,15 @@ def failure_record(plan: Plan, inv: Invocation, outcome: Outcome, launch_line: s
     rc = outcome.returncode
     return {
         "tool": SWEEP_TOOL, "event": "failure", "schema_version": RECORD_SCHEMA_VERSION,
-        "timestamp": _now(), "program": plan.program.name, "what": what,
+        "timestamp": timestamp(), "program": plan.program.name, "what": what,
         "sweep": {**coordinates(plan, inv), "launch": launch_line,
                   "launcher": plan.launch.launcher, "spec": str(plan.spec_path)},
         "exit_status": rc if rc is not None and rc >= 0 else None,
         "signal": signal.Signals(-rc).name if rc is not None and rc < 0 else None,
         "timed_out": outcome.timed_out, "timeout_s": inv.timeout,
         "duration_s": round(outcome.duration_s, 3), "error": summary,
-        "stderr_tail": _tail(outcome.stderr_path), "stdout_tail": _tail(outcome.stdout_path, 5),
+        "stderr_tail": tail_lines(outcome.stderr_path),
+        "stdout_tail": tail_lines(outcome.stdout_path, 5),
         "logs": [str(outcome.stdout_path), str(outcome.stderr_path)],
     }
 
@@ -379,7 +250,7 @@ def prepare_output(plan: Plan) -> None:
 
 
 def _hold_sweep_lock(plan: Plan):
-    """One sweep at a time per (sweep, MPI, OUTPUT): a second one would run the same staging
+    """One sweep at a time per (sweep, MPI, OUTPUT): a second one would run the same scratch
     files."""
     path = plan.work_dir / f"{plan.name}.{plan.mpi}.lock"
     handle = path.open("w")
@@ -405,8 +276,7 @@ def describe(plan: Plan, recorded: Recorded | None = None) -> list[str]:
              f"# records are appended to {plan.output}"]
     if not plan.executable.is_file():
         lines.append(f"# note: {plan.executable} is not built yet")
-    from . import peers
-    peers_done = peers.recorded_identities(resultfile.read_objects(plan.output))[0] \
+    peers_done = peer_runs.recorded_identities(resultfile.read_objects(plan.output))[0] \
         if plan.peer_runs and plan.output.exists() else set()
     for index, inv in enumerate(plan.invocations):
         step = decide(plan, inv, recorded) if recorded else Step(inv, [inv.lists], None, False)
@@ -418,7 +288,7 @@ def describe(plan: Plan, recorded: Recorded | None = None) -> list[str]:
                              + (f"{step.missing} configuration(s) missing" if step.missing
                                 else "the missing configurations are kept"))
             lines += [inv.shell_line(lists) for lists in step.lists]
-        lines += peers.describe(plan, index, peers_done)
+        lines += peer_runs.describe(plan, index, peers_done)
     return lines
 
 
@@ -458,7 +328,7 @@ def run(plan: Plan, *, console=None, verbose: bool = False) -> Summary:
             for i, inv in enumerate(plan.invocations, start=1):
                 progress.update(task, description=f"sweep {plan.name}: {inv.label}")
                 # Records left by an attempt that was killed before they were moved.
-                if inv.staging.exists():
+                if inv.scratch.exists():
                     summary.written += harvest(plan, inv, None).written
                 step = decide(plan, inv, read_output(plan))
                 if not step.lists:
@@ -477,9 +347,9 @@ def run(plan: Plan, *, console=None, verbose: bool = False) -> Summary:
                 records = 0
                 for lists in step.lists:
                     line = inv.shell_line(lists)
-                    inv.staging.with_suffix(".launch").write_text(line + "\n")
+                    inv.scratch.with_suffix(".launch").write_text(line + "\n")
                     outcome = execute(inv.argv(lists), inv.env, inv.timeout,
-                                      inv.staging.with_suffix(""))
+                                      inv.scratch.with_suffix(""))
                     harvested = harvest(plan, inv, line)
                     records += harvested.written
                     if verbose:
@@ -517,8 +387,7 @@ def run(plan: Plan, *, console=None, verbose: bool = False) -> Summary:
 
 def _run_peers(plan: Plan, index: int, say, summary: Summary) -> None:
     """The peer programs beside invocation `index` (peers.py), in the same job."""
-    from . import peers
-    written, failures = peers.run_beside(plan, index, say)
+    written, failures = peer_runs.run_beside(plan, index, say)
     summary.written += written
     summary.failures += failures
 
@@ -530,7 +399,6 @@ def main(args) -> int:
                      timeout=args.timeout, require_build=not args.dry_run,
                      overrides=args.set or [])
     if args.emit_sbatch:
-        from . import sbatch
         path = sbatch.write(plan, args.emit_sbatch, spec_arguments(args))
         print(f"batch script written to {path}; submit it with: sbatch {shlex.quote(str(path))}")
         print(f"records will be appended to {plan.output}")

@@ -17,12 +17,13 @@
 #include <vector>
 
 #include "halox/common/error.hpp"
+#include "halox/common/mpi_library.hpp"
 #include "halox/decomposition.hpp"
 #include "halox/exchange.hpp"
+#include "halox/extend/registry.hpp"
+#include "halox/extend/transport.hpp"
 #include "halox/field.hpp"
 #include "halox/grid.hpp"
-#include "halox/transport.hpp"
-#include "halox/transport/registry.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -35,13 +36,6 @@ bool mpi_finalized() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   return finalized != 0;
-}
-
-std::string mpi_library_version() {
-  char version[MPI_MAX_LIBRARY_VERSION_STRING];
-  int length = 0;
-  MPI_Get_library_version(version, &length);
-  return std::string(version, static_cast<size_t>(length));
 }
 
 std::string repr_of(nb::handle object) {
@@ -72,15 +66,13 @@ MPI_Comm comm_of(nb::handle comm) {
         ("expected an mpi4py communicator (mpi4py.MPI.Comm) or None, got " + repr_of(comm))
             .c_str());
   // mpi4py must sit on the same MPI library: handles of two libraries do not mix.
-  auto theirs = nb::cast<std::string>(mpi.attr("Get_library_version")());
+  auto theirs = halox::version_line(nb::cast<std::string>(mpi.attr("Get_library_version")()));
   int initialized = 0;
   MPI_Initialized(&initialized);
-  if (theirs != mpi_library_version() || !initialized)
+  if (theirs != halox::mpi_library_version() || !initialized)
     throw std::runtime_error(
-        "mpi4py is built against another MPI library than halox (mpi4py: " +
-        theirs.substr(0, theirs.find('\n')) +
-        "; halox: " + mpi_library_version().substr(0, mpi_library_version().find('\n')) +
-        "); rebuild it: MPICC=<mpicc of halox's MPI> pip install --no-binary=mpi4py "
+        "mpi4py is built against another MPI library than halox (mpi4py: " + theirs +
+        "; halox: " + halox::mpi_library_version() + "); rebuild it: MPICC=<mpicc of halox's MPI> pip install --no-binary=mpi4py "
         "--no-cache-dir mpi4py");
   auto address = nb::cast<uintptr_t>(mpi.attr("_addressof")(comm));
   MPI_Comm handle = *reinterpret_cast<const MPI_Comm*>(address);
@@ -647,8 +639,8 @@ void bind_module_functions(nb::module_& m) {
         return names;
       },
       "Names of the field groupings (fields=).");
-  m.def("mpi_library_version", &mpi_library_version,
-        "The MPI library halox is built against (MPI_Get_library_version).");
+  m.def("mpi_library_version", &halox::mpi_library_version,
+        "The MPI library halox is built against (the first line of MPI_Get_library_version).");
   m.attr("default_transport") = halox::exchange_options{}.transport.name();
   m.attr("cuda_built") = halox::cuda::built();
   m.def("cuda_unavailable", &halox::cuda::unavailable,

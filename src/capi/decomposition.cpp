@@ -3,6 +3,7 @@
 
 #include "capi/handles.hpp"
 
+using halox::capi::create_handle;
 using halox::capi::guarded;
 using halox::capi::handle_kind;
 using halox::capi::live;
@@ -19,27 +20,24 @@ halox::ivec3 global_of(const int global[3], const char* function) {
   return {global[0], global[1], global[2]};
 }
 
-halox_status create(halox_decomposition* out, MPI_Comm comm, const int global[3],
-                    const int dims[3], const int periodic[3], const char* function) {
-  return guarded(function, [&] {
-    if (out == nullptr) throw halox::usage_error(fmt::format("{}: decomp is NULL", function));
-    *out = nullptr;
-    if (comm == MPI_COMM_NULL)
-      throw halox::usage_error(fmt::format("{}: the communicator is MPI_COMM_NULL", function));
-    auto cells = global_of(global, function);
-    halox::ivec3 rank_dims{0, 0, 0};
-    std::array<bool, 3> wrap{true, true, true};
-    for (int d = 0; d < 3; ++d) {
-      if (dims) rank_dims[d] = dims[d];
-      if (periodic) wrap[d] = periodic[d] != 0;
-    }
-    auto handle = std::make_unique<halox_decomposition_s>();
-    handle->decomp = std::make_shared<halox::decomposition>(
-        halox::make_cart_decomposition(comm, rank_dims, wrap, false));
-    handle->sub = halox::subdomain_of_global(*handle->decomp, cells);
-    halox::capi::register_handle(handle.get(), handle_kind::decomposition);
-    *out = handle.release();
-  });
+std::unique_ptr<halox_decomposition_s> make_decomposition(MPI_Comm comm, const int global[3],
+                                                          const int dims[3],
+                                                          const int periodic[3],
+                                                          const char* function) {
+  if (comm == MPI_COMM_NULL)
+    throw halox::usage_error(fmt::format("{}: the communicator is MPI_COMM_NULL", function));
+  auto cells = global_of(global, function);
+  halox::ivec3 rank_dims{0, 0, 0};
+  std::array<bool, 3> wrap{true, true, true};
+  for (int d = 0; d < 3; ++d) {
+    if (dims) rank_dims[d] = dims[d];
+    if (periodic) wrap[d] = periodic[d] != 0;
+  }
+  auto handle = std::make_unique<halox_decomposition_s>();
+  handle->decomp = std::make_shared<halox::decomposition>(
+      halox::make_cart_decomposition(comm, rank_dims, wrap, false));
+  handle->sub = halox::subdomain_of_global(*handle->decomp, cells);
+  return handle;
 }
 
 halox_status adopt(halox_decomposition* out, MPI_Comm comm, const int global[3], const int dims[3],
@@ -95,13 +93,18 @@ size_t halox_options_size(void) { return sizeof(halox_options); }
 halox_status halox_decomposition_create(halox_decomposition* decomp, MPI_Comm comm,
                                         const int global[3], const int dims[3],
                                         const int periodic[3]) {
-  return create(decomp, comm, global, dims, periodic, "halox_decomposition_create");
+  const char* function = "halox_decomposition_create";
+  return create_handle(function, "decomp", decomp, handle_kind::decomposition,
+                       [&] { return make_decomposition(comm, global, dims, periodic, function); });
 }
 
 halox_status halox_decomposition_create_f(halox_decomposition* decomp, MPI_Fint comm,
                                           const int global[3], const int dims[3],
                                           const int periodic[3]) {
-  return create(decomp, MPI_Comm_f2c(comm), global, dims, periodic, "halox_decomposition_create");
+  const char* function = "halox_decomposition_create";
+  return create_handle(function, "decomp", decomp, handle_kind::decomposition, [&] {
+    return make_decomposition(MPI_Comm_f2c(comm), global, dims, periodic, function);
+  });
 }
 
 halox_status halox_decomposition_adopt(halox_decomposition* decomp, MPI_Comm comm,
@@ -180,9 +183,7 @@ halox_status halox_shared_fields_create(halox_shared_fields* fields, halox_decom
                                         const int interior[3], const int halo[6],
                                         halox_type type, int nfields) {
   const char* function = "halox_shared_fields_create";
-  return guarded(function, [&] {
-    if (fields == nullptr) throw halox::usage_error(fmt::format("{}: fields is NULL", function));
-    *fields = nullptr;
+  return create_handle(function, "fields", fields, handle_kind::shared_fields, [&] {
     auto* d = live(decomp, handle_kind::decomposition, function);
     if (type != HALOX_FLOAT && type != HALOX_DOUBLE)
       throw halox::usage_error(fmt::format("{}: type {} is neither HALOX_FLOAT nor HALOX_DOUBLE",
@@ -197,8 +198,7 @@ halox_status halox_shared_fields_create(halox_shared_fields* fields, halox_decom
     handle->type = type == HALOX_FLOAT ? halox::element_type::f32 : halox::element_type::f64;
     handle->memory = std::make_shared<halox::shared_field_memory>(
         *d->decomp, handle->grid.cells() * halox::element_size(handle->type), nfields);
-    halox::capi::register_handle(handle.get(), handle_kind::shared_fields);
-    *fields = handle.release();
+    return handle;
   });
 }
 

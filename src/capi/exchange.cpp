@@ -3,12 +3,13 @@
 
 #include <algorithm>
 #include <cctype>
-#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "capi/handles.hpp"
 
+using halox::capi::create_handle;
 using halox::capi::guarded;
 using halox::capi::handle_kind;
 using halox::capi::live;
@@ -59,7 +60,9 @@ bool all_digits(const std::string& s) {
          std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
-std::string local_problem(const std::function<void()>& check) {
+// The usage error `check` throws, as text (empty when none).
+template <class Check>
+std::string local_problem(Check&& check) {
   try {
     check();
     return {};
@@ -68,67 +71,72 @@ std::string local_problem(const std::function<void()>& check) {
   }
 }
 
-// Every rank's arguments checked, the first problem reported on all ranks
-// (collective), then the exchange built by `build`.
-halox_status create(halox_exchange* ex, halox_decomposition decomp, const char* function,
-                    const std::function<std::string(halox::exchange_options&)>& check,
-                    const std::function<void(halox_exchange_s&, halox::exchange_options&)>& build,
-                    const halox_options* options) {
-  return guarded(function, [&] {
-    if (ex == nullptr) throw halox::usage_error(fmt::format("{}: ex is NULL", function));
-    *ex = nullptr;
-    auto* d = live(decomp, handle_kind::decomposition, function);
-    halox::exchange_options cpp;
-    std::string problem = local_problem([&] { cpp = options_of(options); });
-    if (problem.empty()) problem = check(cpp);
-    if (!problem.empty()) problem = fmt::format("rank {}: {}", d->decomp->rank(), problem);
-    auto agreed = halox::agree_on_error(d->decomp->comm(), problem);
-    if (!agreed.empty()) throw halox::usage_error(fmt::format("{}: {}", function, agreed));
-    auto handle = std::make_unique<halox_exchange_s>();
-    handle->decomp = d->decomp;
-    build(*handle, cpp);
-    halox::capi::register_handle(handle.get(), handle_kind::exchange);
-    *ex = handle.release();
-  });
+// Every rank's arguments checked (`check` returns this rank's problem), the
+// first problem reported on all ranks (collective), then the exchange built
+// by `build`.
+template <class Check, class Build>
+std::unique_ptr<halox_exchange_s> make_exchange(const halox_decomposition_s& d,
+                                                const halox_options* options,
+                                                const char* function, Check&& check,
+                                                Build&& build) {
+  halox::exchange_options cpp;
+  std::string problem = local_problem([&] { cpp = options_of(options); });
+  if (problem.empty()) problem = check();
+  if (!problem.empty()) problem = fmt::format("rank {}: {}", d.decomp->rank(), problem);
+  auto agreed = halox::agree_on_error(d.decomp->comm(), problem);
+  if (!agreed.empty()) throw halox::usage_error(fmt::format("{}: {}", function, agreed));
+  auto handle = std::make_unique<halox_exchange_s>();
+  handle->decomp = d.decomp;
+  build(*handle, cpp);
+  return handle;
 }
 
-halox_status create_with_grid(halox_exchange* ex, halox_decomposition decomp,
-                              const int interior[3], const int halo[6], int nfields,
-                              const halox_field* fields, const halox_options* options,
-                              const char* function) {
+// This rank's problem with the grid and the fields (empty when none); sets grid.
+std::string grid_problem(const halox_decomposition_s& d, const int interior[3],
+                         const int halo[6], int nfields, const halox_field* fields,
+                         halox::local_grid& grid) {
+  if (halo == nullptr) return "halo is NULL";
+  for (int i = 0; i < 6; ++i)
+    if (halo[i] < 0) return fmt::format("halo widths must not be negative, got {}", halo[i]);
+  const int* cells = interior ? interior : d.sub.extent.data();
+  for (int i = 0; i < 3; ++i)
+    if (cells[i] <= 0)
+      return fmt::format("the interior must have cells in every dimension, got {} x {} x {}",
+                         cells[0], cells[1], cells[2]);
+  grid = halox::local_grid({cells[0], cells[1], cells[2]},
+                           {{halo[0], halo[2], halo[4]}, {halo[1], halo[3], halo[5]}});
+  if (auto p = local_problem([&] { halox::validate_grid(grid); }); !p.empty()) return p;
+  return field_problem(grid, nfields, fields);
+}
+
+std::unique_ptr<halox_exchange_s> exchange_on_grid(halox_decomposition decomp,
+                                                   const int interior[3], const int halo[6],
+                                                   int nfields, const halox_field* fields,
+                                                   const halox_options* options,
+                                                   const char* function) {
+  const auto& d = *live(decomp, handle_kind::decomposition, function);
   halox::local_grid grid;
-  auto check = [&](halox::exchange_options&) -> std::string {
-    auto* d = decomp;  // live: create() checked it
-    if (halo == nullptr) return "halo is NULL";
-    for (int i = 0; i < 6; ++i)
-      if (halo[i] < 0) return fmt::format("halo widths must not be negative, got {}", halo[i]);
-    const int* cells = interior ? interior : d->sub.extent.data();
-    for (int i = 0; i < 3; ++i)
-      if (cells[i] <= 0)
-        return fmt::format("the interior must have cells in every dimension, got {} x {} x {}",
-                           cells[0], cells[1], cells[2]);
-    grid = halox::local_grid({cells[0], cells[1], cells[2]},
-                             {{halo[0], halo[2], halo[4]}, {halo[1], halo[3], halo[5]}});
-    if (auto p = local_problem([&] { halox::validate_grid(grid); }); !p.empty()) return p;
-    return field_problem(grid, nfields, fields);
-  };
+  auto check = [&] { return grid_problem(d, interior, halo, nfields, fields, grid); };
   auto build = [&](halox_exchange_s& h, halox::exchange_options& cpp) {
     std::vector<void*> pointers;
     for (int i = 0; i < nfields; ++i) pointers.push_back(fields[i].data);
     auto type = fields[0].type == HALOX_FLOAT ? halox::element_type::f32 : halox::element_type::f64;
     h.exchange.emplace(*h.decomp, grid, type, std::move(pointers), cpp);
   };
-  return create(ex, decomp, function, check, build, options);
+  return make_exchange(d, options, function, check, build);
 }
 
+// The typed arrays described as halox_fields (type, no shape check).
 template <class T>
-halox_status create_typed(halox_exchange* ex, halox_decomposition decomp, const int interior[3],
-                          const int halo[6], int nfields, T* const* fields,
-                          const halox_options* options, halox_type type, const char* function) {
+std::unique_ptr<halox_exchange_s> exchange_of_arrays(halox_decomposition decomp,
+                                                     const int interior[3], const int halo[6],
+                                                     int nfields, T* const* fields,
+                                                     const halox_options* options,
+                                                     halox_type type, const char* function) {
   std::vector<halox_field> described;
   for (int i = 0; fields != nullptr && i < nfields; ++i)
     described.push_back({fields[i], type, {0, 0, 0}});
-  return create_with_grid(ex, decomp, interior, halo, nfields,
+  return exchange_on_grid(decomp, interior, halo, nfields,
                           fields == nullptr ? nullptr : described.data(), options, function);
 }
 
@@ -173,38 +181,49 @@ extern "C" {
 halox_status halox_exchange_create(halox_exchange* ex, halox_decomposition decomp,
                                    const int interior[3], const int halo[6], int nfields,
                                    const halox_field* fields, const halox_options* options) {
-  return create_with_grid(ex, decomp, interior, halo, nfields, fields, options,
-                          "halox_exchange_create");
+  const char* function = "halox_exchange_create";
+  return create_handle(function, "ex", ex, handle_kind::exchange, [&] {
+    return exchange_on_grid(decomp, interior, halo, nfields, fields, options, function);
+  });
 }
 
 halox_status halox_exchange_create_double(halox_exchange* ex, halox_decomposition decomp,
                                           const int interior[3], const int halo[6],
                                           int nfields, double* const* fields,
                                           const halox_options* options) {
-  return create_typed(ex, decomp, interior, halo, nfields, fields, options, HALOX_DOUBLE,
-                      "halox_exchange_create_double");
+  const char* function = "halox_exchange_create_double";
+  return create_handle(function, "ex", ex, handle_kind::exchange, [&] {
+    return exchange_of_arrays(decomp, interior, halo, nfields, fields, options, HALOX_DOUBLE,
+                              function);
+  });
 }
 
 halox_status halox_exchange_create_float(halox_exchange* ex, halox_decomposition decomp,
                                          const int interior[3], const int halo[6], int nfields,
                                          float* const* fields, const halox_options* options) {
-  return create_typed(ex, decomp, interior, halo, nfields, fields, options, HALOX_FLOAT,
-                      "halox_exchange_create_float");
+  const char* function = "halox_exchange_create_float";
+  return create_handle(function, "ex", ex, handle_kind::exchange, [&] {
+    return exchange_of_arrays(decomp, interior, halo, nfields, fields, options, HALOX_FLOAT,
+                              function);
+  });
 }
 
 halox_status halox_exchange_create_shared(halox_exchange* ex, halox_decomposition decomp,
                                           halox_shared_fields fields,
                                           const halox_options* options) {
   const char* function = "halox_exchange_create_shared";
-  halox_shared_fields_s* shared = nullptr;
-  auto check = [&](halox::exchange_options&) -> std::string {
-    return local_problem([&] { shared = live(fields, handle_kind::shared_fields, function); });
-  };
-  auto build = [&](halox_exchange_s& h, halox::exchange_options& cpp) {
-    h.shared = shared->memory;
-    h.exchange.emplace(*h.decomp, shared->grid, shared->type, *shared->memory, cpp);
-  };
-  return create(ex, decomp, function, check, build, options);
+  return create_handle(function, "ex", ex, handle_kind::exchange, [&] {
+    const auto& d = *live(decomp, handle_kind::decomposition, function);
+    halox_shared_fields_s* shared = nullptr;
+    auto check = [&] {
+      return local_problem([&] { shared = live(fields, handle_kind::shared_fields, function); });
+    };
+    auto build = [&](halox_exchange_s& h, halox::exchange_options& cpp) {
+      h.shared = shared->memory;
+      h.exchange.emplace(*h.decomp, shared->grid, shared->type, *shared->memory, cpp);
+    };
+    return make_exchange(d, options, function, check, build);
+  });
 }
 
 halox_status halox_exchange_destroy(halox_exchange* ex) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -26,7 +27,8 @@ const char* name_of(handle_kind kind) {
   return "?";
 }
 
-thread_local std::string last_error;
+// A fixed buffer: recording an error must not need memory.
+thread_local char last_error[4096] = "";
 
 void check_live_locked(const void* handle, handle_kind kind, const char* function) {
   if (handle == nullptr)
@@ -59,13 +61,31 @@ void require_live(const void* handle, handle_kind kind, const char* function) {
   check_live_locked(handle, kind, function);
 }
 
-halox_status fail(halox_status status, const std::string& message) noexcept {
-  try {
-    last_error = message;
-  } catch (...) {
-    last_error.clear();  // no room for the message: the status still tells
-  }
+halox_status fail(halox_status status, const char* function, const char* message) noexcept {
+  if (message == nullptr) message = "";
+  if (function != nullptr)
+    std::snprintf(last_error, sizeof last_error, "%s: %s", function, message);
+  else
+    std::snprintf(last_error, sizeof last_error, "%s", message);
   return status;
+}
+
+halox_status fail_with_current_exception(const char* function) noexcept {
+  try {
+    throw;
+  } catch (const usage_error& e) {  // messages that name their function already
+    return fail(HALOX_ERROR_USAGE, nullptr, e.what());
+  } catch (const state_error& e) {
+    return fail(HALOX_ERROR_STATE, nullptr, e.what());
+  } catch (const timeout_error& e) {
+    return fail(HALOX_ERROR_TIMEOUT, nullptr, e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(HALOX_ERROR_ALLOCATION, function, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(HALOX_ERROR_INTERNAL, function, e.what());
+  } catch (...) {
+    return fail(HALOX_ERROR_INTERNAL, function, "an unknown error");
+  }
 }
 
 void copy_out(const std::string& text, char* buf, size_t size, const char* function) {
@@ -78,7 +98,7 @@ void copy_out(const std::string& text, char* buf, size_t size, const char* funct
 
 }  // namespace halox::capi
 
-extern "C" const char* halox_last_error(void) { return halox::capi::last_error.c_str(); }
+extern "C" const char* halox_last_error(void) { return halox::capi::last_error; }
 
 extern "C" const char* halox_status_name(int status) {
   switch (status) {

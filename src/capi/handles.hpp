@@ -1,6 +1,11 @@
 // The objects behind the C API's opaque handles, the registry that tells a
 // live handle from a NULL, destroyed or foreign one, and the translation of
 // every C++ exception into a status and the calling thread's last error.
+//
+// Nothing may escape into C or Fortran, also not when memory runs out: every
+// C entry point runs all of its C++ (argument vectors, strings, lambdas held
+// in std::function) inside `guarded`, and one that makes a handle does so
+// through `create_handle`.
 #pragma once
 
 #include <memory>
@@ -56,7 +61,15 @@ class state_error : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
-halox_status fail(halox_status status, const std::string& message) noexcept;
+// Records "function: message" (or message alone when function is NULL) as
+// the thread's last error and returns status. Allocates nothing: the text is
+// cut short to the thread's fixed buffer.
+halox_status fail(halox_status status, const char* function, const char* message) noexcept;
+
+// Call inside a catch block: the status of the exception being handled, its
+// message recorded as the last error. usage_error, state_error, timeout_error
+// and std::bad_alloc have codes of their own; anything else is internal.
+halox_status fail_with_current_exception(const char* function) noexcept;
 
 // Runs body; every exception becomes a status and the thread's last error.
 template <class Body>
@@ -64,23 +77,31 @@ halox_status guarded(const char* function, Body&& body) noexcept {
   try {
     body();
     return HALOX_SUCCESS;
-  } catch (const halox::usage_error& e) {
-    return fail(HALOX_ERROR_USAGE, e.what());
-  } catch (const halox::timeout_error& e) {
-    return fail(HALOX_ERROR_TIMEOUT, e.what());
-  } catch (const std::bad_alloc&) {
-    return fail(HALOX_ERROR_ALLOCATION, std::string(function) + ": out of memory");
-  } catch (const std::logic_error& e) {  // start twice, wait without start
-    return fail(HALOX_ERROR_STATE, e.what());
-  } catch (const std::exception& e) {
-    return fail(HALOX_ERROR_INTERNAL, std::string(function) + ": " + e.what());
   } catch (...) {
-    return fail(HALOX_ERROR_INTERNAL, std::string(function) + ": an unknown error");
+    return fail_with_current_exception(function);
   }
 }
 
 // The C options as C++ options; throws usage_error for a bad one (this rank's view).
 halox::exchange_options options_of(const halox_options* o);
+
+// The one way a C function makes a handle. Inside the guard: `out` is
+// checked (its C name in messages: out_name) and set to NULL, `make` checks
+// the other arguments and returns the object (std::unique_ptr<Handle>); the
+// object is registered and only then handed to the caller. Whatever fails,
+// *out stays NULL and nothing is left allocated.
+template <class Handle, class Make>
+halox_status create_handle(const char* function, const char* out_name, Handle** out,
+                           handle_kind kind, Make&& make) noexcept {
+  return guarded(function, [&] {
+    if (out == nullptr)
+      throw halox::usage_error(std::string(function) + ": " + out_name + " is NULL");
+    *out = nullptr;
+    std::unique_ptr<Handle> handle = make();
+    register_handle(handle.get(), kind);
+    *out = handle.release();
+  });
+}
 
 // Copies text into buf (size bytes, terminated, cut short when longer).
 void copy_out(const std::string& text, char* buf, size_t size, const char* function);

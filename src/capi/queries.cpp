@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 
 #include "capi/handles.hpp"
-#include "halox/transport/registry.hpp"
+#include "halox/extend/registry.hpp"
 
 using halox::capi::copy_out;
 using halox::capi::guarded;

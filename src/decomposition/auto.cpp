@@ -1,4 +1,4 @@
-#include "halox/decomposition/auto.hpp"
+#include "halox/programs/decomposition/auto.hpp"
 
 #include <fmt/core.h>
 

@@ -1,4 +1,4 @@
-#include "halox/decomposition/hw.hpp"
+#include "halox/programs/decomposition/hw.hpp"
 
 #include <fmt/core.h>
 

@@ -1,4 +1,4 @@
-#include "halox/decomposition/time_model.hpp"
+#include "halox/programs/decomposition/time_model.hpp"
 
 #include <fmt/core.h>
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-#include "halox/decomposition/traffic.hpp"
+#include "halox/programs/decomposition/traffic.hpp"
 
 #include <fmt/core.h>
 

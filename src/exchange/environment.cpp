@@ -9,6 +9,8 @@
 #include "halox/common/environment.hpp"
 #include "halox/common/error.hpp"
 #include "halox/exchange.hpp"
+#include "halox/extend/wait_policy.hpp"
+#include "halox/programs/topology.hpp"
 
 namespace halox {
 
@@ -42,19 +44,9 @@ exchange_options with_environment(exchange_options o) {
   if (o.timeout_seconds <= 0) o.timeout_seconds = wait_policy::default_timeout();
   if (o.wisdom_file.empty())
     if (auto file = environment_value("HALOX_WISDOM")) o.wisdom_file = *file;
-  if (o.ranks_per_node < 0)
-    throw usage_error(fmt::format("ranks_per_node must be 0 or more, got {}", o.ranks_per_node));
+  check_ranks_per_node(o.ranks_per_node, false);
   if (o.ranks_per_node == 0)
-    if (auto n = environment_count("HALOX_RANKS_PER_NODE")) {
-      int world = 1, initialized = 0;
-      MPI_Initialized(&initialized);
-      if (initialized) MPI_Comm_size(MPI_COMM_WORLD, &world);
-      if (initialized && *n > 0 &&
-          (*n > static_cast<size_t>(world) || world % static_cast<int>(*n) != 0))
-        throw usage_error(fmt::format(
-            "HALOX_RANKS_PER_NODE={} does not divide the {} ranks into whole nodes", *n, world));
-      o.ranks_per_node = static_cast<int>(*n);
-    }
+    if (auto n = ranks_per_node_from_environment()) o.ranks_per_node = *n;
   for (const auto& knob : transport_knobs) {
     if (knob.count) {
       auto& value = knob.count(o.tuning);

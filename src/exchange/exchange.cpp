@@ -10,10 +10,10 @@
 #include <map>
 #include <stdexcept>
 
-#include "halox/topology.hpp"
+#include "halox/programs/topology.hpp"
 
 #include "halox/common/error.hpp"
-#include "halox/transport/registry.hpp"
+#include "halox/extend/registry.hpp"
 #include "common/stage_timer.hpp"
 
 namespace halox {

@@ -30,8 +30,8 @@
 #include "halox/common/error.hpp"
 #include "halox/exchange.hpp"
 #include "exchange/choice_json.hpp"
-#include "halox/topology.hpp"
-#include "halox/transport/registry.hpp"
+#include "halox/programs/topology.hpp"
+#include "halox/extend/registry.hpp"
 #include "transport/core/trial.hpp"
 
 namespace halox {

@@ -6,7 +6,7 @@
 #include <exception>
 
 #include "halox/common/error.hpp"
-#include "halox/topology.hpp"
+#include "halox/programs/topology.hpp"
 
 namespace halox {
 

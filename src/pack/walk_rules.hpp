@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "halox/pack.hpp"
+#include "halox/extend/pack.hpp"
 
 namespace halox::walk_rules {
 

@@ -2,16 +2,42 @@
 // (to test and plan multi-node layouts on one machine).
 #include <fmt/core.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "halox/common/environment.hpp"
 #include "halox/common/error.hpp"
-#include "halox/topology.hpp"
+#include "halox/programs/topology.hpp"
 
 namespace halox {
 
 constexpr std::string_view ranks_per_node_variable = "HALOX_RANKS_PER_NODE";
+
+void check_ranks_per_node(int ranks_per_node, bool from_environment) {
+  const auto named = from_environment
+                         ? fmt::format("{}={}", ranks_per_node_variable, ranks_per_node)
+                         : fmt::format("ranks_per_node {}", ranks_per_node);
+  if (ranks_per_node < 0) throw usage_error(fmt::format("{}: must be 0 or more", named));
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized || ranks_per_node == 0) return;
+  int world_size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  if (world_size % ranks_per_node != 0)
+    throw usage_error(fmt::format("{} does not divide the {} ranks into whole nodes", named,
+                                  world_size));
+}
+
+std::optional<int> ranks_per_node_from_environment() {
+  const auto n = environment_count(ranks_per_node_variable);
+  if (!n || *n == 0) return std::nullopt;
+  if (*n > (size_t{1} << 30))
+    throw usage_error(fmt::format("{}={} is too large", ranks_per_node_variable, *n));
+  const int value = static_cast<int>(*n);
+  check_ranks_per_node(value, true);
+  return value;
+}
 
 int resolve_ranks_per_node(MPI_Comm comm, int ranks_per_node) {
   int rank = 0;
@@ -21,11 +47,9 @@ int resolve_ranks_per_node(MPI_Comm comm, int ranks_per_node) {
   std::string problem;
   if (rank == 0 && ranks_per_node == 0) {
     try {
-      if (const auto n = environment_count(ranks_per_node_variable)) {
-        decided[0] = *n > (size_t{1} << 30) ? -1 : static_cast<int>(*n);
+      if (const auto n = ranks_per_node_from_environment()) {
+        decided[0] = *n;
         decided[1] = 1;
-        if (decided[0] < 0)
-          problem = fmt::format("{}={} is too large", ranks_per_node_variable, *n);
       }
     } catch (const usage_error& e) {
       problem = e.what();
@@ -33,17 +57,8 @@ int resolve_ranks_per_node(MPI_Comm comm, int ranks_per_node) {
   }
   require_all(comm, problem);
   MPI_Bcast(decided, 2, MPI_INT, 0, comm);
-  const int value = decided[0];
-  const bool from_env = decided[1] != 0;
-  if (value < 0)
-    throw usage_error(fmt::format("ranks_per_node must be 0 or more, got {}", value));
-  int world_size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-  if (value > 0 && world_size % value != 0)
-    throw usage_error(fmt::format("ranks_per_node {}{} does not divide the {} ranks into whole "
-                                  "nodes",
-                                  value, from_env ? " (HALOX_RANKS_PER_NODE)" : "", world_size));
-  return value;
+  check_ranks_per_node(decided[0], decided[1] != 0);
+  return decided[0];
 }
 
 MPI_Comm node_communicator(MPI_Comm comm, int ranks_per_node) {

@@ -1,4 +1,4 @@
-#include "halox/topology.hpp"
+#include "halox/programs/topology.hpp"
 
 #include <fmt/core.h>
 #include <hwloc.h>

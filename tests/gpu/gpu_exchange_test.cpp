@@ -18,7 +18,7 @@
 #include "halox/common/error.hpp"
 #include "halox/device.hpp"
 #include "halox/exchange.hpp"
-#include "halox/transport/registry.hpp"
+#include "halox/extend/registry.hpp"
 #include "halox_programs/verify.hpp"
 #include "halox_programs/device_memory.hpp"
 

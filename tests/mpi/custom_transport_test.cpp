@@ -1,5 +1,5 @@
 // A transport written outside the library, against the installed headers'
-// API only (transport.hpp, transport/registry.hpp, pack.hpp), registered with
+// API only (extend/transport.hpp, extend/registry.hpp, extend/pack.hpp), registered with
 // halox::register_transport and run through the verification matrix, alone
 // and as the off-node part of a routing.
 #include <gtest/gtest.h>
@@ -13,9 +13,9 @@
 
 #include "halox/common/error.hpp"
 #include "halox/exchange.hpp"
-#include "halox/pack.hpp"
-#include "halox/transport.hpp"
-#include "halox/transport/registry.hpp"
+#include "halox/extend/pack.hpp"
+#include "halox/extend/transport.hpp"
+#include "halox/extend/registry.hpp"
 #include "halox_programs/verify.hpp"
 
 using namespace halox;

@@ -22,7 +22,7 @@
 #include "halox_programs/decomposition/options.hpp"
 #include "halox/field_memory.hpp"
 #include "halox_programs/self_copy_reference.hpp"
-#include "halox/transport/registry.hpp"
+#include "halox/extend/registry.hpp"
 #include "halox_programs/verify.hpp"
 #include "scoped_environment.hpp"
 

@@ -16,7 +16,7 @@
 #include "halox/common/error.hpp"
 #include "halox/exchange.hpp"
 #include "halox/plan.hpp"
-#include "halox/transport/registry.hpp"
+#include "halox/extend/registry.hpp"
 #include "halox_programs/verify.hpp"
 #include "scoped_environment.hpp"
 

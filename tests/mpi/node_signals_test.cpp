@@ -12,8 +12,8 @@
 #include <cstring>
 #include <vector>
 
-#include "halox/transport.hpp"
-#include "halox/transport/wait_policy.hpp"
+#include "halox/extend/transport.hpp"
+#include "halox/extend/wait_policy.hpp"
 #include "transport/common/node_signals.hpp"
 
 using namespace halox;

@@ -9,7 +9,7 @@
 
 #include "halox/exchange.hpp"
 #include "halox/field_memory.hpp"
-#include "halox/transport/registry.hpp"
+#include "halox/extend/registry.hpp"
 #include "halox_programs/verify.hpp"
 
 using namespace halox;

@@ -24,7 +24,7 @@
 
 #include "halox/common/error.hpp"
 #include "halox/field_memory.hpp"
-#include "halox/transport/registry.hpp"
+#include "halox/extend/registry.hpp"
 
 using namespace halox;
 

@@ -21,7 +21,7 @@
 
 #include "halox/common/error.hpp"
 #include "halox/exchange.hpp"
-#include "halox/transport/registry.hpp"
+#include "halox/extend/registry.hpp"
 #include "halox_programs/verify.hpp"
 
 using namespace halox;

@@ -15,7 +15,7 @@ run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${PREFIX}-staging --config 
 file(RENAME ${PREFIX}-staging ${PREFIX})
 
 # The core's headers only; the programs' stay in the source tree.
-foreach(internal verify.hpp common/cli.hpp common/stats.hpp halo2d ipc decomposition/options.hpp
+foreach(internal verify.hpp cli.hpp stats.hpp halo2d ipc decomposition/options.hpp
          program.hpp device_memory.hpp options_json.hpp)
   if(EXISTS ${PREFIX}/include/halox/${internal})
     message(FATAL_ERROR "installed a programs' header: include/halox/${internal}")
@@ -30,13 +30,20 @@ foreach(file include/halox/exchange.hpp include/halox/field_memory.hpp bin/halox
   endif()
 endforeach()
 
-# The public API is the concepts: the transport folder holds the registry, the
-# tuning knobs and the wait policy, no transport implementation.
+# The public API is the concepts: the transport folder holds what a stencil
+# code chooses (the choice, the tuning knobs), extend/ what a transport author
+# builds on; no transport implementation.
 file(GLOB transport_headers RELATIVE ${PREFIX}/include/halox/transport ${PREFIX}/include/halox/transport/*)
 list(SORT transport_headers)
-if(NOT transport_headers STREQUAL "registry.hpp;tuning.hpp;wait_policy.hpp")
+if(NOT transport_headers STREQUAL "choice.hpp;tuning.hpp")
   message(FATAL_ERROR "installed transport headers: ${transport_headers} "
-                      "(expected registry.hpp;tuning.hpp;wait_policy.hpp)")
+                      "(expected choice.hpp;tuning.hpp)")
+endif()
+file(GLOB extend_headers RELATIVE ${PREFIX}/include/halox/extend ${PREFIX}/include/halox/extend/*)
+list(SORT extend_headers)
+if(NOT extend_headers STREQUAL "pack.hpp;registry.hpp;transport.hpp;wait_policy.hpp")
+  message(FATAL_ERROR "installed transport authors' headers: ${extend_headers} "
+                      "(expected pack.hpp;registry.hpp;transport.hpp;wait_policy.hpp)")
 endif()
 # Every installed header compiles on its own against the installed tree alone
 # (and MPI): it includes nothing that was not installed.
@@ -136,7 +143,7 @@ if(SOURCE_DIR)
   endif()
   run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${shared_build} -DCMAKE_BUILD_TYPE=Release
       -DBUILD_SHARED_LIBS=ON -DHALOX_BUILD_PROGRAMS=OFF -DHALOX_BUILD_TESTS=OFF
-      -DHALOX_BUILD_BENCHMARKS=OFF -DHALOX_BUILD_EXAMPLES=OFF
+      -DHALOX_BUILD_MICROBENCH=OFF -DHALOX_BUILD_EXAMPLES=OFF
       -DMPI_CXX_COMPILER=${MPI_CXX_COMPILER} -DMPI_C_COMPILER=${MPI_C_COMPILER} ${fortran}
       -DMPIEXEC_EXECUTABLE=${MPIEXEC} -DHALOX_CUDA=${HALOX_CUDA} ${LAUNCHER})
   run(${CMAKE_COMMAND} --build ${shared_build} --parallel 2)

@@ -1,12 +1,20 @@
-"""No function in the library or the programs is longer than 80 lines.
+"""No function in the library, the programs or the Python tools is longer than
+80 lines, and no Python function has a cyclomatic complexity over 25.
 
-A function's length is its lines from the first of its signature to its
+A C++ function's length is its lines from the first of its signature to its
 closing brace. Bodies are found by a small brace
 reader (comments, strings and preprocessor lines left out): a brace at
 namespace or class scope that follows a parameter list (after qualifiers,
 a trailing return type or a constructor's initialisers) opens a function;
 lambdas and local classes count as part of their function.
+
+A Python function's length is its lines from `def` to its last statement
+(nested functions and lambdas count as part of it); its complexity is 1 plus
+one per decision: if, elif, conditional expression, for, while, except,
+assert, each `and`/`or` operand after the first, each comprehension loop and
+its conditions, each match case (a nested function counts on its own).
 """
+import ast
 import re
 from pathlib import Path
 
@@ -14,7 +22,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMIT = 80
+COMPLEXITY_LIMIT = 25
 TREES = ("src", "apps", "python/src")
+PYTHON_TREES = ("src", "apps", "python")
 SUFFIXES = (".cpp", ".hpp", ".cu", ".cuh", ".h")
 
 LEXEME = re.compile(r'//[^\n]*|/\*.*?\*/|R"([^(\s]*)\(.*?\)\1"|"(?:[^"\\\n]|\\.)*"|'
@@ -78,11 +88,54 @@ def functions(text: str):
                 header_start = i + 1
 
 
-def sources():
-    for tree in TREES:
-        for f in sorted((ROOT / tree).rglob("*")):
-            if f.suffix in SUFFIXES and f.is_file():
-                yield f.relative_to(ROOT).as_posix(), f.read_text(errors="replace")
+def sources(root=ROOT, trees=TREES, suffixes=SUFFIXES):
+    for tree in trees:
+        for f in sorted((root / tree).rglob("*")):
+            if f.suffix in suffixes and f.is_file():
+                yield f.relative_to(root).as_posix(), f.read_text(errors="replace")
+
+
+def long_functions(root, tree: str) -> list[str]:
+    return [f"{path}:{first}: {lines} lines: {name[:80]}"
+            for path, text in sources(root, (tree,)) for first, lines, name in functions(text)
+            if lines > LIMIT]
+
+
+DECISIONS = (ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.ExceptHandler, ast.Assert,
+             ast.match_case)
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def complexity(function: ast.AST) -> int:
+    """1 + the decisions in a function's own body (not in the functions or classes it holds)."""
+    count = 1
+    pending = list(ast.iter_child_nodes(function))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, FUNCTIONS + (ast.ClassDef,)):
+            continue
+        if isinstance(node, DECISIONS):
+            count += 1
+        elif isinstance(node, ast.BoolOp):
+            count += len(node.values) - 1
+        elif isinstance(node, ast.comprehension):
+            count += 1 + len(node.ifs)
+        pending.extend(ast.iter_child_nodes(node))
+    return count
+
+
+def python_functions(text: str):
+    """(first line, lines, complexity, name) of every function and method of a Python source."""
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, FUNCTIONS):
+            yield node.lineno, node.end_lineno - node.lineno + 1, complexity(node), node.name
+
+
+def python_violations(root, tree: str) -> list[str]:
+    return [f"{path}:{first}: {name}: {lines} lines, complexity {branches}"
+            for path, text in sources(root, (tree,), (".py",))
+            for first, lines, branches, name in python_functions(text)
+            if lines > LIMIT or branches > COMPLEXITY_LIMIT]
 
 
 def test_the_reader_finds_functions():
@@ -113,7 +166,55 @@ def test_the_reader_sees_the_known_functions():
 
 @pytest.mark.parametrize("tree", TREES)
 def test_no_function_is_longer_than_80_lines(tree):
-    long = [f"{path}:{first}: {lines} lines: {name[:80]}"
-            for path, text in sources() if path.startswith(tree + "/")
-            for first, lines, name in functions(text) if lines > LIMIT]
+    long = long_functions(ROOT, tree)
     assert not long, f"functions over {LIMIT} lines:\n" + "\n".join(long)
+
+
+def test_the_python_reader_measures_length_and_complexity():
+    text = """
+def f(a, b):
+    if a and b or a:
+        return [x for x in a if x]
+    for x in b:
+        try:
+            pass
+        except ValueError:
+            pass
+
+    def inner(y):
+        return 1 if y else 2
+    return inner
+
+
+class C:
+    def m(self):
+        while True:
+            break
+"""
+    found = {name: (first, lines, branches) for first, lines, branches, name in
+             python_functions(text)}
+    # f: 1 + if + 2 (and, or) + comprehension loop and its condition + for + except
+    assert found == {"f": (2, 12, 8), "inner": (11, 2, 2), "m": (17, 3, 2)}, found
+
+
+@pytest.mark.parametrize("tree", PYTHON_TREES)
+def test_no_python_function_is_longer_than_80_lines_or_over_complexity_25(tree):
+    found = python_violations(ROOT, tree)
+    assert not found, (f"Python functions over {LIMIT} lines or a complexity of "
+                       f"{COMPLEXITY_LIMIT}:\n" + "\n".join(found))
+
+
+def test_the_checks_fail_on_a_planted_violation(tmp_path):
+    (tmp_path / "python").mkdir()
+    (tmp_path / "src").mkdir()
+    long_body = "".join(f"    x = {i}\n" for i in range(LIMIT))
+    branches = "".join(f"    if x == {i}:\n        return {i}\n" for i in range(COMPLEXITY_LIMIT))
+    (tmp_path / "python" / "tool.py").write_text(
+        f"def long():\n{long_body}\n\ndef branching(x):\n{branches}\n\ndef fine():\n    pass\n")
+    cpp_body = "".join(f"  x += {i};\n" for i in range(LIMIT))
+    (tmp_path / "src" / "long.cpp").write_text(f"int long_one(int x) {{\n{cpp_body}  return x;\n}}\n")
+    assert [v.split(": ")[1] for v in python_violations(tmp_path, "python")] == \
+        ["long", "branching"]
+    assert len(long_functions(tmp_path, "src")) == 1
+    (tmp_path / "python" / "tool.py").write_text("def fine():\n    pass\n")
+    assert python_violations(tmp_path, "python") == []

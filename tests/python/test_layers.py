@@ -15,6 +15,8 @@ the outbox schedule of single-copy transports, node publication and signals).
 Only the registry assembles the families.
 """
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -28,11 +30,13 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 def layer_of(path: str) -> int:
     """The layer of a header or source, by its path below include/ or src/."""
     p = path.removeprefix("include/").removeprefix("src/").removeprefix("halox/")
+    p = p.removeprefix("extend/").removeprefix("programs/")  # the tiers (architecture.md)
     first = re.split(r"[/.]", p)[0]
     # device.hpp: device memory of fields, at the transports' level (src/transport/cuda/).
     # field.hpp: a field's location, halo and type, what a plan is made of.
     names = {"field_memory": "memory", "device": "transport", "field": "plan",
-             "exchange_profile": "exchange", "halox": "capi"}
+             "exchange_profile": "exchange", "halox": "capi", "registry": "transport",
+             "wait_policy": "transport"}
     first = names.get(first, first)
     for rank, names_of_layer in enumerate(LAYERS):
         if first in names_of_layer.split("|"):
@@ -127,7 +131,7 @@ def is_router(path: str) -> bool:
 
 
 def is_registry(path: str) -> bool:
-    return path in ("include/halox/transport/registry.hpp", ASSEMBLER)
+    return path in ("include/halox/extend/registry.hpp", ASSEMBLER)
 
 
 @pytest.mark.parametrize("includer, included", [(is_router, is_registry), (is_registry, is_router)],
@@ -141,7 +145,7 @@ def test_router_and_registry_do_not_include_each_other(includer, included):
 
 def test_transport_implementations_are_not_public():
     public = sorted(p.name for p in (ROOT / "include/halox/transport").glob("*.hpp"))
-    assert public == ["registry.hpp", "tuning.hpp", "wait_policy.hpp"], public
+    assert public == ["choice.hpp", "tuning.hpp"], public
 
 
 def built_in_names():
@@ -193,7 +197,7 @@ def test_every_halox_include_is_an_installed_header():
     so an include of halox/X anywhere names include/halox/X."""
     assert not list((ROOT / "apps").glob("*/include/halox")), "a program's header under halox/"
     missing = []
-    for top in ("include", "src", "apps", "tests", "python/src", "benchmarks", "examples"):
+    for top in ("include", "src", "apps", "tests", "python/src", "microbench", "examples"):
         for f in sorted((ROOT / top).rglob("*")):
             if f.suffix in (".hpp", ".cpp", ".cu", ".cuh") and f.is_file():
                 for included in re.findall(r'^\s*#\s*include\s+[<"](halox/[^">]+)[">]',
@@ -201,3 +205,70 @@ def test_every_halox_include_is_an_installed_header():
                     if not (ROOT / "include" / included).exists():
                         missing.append(f"{f.relative_to(ROOT)}: {included}")
     assert not missing, "includes of halox/ headers that are not the library's:\n" + "\n".join(missing)
+
+
+# The tiers of the public surface (docs/architecture.md): what a stencil code includes, what a
+# transport author adds, and what only halox's own programs use. Each may include the tiers
+# before it in this list, never one after it.
+TIERS = ("stencil code", "transport author", "halox programs")
+
+
+def tier_of(path: str):
+    """The tier of a public header (include/halox/...), else None."""
+    if not path.startswith("include/halox/"):
+        return None
+    if path.startswith("include/halox/extend/"):
+        return "transport author"
+    if path.startswith("include/halox/programs/"):
+        return "halox programs"
+    return "stencil code"
+
+
+def tier_crossings(edges) -> list[str]:
+    """The (including file, include, file included) edges from a tier to a later one."""
+    return [f"{path} ({tier_of(path)}) includes {included} ({tier_of(target)})"
+            for path, included, target in edges
+            if tier_of(path) and tier_of(target)
+            and TIERS.index(tier_of(target)) > TIERS.index(tier_of(path))]
+
+
+def test_a_tier_includes_nothing_from_the_tiers_after_it():
+    assert {tier_of(p) for p, _ in library_files()} >= set(TIERS)
+    found = tier_crossings(includes())
+    assert not found, "includes across the tiers:\n" + "\n".join(found)
+
+
+def test_a_crossing_of_the_tiers_is_found():
+    planted = [("include/halox/exchange.hpp", "halox/extend/registry.hpp",
+                "include/halox/extend/registry.hpp"),
+               ("include/halox/extend/pack.hpp", "halox/plan.hpp", "include/halox/plan.hpp"),
+               ("include/halox/extend/pack.hpp", "halox/programs/topology.hpp",
+                "include/halox/programs/topology.hpp")]
+    assert len(tier_crossings(planted)) == 2
+
+
+def stencil_tier(into: Path) -> Path:
+    """A copy of the stencil code's tier alone, as an include folder."""
+    for f in (ROOT / "include/halox").rglob("*"):
+        path = f.relative_to(ROOT).as_posix()
+        if f.is_file() and tier_of(path) == "stencil code":
+            target = into / f.relative_to(ROOT / "include")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(f.read_bytes())
+    return into
+
+
+@pytest.mark.parametrize("language, compiler, source", [
+    ("c", "mpicc", "examples/stencil/heat3d.c"),
+    ("c++", "mpicxx", "examples/stencil/heat3d.cpp")])
+def test_a_code_compiles_against_the_stencil_tier_alone(tmp_path, language, compiler, source):
+    """The example heat codes, C and C++, with none of the other tiers' headers there."""
+    exe = shutil.which(f"{compiler}.openmpi") or shutil.which(f"{compiler}.mpich") or \
+        shutil.which(compiler)
+    assert exe, f"no {compiler}"
+    include = stencil_tier(tmp_path / "include")
+    assert not (include / "halox/extend").exists() and (include / "halox/halox.h").is_file()
+    standard = ["-std=gnu99"] if language == "c" else ["-std=c++20"]
+    done = subprocess.run([exe, *standard, "-fsyntax-only", "-I", str(include),
+                           str(ROOT / source)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

@@ -19,18 +19,32 @@ EXAMPLES = ROOT / "examples" / "sweeps"
 pytestmark = [pytest.mark.slurm, pytest.mark.root]
 
 
+SLURM_LOCAL = ROOT / "scripts" / "slurm-local.sh"
+
+
 @pytest.fixture(scope="module")
 def slurm_env():
-    started = subprocess.run([str(ROOT / "scripts" / "slurm-local.sh"), "start"],
-                             capture_output=True, text=True, timeout=180)
+    """The one-node cluster, for this module; the daemons it had to start are stopped when the
+    module ends, passed or failed (a cluster that was running already is left running)."""
+    started = subprocess.run([str(SLURM_LOCAL), "start"], capture_output=True, text=True,
+                             timeout=180)
     if started.returncode != 0:
         lines = started.stderr.strip().splitlines()
         reason = lines[-1] if lines else f"exit status {started.returncode}"
         if os.environ.get("HALOX_REQUIRE_SLURM") == "1":
             pytest.fail(f"Slurm did not start: {reason}")
         pytest.skip(f"Slurm cannot start here: {reason}")
-    conf = started.stdout.strip().splitlines()[-1]
-    return {**os.environ, "SLURM_CONF": conf}
+    *lines, conf = started.stdout.strip().splitlines()
+    daemons = [line.split(":", 1)[1].split() for line in lines if line.startswith("started:")]
+    assert daemons, f"slurm-local.sh start did not say what it started: {started.stdout!r}"
+    yield {**os.environ, "SLURM_CONF": conf}
+    if daemons[0]:
+        stopped = subprocess.run([str(SLURM_LOCAL), "stop"], capture_output=True, text=True,
+                                 timeout=60)
+        assert stopped.returncode == 0, stopped.stderr
+        left = subprocess.run(["pgrep", "-x", "-d", " ", "|".join(daemons[0])],
+                              capture_output=True, text=True).stdout.split()
+        assert not left, f"still running after slurm-local.sh stop: {daemons[0]} {left}"
 
 
 def write_spec(tmp_path, name):

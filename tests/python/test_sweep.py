@@ -55,7 +55,7 @@ SPEC = f"""
 """
 
 
-def staging(out, run, repeat, sweep="spec"):
+def scratch(out, run, repeat, sweep="spec"):
     """Each run appends to a file of its own beside OUT; the sweep moves the records over."""
     return out.parent / "sweep.sweep" / f"{sweep}.{mpi_flavor()}.{run}.{repeat}.jsonl"
 
@@ -78,10 +78,10 @@ def test_dry_run_prints_the_exact_command_lines(tmp_path):
     mpicart = ["--mpicart", "2", "1", "1"]
     slots = ["--slot", "2", "1", "1", "--order", "ZYX"]
     # repeat = 2, interleaved: every entry once, then again.
-    assert commands == [expected_line(staging(out, "mpicart", 1), mpicart),
-                        expected_line(staging(out, "slots", 1), slots),
-                        expected_line(staging(out, "mpicart", 2), mpicart),
-                        expected_line(staging(out, "slots", 2), slots)]
+    assert commands == [expected_line(scratch(out, "mpicart", 1), mpicart),
+                        expected_line(scratch(out, "slots", 1), slots),
+                        expected_line(scratch(out, "mpicart", 2), mpicart),
+                        expected_line(scratch(out, "slots", 2), slots)]
     assert f"# records are appended to {out}" in done.stdout
     configurations = 16 * len(list_transports())  # 2 halos x 2 nfields x 4 variants each
     assert f"4 invocation(s) x {configurations} configurations" in done.stdout
@@ -195,12 +195,12 @@ def test_real_sweep_appends_records(tmp_path):
         coords = r["sweep"]
         assert (coords["name"], coords["mpi"], coords["repeat"]) == ("spec", mpi_flavor(), 1)
         assert coords["run"] == ("mpicart" if r["decomposition"]["kind"] == "cart" else "slots")
-        assert coords["launch"].endswith(f"--json {staging(out, coords['run'], 1)}")
+        assert coords["launch"].endswith(f"--json {scratch(out, coords['run'], 1)}")
         assert "--mpicart 2 1 1" in coords["launch"] or "--slot 2 1 1" in coords["launch"]
     assert [(m["event"], m["sweep"]["run"], m["records"]) for m in marks] == [
         ("complete", "mpicart", per_run), ("complete", "slots", per_run)]
     assert objects.index(marks[0]) == per_run and objects.index(marks[1]) == 2 * per_run + 1
-    assert not list((out.parent / "sweep.sweep").glob("*.jsonl"))  # staging files moved
+    assert not list((out.parent / "sweep.sweep").glob("*.jsonl"))  # scratch files moved
     # The same sweep into the same output again: everything is recorded, nothing runs.
     done = halox("sweep", spec, "--output", out, "--build-dir", build_dir())
     assert done.returncode == 0, done.stderr
@@ -373,16 +373,16 @@ def test_unwritable_output_fails_before_launching(tmp_path):
 
 
 def test_a_run_is_the_same_whatever_the_order_of_its_options():
-    from halox import peers, sweep
-    from halox.spec import settings_identity
+    from halox import identity, peers
+    from halox.identity import settings_identity
     words = ["ranks=2", "halox-bench", "--domain", "64", "64", "64", "--timing", "latency",
              "--quiet", "--field-pages", "system", "--periodic", "-1"]
     moved = ["ranks=2", "halox-bench", "--field-pages", "system", "--quiet", "--periodic", "-1",
              "--timing", "latency", "--domain", "64", "64", "64"]
     assert settings_identity(words) == settings_identity(moved)
     coords = {"name": "fidelity", "mpi": "openmpi", "run": "x-split", "repeat": 1}
-    assert sweep.identity({**coords, "settings": words}) == \
-        sweep.identity({**coords, "settings": moved})
+    assert identity.identity({**coords, "settings": words}) == \
+        identity.identity({**coords, "settings": moved})
     assert peers.identity({**coords, "peer": "cartex-mpi", "settings": words}) == \
         peers.identity({**coords, "peer": "cartex-mpi", "settings": moved})
     # what differs still differs: a value, the words before the options, an option given twice

@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from conftest import ROOT, build_dir, mpi_flavor
+from halox import execution
 from halox import sweep as swp
 
 MATRIX = """
@@ -71,12 +72,12 @@ def session_processes(sid):
     return alive
 
 
-def benchmarks_writing(staging):
+def benchmarks_writing(scratch):
     """halox-bench processes started with --json STAGING (MPICH's launcher starts its ranks in
     sessions of their own)."""
     found = []
     for p in psutil.process_iter(["name", "cmdline"]):
-        if p.info["name"] == "halox-bench" and staging in (p.info["cmdline"] or []):
+        if p.info["name"] == "halox-bench" and scratch in (p.info["cmdline"] or []):
             found.append(p)
     return found
 
@@ -125,8 +126,8 @@ def test_kill_9_of_the_process_group_then_resume(tmp_path):
         wait_for(launch_b.exists, 60, "run b to start")
         # Its benchmark processes started: they write their records only at the end, seconds
         # from now.
-        staging_b = str(launch_b.with_suffix(".jsonl"))
-        wait_for(lambda: benchmarks_writing(staging_b), 60, "run b's halox-bench processes")
+        scratch_b = str(launch_b.with_suffix(".jsonl"))
+        wait_for(lambda: benchmarks_writing(scratch_b), 60, "run b's halox-bench processes")
         time.sleep(0.5)
         os.killpg(sweep.pid, signal.SIGKILL)
         sweep.wait(timeout=30)
@@ -184,8 +185,8 @@ def test_records_of_a_killed_run_are_kept_and_only_the_rest_runs(tmp_path):
     kept = [l for l in records if json.loads(l)["config"]["nfields"] == 1]
     cut = next(l for l in records if json.loads(l)["config"]["nfields"] == 2)
     assert len(kept) == 2
-    inv.staging.parent.mkdir(parents=True)
-    inv.staging.write_text("\n".join(kept) + "\n" + cut[:len(cut) // 2])
+    inv.scratch.parent.mkdir(parents=True)
+    inv.scratch.write_text("\n".join(kept) + "\n" + cut[:len(cut) // 2])
 
     done = halox("sweep", spec, "--output", out, "--build-dir", build_dir())
     assert done.returncode == 0, done.stdout + done.stderr
@@ -200,7 +201,7 @@ def test_records_of_a_killed_run_are_kept_and_only_the_rest_runs(tmp_path):
     assert len({r["run_id"] for r in new}) == 1
     assert "--nfields 2 " in new[0]["sweep"]["launch"]
     assert "--transport mpi-p2p,mpi-types " in new[0]["sweep"]["launch"]
-    assert not inv.staging.exists()
+    assert not inv.scratch.exists()
 
 
 @pytest.mark.slow
@@ -241,16 +242,16 @@ def test_failing_and_hanging_runs_are_recorded_and_the_sweep_goes_on(tmp_path):
     assert fails["exit_status"] > 0 and not fails["timed_out"]
     assert "rank grid 3x1x1 does not fit 2 ranks" in fails["error"]
     assert hangs["timed_out"] and hangs["timeout_s"] == 4
-    assert 4 <= hangs["duration_s"] < 4 + 2 * swp.KILL_GRACE_S
+    assert 4 <= hangs["duration_s"] < 4 + 2 * execution.KILL_GRACE_S
     assert "--nrep 1000000000" in hangs["sweep"]["launch"]
     assert elapsed < 120
     # The run after them measured and finished.
     assert [r["sweep"]["run"] for r in measurements(lines_of(out))] == ["works"]
     assert [m["sweep"]["run"] for m in marks(lines_of(out))] == ["works"]
     # The hanging job is gone, launcher and ranks.
-    staging = str(out.parent / "trouble.sweep" / f"trouble.{mpi_flavor()}.hangs.1.jsonl")
+    scratch = str(out.parent / "trouble.sweep" / f"trouble.{mpi_flavor()}.hangs.1.jsonl")
     leftovers = [p for p in psutil.process_iter(["cmdline"])
-                 if staging in " ".join(p.info["cmdline"] or [])]
+                 if scratch in " ".join(p.info["cmdline"] or [])]
     assert leftovers == []
     # Running it again retries the failed runs only.
     again = halox("sweep", spec, "--output", out, "--build-dir", build_dir(), "--timeout", "3")
@@ -277,12 +278,12 @@ def test_failure_summary_names_the_crash_not_the_ranks_killed_after_it(tmp_path)
                    "srun: error: hostb: tasks 2-3: Killed\n")
     out = tmp_path / "run.out"
     out.write_text("")
-    outcome = swp.Outcome(139, False, 1.5, out, err)
-    assert swp.error_summary("halox-bench", outcome) == \
+    outcome = execution.Outcome(139, False, 1.5, out, err)
+    assert execution.error_summary("halox-bench", outcome) == \
         "srun: error: hosta: tasks 0-1: Segmentation fault (core dumped)"
     err.write_text("halox-bench: error: rank grid 3x1x1 does not fit 2 ranks\n"
                    "srun: error: hosta: task 0: Exited with exit code 1\n")
-    assert swp.error_summary("halox-bench", outcome) == \
+    assert execution.error_summary("halox-bench", outcome) == \
         "halox-bench: error: rank grid 3x1x1 does not fit 2 ranks"
     err.write_text("last words\n")
-    assert swp.error_summary("halox-bench", outcome) == "last words"
+    assert execution.error_summary("halox-bench", outcome) == "last words"

@@ -263,6 +263,8 @@ def two_node_slurm(hosts):
     missing = [p for p in ("slurmctld", "slurmd", "sbatch", "munged") if not shutil.which(p)]
     assert not missing, f"{missing} not installed (make test installs them: scripts/install-deps.sh)"
     start = slurm("start")
+    if start.returncode != 0:
+        slurm("stop")  # what a failed start left running (this fixture stops it in any case)
     assert start.returncode == 0, start.stderr
     yield
     stop = slurm("stop")

@@ -1,5 +1,5 @@
 // --decomposition auto: node shapes and the choice of grids.
-#include "halox/decomposition/auto.hpp"
+#include "halox/programs/decomposition/auto.hpp"
 
 #include <gtest/gtest.h>
 

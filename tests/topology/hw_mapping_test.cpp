@@ -6,7 +6,7 @@
 #include <string>
 
 #include "halox/common/error.hpp"
-#include "halox/decomposition/hw.hpp"
+#include "halox/programs/decomposition/hw.hpp"
 #include "halox_programs/program.hpp"
 #include "betzy_topology.hpp"
 

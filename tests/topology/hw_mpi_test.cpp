@@ -7,8 +7,8 @@
 #include <string>
 
 #include "halox/common/error.hpp"
-#include "halox/decomposition/auto.hpp"
-#include "halox/decomposition/hw.hpp"
+#include "halox/programs/decomposition/auto.hpp"
+#include "halox/programs/decomposition/hw.hpp"
 #include "halox_programs/decomposition/options.hpp"
 
 namespace halox {

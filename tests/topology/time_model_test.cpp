@@ -1,6 +1,6 @@
 // The time model's terms on synthetic topologies: each term grows with its
 // count (bytes, sharing ranks), and each parameter moves its own term only.
-#include "halox/decomposition/time_model.hpp"
+#include "halox/programs/decomposition/time_model.hpp"
 
 #include <gtest/gtest.h>
 

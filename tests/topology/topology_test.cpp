@@ -1,5 +1,5 @@
 // Topologies (synthetic, XML, this machine), placements and assumed bindings.
-#include "halox/topology.hpp"
+#include "halox/programs/topology.hpp"
 
 #include <gtest/gtest.h>
 #include <hwloc.h>

@@ -1,12 +1,12 @@
 // Exact byte counts by domain, and the closed form auto scores with.
-#include "halox/decomposition/traffic.hpp"
+#include "halox/programs/decomposition/traffic.hpp"
 
 #include <gtest/gtest.h>
 
 #include <functional>
 
 #include "halox/common/error.hpp"
-#include "halox/decomposition/auto.hpp"
+#include "halox/programs/decomposition/auto.hpp"
 #include "betzy_topology.hpp"
 
 namespace halox {

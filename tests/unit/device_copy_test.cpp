@@ -9,7 +9,7 @@
 
 #include "transport/cuda/copy_batch.hpp"
 #include "halox/decomposition.hpp"
-#include "halox/pack.hpp"
+#include "halox/extend/pack.hpp"
 #include "halox/plan.hpp"
 
 using namespace halox;

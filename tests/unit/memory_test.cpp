@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "halox_programs/common/memory.hpp"
+#include "halox_programs/memory.hpp"
 
 namespace {
 

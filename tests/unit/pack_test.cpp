@@ -1,4 +1,4 @@
-#include "halox/pack.hpp"
+#include "halox/extend/pack.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "halox_programs/common/stats.hpp"
+#include "halox_programs/stats.hpp"
 
 TEST(Stats, PercentilesInterpolate) {
   auto s = halox::summarize({4, 1, 3, 2, 5});

@@ -3,16 +3,11 @@
 #include <bit>
 #include <cstring>
 
+#include "halox_programs/splitmix64.hpp"
+
 namespace halox::halo2d {
 
 namespace {
-
-std::uint64_t splitmix64(std::uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 // The words a message consists of.
 class content_stream {

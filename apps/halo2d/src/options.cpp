@@ -7,8 +7,8 @@
 #include <cctype>
 #include <limits>
 
-#include "halox_programs/common/cli.hpp"
-#include "halox_programs/common/help_json.hpp"
+#include "halox_programs/cli.hpp"
+#include "halox_programs/help_json.hpp"
 #include "halox/common/error.hpp"
 
 namespace halox::halo2d {

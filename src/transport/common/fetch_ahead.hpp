@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "halox/pack.hpp"
-#include "halox/transport.hpp"
+#include "halox/extend/pack.hpp"
+#include "halox/extend/transport.hpp"
 
 namespace halox {
 

@@ -25,7 +25,7 @@
 #include <tuple>
 #include <vector>
 
-#include "halox/transport.hpp"
+#include "halox/extend/transport.hpp"
 
 namespace halox {
 

@@ -50,8 +50,8 @@
 #include <utility>
 #include <vector>
 
-#include "halox/pack.hpp"
-#include "halox/transport.hpp"
+#include "halox/extend/pack.hpp"
+#include "halox/extend/transport.hpp"
 #include "transport/common/fetch_ahead.hpp"
 #include "transport/common/node_publication.hpp"
 #include "transport/common/node_signals.hpp"

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "halox/common/error.hpp"
-#include "halox/transport/registry.hpp"
+#include "halox/extend/registry.hpp"
 #include "transport/core/router.hpp"
 
 namespace halox {

@@ -1,4 +1,4 @@
-#include "halox/transport/registry.hpp"
+#include "halox/extend/registry.hpp"
 
 #include <fmt/core.h>
 #include <fmt/ranges.h>

@@ -7,8 +7,8 @@
 #include <numeric>
 #include <string>
 
-#include "halox/topology.hpp"
-#include "halox/transport.hpp"
+#include "halox/programs/topology.hpp"
+#include "halox/extend/transport.hpp"
 
 namespace halox {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "halox/transport.hpp"
+#include "halox/extend/transport.hpp"
 
 namespace halox {
 

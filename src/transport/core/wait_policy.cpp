@@ -1,4 +1,4 @@
-#include "halox/transport/wait_policy.hpp"
+#include "halox/extend/wait_policy.hpp"
 
 #include <fmt/core.h>
 #include <sched.h>

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "transport/cuda/box_records.hpp"
-#include "halox/pack.hpp"
+#include "halox/extend/pack.hpp"
 #include "halox/plan.hpp"
 
 namespace halox::device {

@@ -23,7 +23,7 @@
 
 #include "transport/core/names.hpp"
 #include "transport/cuda/runtime.hpp"
-#include "halox/transport.hpp"
+#include "halox/extend/transport.hpp"
 
 namespace halox {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "transport/cuda/copy_batch.hpp"
-#include "halox/transport.hpp"
+#include "halox/extend/transport.hpp"
 #include "transport/common/node_publication.hpp"
 
 namespace halox::device {

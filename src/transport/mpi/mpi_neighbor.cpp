@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "halox/pack.hpp"
+#include "halox/extend/pack.hpp"
 #include "transport/mpi/mpi_datatypes.hpp"
 
 namespace halox {

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "halox/transport.hpp"
+#include "halox/extend/transport.hpp"
 #include "transport/core/names.hpp"
 
 namespace halox {

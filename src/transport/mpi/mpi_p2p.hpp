@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "halox/transport.hpp"
+#include "halox/extend/transport.hpp"
 #include "transport/common/message_buffers.hpp"
 #include "transport/core/names.hpp"
 

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "halox/common/error.hpp"
-#include "halox/pack.hpp"
+#include "halox/extend/pack.hpp"
 #include "transport/mpi/mpi_datatypes.hpp"
 #include "common/stage_timer.hpp"
 

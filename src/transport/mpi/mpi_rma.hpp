@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
-#include "halox/pack.hpp"
-#include "halox/transport.hpp"
+#include "halox/extend/pack.hpp"
+#include "halox/extend/transport.hpp"
 #include "transport/core/names.hpp"
 
 namespace halox {

@@ -15,7 +15,7 @@
 
 #include "common/stage_timer.hpp"
 #include "halox/common/error.hpp"
-#include "halox/pack.hpp"
+#include "halox/extend/pack.hpp"
 #include "transport/core/names.hpp"
 #include "transport/core/trial.hpp"
 #include "transport/common/node_publication.hpp"

@@ -39,7 +39,7 @@
 #include <string>
 #include <vector>
 
-#include "halox/transport.hpp"
+#include "halox/extend/transport.hpp"
 #include "transport/core/names.hpp"
 #include "transport/common/node_publication.hpp"
 #include "transport/common/node_signals.hpp"

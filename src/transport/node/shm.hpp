@@ -32,8 +32,8 @@
 #include <string>
 #include <vector>
 
-#include "halox/pack.hpp"
-#include "halox/transport.hpp"
+#include "halox/extend/pack.hpp"
+#include "halox/extend/transport.hpp"
 #include "transport/core/names.hpp"
 #include "transport/common/node_signals.hpp"
 #include "transport/common/single_copy.hpp"

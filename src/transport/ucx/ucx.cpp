@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "halox/common/error.hpp"
-#include "halox/pack.hpp"
+#include "halox/extend/pack.hpp"
 #include "transport/common/message_buffers.hpp"
 #include "transport/core/names.hpp"
 #include "common/stage_timer.hpp"

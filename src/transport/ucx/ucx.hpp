@@ -26,7 +26,7 @@
 #include <memory>
 #include <string>
 
-#include "halox/transport.hpp"
+#include "halox/extend/transport.hpp"
 
 namespace halox {
 

@@ -1,5 +1,5 @@
 // CMA: every peer reads the blocks straight from the owner's memory with
-// process_vm_readv (cross-memory attach; one kernel copy, no staging).
+// process_vm_readv (cross-memory attach; one kernel copy, no bounce segment).
 //
 // Reference algorithm (peer; the owner does nothing):
 //   local[i]  = {destination + i*stride, block}

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "halox_programs/common/stats.hpp"
+#include "halox_programs/stats.hpp"
 #include "halox_programs/ipc/mechanism.hpp"
 
 namespace halox::ipc {

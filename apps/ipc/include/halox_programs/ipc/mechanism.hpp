@@ -138,7 +138,7 @@ class copy_mechanism {
 };
 
 struct mechanism_options {
-  size_t max_payload = 0;      // largest layout.payload() (staging size)
+  size_t max_payload = 0;      // largest layout.payload() (the bounce segment's size)
   size_t chunk_bytes = 65536;  // SHMEM_P pipeline chunk
   bool populate = true;        // MAP_*: pre-fault mappings (MAP_POPULATE)
 };
@@ -155,7 +155,7 @@ availability local_availability(mechanism_kind kind);
 // reads a word of the owner). The same answer on every rank of the group.
 availability probe_availability(mechanism_kind kind, ipc_context& context);
 
-// Collective (set-up that involves the peers, e.g. sharing a staging arena).
+// Collective (set-up that involves the peers, e.g. sharing a bounce segment).
 std::unique_ptr<copy_mechanism> make_mechanism(mechanism_kind kind, ipc_context& context,
                                                const mechanism_options& options);
 

@@ -1,12 +1,12 @@
-// SHMEM_NP and SHMEM_P: copy-in by the owner into a shared staging segment,
+// SHMEM_NP and SHMEM_P: copy-in by the owner into a shared bounce segment,
 // copy-out by every peer (two copies, the classic shared-memory path).
 //
 // Reference algorithm (SHMEM_NP: one chunk = the whole buffer):
-//   owner:  wait until done[p] == seq-1 for every peer   (staging is free)
-//           for c in chunks: pack the blocks of chunk c into staging[c]
+//   owner:  wait until done[p] == seq-1 for every peer   (the bounce segment is free)
+//           for c in chunks: pack the blocks of chunk c into bounce[c]
 //                            ready[c] = seq
 //   peer:   for c in chunks: wait until ready[c] == seq
-//                            unpack staging[c] into the blocks
+//                            unpack bounce[c] into the blocks
 //           done[me] = seq
 // With several chunks (SHMEM_P) the peers copy chunk c out while the owner
 // copies chunk c+1 in. Flags are atomics in the segment's control area, one
@@ -39,7 +39,7 @@ class shmem_copy : public copy_mechanism {
   size_t max_chunks_ = 1;
   size_t chunk_ = 0, chunks_ = 1;  // of the prepared layout
   uint64_t sequence_ = 0;
-  shared_arena staging_;
+  shared_arena bounce_;
 };
 
 }  // namespace halox::ipc
