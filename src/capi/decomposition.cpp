@@ -40,37 +40,32 @@ std::unique_ptr<halox_decomposition_s> make_decomposition(MPI_Comm comm, const i
   return handle;
 }
 
-halox_status adopt(halox_decomposition* out, MPI_Comm comm, const int global[3], const int dims[3],
-                   const int periodic[3], const char* order, const int offset[3],
-                   const int extent[3], const char* function) {
-  return guarded(function, [&] {
-    if (out == nullptr) throw halox::usage_error(fmt::format("{}: decomp is NULL", function));
-    *out = nullptr;
-    if (comm == MPI_COMM_NULL)
-      throw halox::usage_error(fmt::format("{}: the communicator is MPI_COMM_NULL", function));
-    auto cells = global_of(global, function);
-    if (dims == nullptr || order == nullptr)
-      throw halox::usage_error(fmt::format("{}: dims or order is NULL", function));
-    if ((offset == nullptr) != (extent == nullptr))
-      throw halox::usage_error(
-          fmt::format("{}: give both offset and extent, or neither", function));
-    std::array<bool, 3> wrap{true, true, true};
-    for (int d = 0; d < 3; ++d)
-      if (periodic) wrap[d] = periodic[d] != 0;
-    auto handle = std::make_unique<halox_decomposition_s>();
-    handle->decomp = std::make_shared<halox::decomposition>(halox::adopt_decomposition(
-        comm, {dims[0], dims[1], dims[2]}, wrap, halox::rank_order::parse(order)));
-    if (offset) {
-      handle->sub.global = cells;
-      handle->sub.offset = {offset[0], offset[1], offset[2]};
-      handle->sub.extent = {extent[0], extent[1], extent[2]};
-    } else {
-      handle->sub = halox::subdomain_of_global(*handle->decomp, cells);
-    }
-    halox::require_tiling(*handle->decomp, handle->sub);
-    halox::capi::register_handle(handle.get(), handle_kind::decomposition);
-    *out = handle.release();
-  });
+std::unique_ptr<halox_decomposition_s> adopted(MPI_Comm comm, const int global[3],
+                                               const int dims[3], const int periodic[3],
+                                               const char* order, const int offset[3],
+                                               const int extent[3], const char* function) {
+  if (comm == MPI_COMM_NULL)
+    throw halox::usage_error(fmt::format("{}: the communicator is MPI_COMM_NULL", function));
+  auto cells = global_of(global, function);
+  if (dims == nullptr || order == nullptr)
+    throw halox::usage_error(fmt::format("{}: dims or order is NULL", function));
+  if ((offset == nullptr) != (extent == nullptr))
+    throw halox::usage_error(fmt::format("{}: give both offset and extent, or neither", function));
+  std::array<bool, 3> wrap{true, true, true};
+  for (int d = 0; d < 3; ++d)
+    if (periodic) wrap[d] = periodic[d] != 0;
+  auto handle = std::make_unique<halox_decomposition_s>();
+  handle->decomp = std::make_shared<halox::decomposition>(halox::adopt_decomposition(
+      comm, {dims[0], dims[1], dims[2]}, wrap, halox::rank_order::parse(order)));
+  if (offset) {
+    handle->sub.global = cells;
+    handle->sub.offset = {offset[0], offset[1], offset[2]};
+    handle->sub.extent = {extent[0], extent[1], extent[2]};
+  } else {
+    handle->sub = halox::subdomain_of_global(*handle->decomp, cells);
+  }
+  halox::require_tiling(*handle->decomp, handle->sub);
+  return handle;
 }
 
 halox::local_grid grid_of(const int interior[3], const int halo[6], const char* function) {
@@ -111,16 +106,20 @@ halox_status halox_decomposition_adopt(halox_decomposition* decomp, MPI_Comm com
                                        const int global[3], const int dims[3],
                                        const int periodic[3], const char* order,
                                        const int offset[3], const int extent[3]) {
-  return adopt(decomp, comm, global, dims, periodic, order, offset, extent,
-               "halox_decomposition_adopt");
+  const char* function = "halox_decomposition_adopt";
+  return create_handle(function, "decomp", decomp, handle_kind::decomposition, [&] {
+    return adopted(comm, global, dims, periodic, order, offset, extent, function);
+  });
 }
 
 halox_status halox_decomposition_adopt_f(halox_decomposition* decomp, MPI_Fint comm,
                                          const int global[3], const int dims[3],
                                          const int periodic[3], const char* order,
                                          const int offset[3], const int extent[3]) {
-  return adopt(decomp, MPI_Comm_f2c(comm), global, dims, periodic, order, offset, extent,
-               "halox_decomposition_adopt");
+  const char* function = "halox_decomposition_adopt";
+  return create_handle(function, "decomp", decomp, handle_kind::decomposition, [&] {
+    return adopted(MPI_Comm_f2c(comm), global, dims, periodic, order, offset, extent, function);
+  });
 }
 
 halox_status halox_decomposition_destroy(halox_decomposition* decomp) {

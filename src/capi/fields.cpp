@@ -66,9 +66,7 @@ halox_status halox_exchange_create_fields(halox_exchange* ex, halox_decompositio
                                           const halox_field_spec* fields,
                                           const halox_options* options) {
   const char* function = "halox_exchange_create_fields";
-  return guarded(function, [&] {
-    if (ex == nullptr) throw halox::usage_error(fmt::format("{}: ex is NULL", function));
-    *ex = nullptr;
+  return halox::capi::create_handle(function, "ex", ex, handle_kind::exchange, [&] {
     auto* d = live(decomp, handle_kind::decomposition, function);
     halox::exchange_options cpp;
     std::vector<halox::field> described;
@@ -93,8 +91,7 @@ halox_status halox_exchange_create_fields(halox_exchange* ex, halox_decompositio
     auto handle = std::make_unique<halox_exchange_s>();
     handle->decomp = d->decomp;
     handle->exchange.emplace(*handle->decomp, cells, described, cpp);
-    halox::capi::register_handle(handle.get(), handle_kind::exchange);
-    *ex = handle.release();
+    return handle;
   });
 }
 

@@ -88,6 +88,26 @@ static halox_status exchange_create_shared(void** out) {
   return status;
 }
 
+static halox_status decomposition_adopt(void** out) {
+  int global[3] = {N, N, N}, dims[3] = {1, 1, 1}, periodic[3] = {1, 0, 1};
+  halox_decomposition d = NULL;
+  halox_status status =
+      halox_decomposition_adopt(&d, MPI_COMM_WORLD, global, dims, periodic, "XYZ", NULL, NULL);
+  *out = d;
+  return status;
+}
+
+/* A cell field and a node field of their own halos and types. */
+static halox_status exchange_create_fields(void** out) {
+  halox_exchange ex = NULL;
+  halox_field_spec fields[2] = {
+      {u, HALOX_DOUBLE, HALOX_CELL, {H, H, H, H, H, H}, {0, 0, 0}, "u"},
+      {uf, HALOX_FLOAT, HALOX_NODE, {H - 1, H, H - 1, H, H - 1, H}, {0, 0, 0}, "uf"}};
+  halox_status status = halox_exchange_create_fields(&ex, decomp, NULL, 2, fields, &options);
+  *out = ex;
+  return status;
+}
+
 static void exchange_destroy(void* handle) {
   halox_exchange ex = handle;
   halox_exchange_destroy(&ex);
@@ -143,6 +163,7 @@ int main(int argc, char** argv) {
   each_allocation_fails("halox_decomposition_create", decomposition_create, decomposition_destroy);
   each_allocation_fails("halox_decomposition_create", decomposition_create_f,
                         decomposition_destroy);
+  each_allocation_fails("halox_decomposition_adopt", decomposition_adopt, decomposition_destroy);
   void* d = NULL;
   if (decomposition_create(&d) == HALOX_SUCCESS) {
     decomp = d;
@@ -152,6 +173,8 @@ int main(int argc, char** argv) {
     each_allocation_fails("halox_exchange_create_double", exchange_create_double,
                           exchange_destroy);
     each_allocation_fails("halox_exchange_create_float", exchange_create_float,
+                          exchange_destroy);
+    each_allocation_fails("halox_exchange_create_fields", exchange_create_fields,
                           exchange_destroy);
     void* f = NULL;
     if (shared_fields_create(&f) == HALOX_SUCCESS) {
