@@ -71,7 +71,7 @@ struct exchange_options {
   // cache (blocks whose halo traffic fits the L2 cache hwloc reports).
   field_mode mode = field_mode::cache;
   // Which transport carries the messages: parse_transport_choice("shm")
-  // (= shm+mpi-p2p), "shm+mpi-neighbor", ... (see transport/registry.hpp).
+  // (= shm+mpi-p2p), "shm+mpi-neighbor", ... (see halox/transport/choice.hpp).
   // Default: mpi-p2p for every neighbour.
   transport_choice transport = {};
   // Fields per message: 0 = as `mode` says, N = blocks of N fields,

@@ -40,7 +40,13 @@ def _fail(prog: str, message: str, code: int = 2) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="halox", description="Sweeps and reports for the halox benchmarks.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_report(sub)
+    _add_sweep(sub)
+    _add_calibrate(sub)
+    return parser
 
+
+def _add_report(sub) -> None:
     r = sub.add_parser("report", help="tables and plots from the records of halox-bench, "
                                       "halox-halo2d and halox-ipc",
                        description="Tables from the JSON Lines records that the halox programs "
@@ -96,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     filters.add_argument("--fields", help="only these field modes")
     filters.add_argument("--type", help="only these element types")
 
+
+def _add_sweep(sub) -> None:
     s = sub.add_parser("sweep", help="run a matrix of benchmark configurations from TOML",
                        description="Runs the [[sweep.run]] entries of SPEC.toml, each as one "
                                    "invocation of sweep.executable (halox-bench, halox-halo2d, "
@@ -124,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "allocation, appending to --output; run nothing")
     s.add_argument("-v", "--verbose", action="store_true",
                    help="show each benchmark's own output (its summary table) when it ends")
+
+
+def _add_calibrate(sub) -> None:
     c = sub.add_parser("calibrate", help="fit the time model of halox-topo predict to "
                                          "halox-bench records (docs/topology.md)",
                        description="Fits the time model's parameters (halox-topo predict) to "
@@ -148,7 +159,6 @@ def build_parser() -> argparse.ArgumentParser:
                         "network's when a record spans nodes): " + ", ".join(cal.GROUPS))
     c.add_argument("--plot", metavar="OUT.png",
                    help="with --betzy: predicted against published times of the 27-node tables")
-    return parser
 
 
 def calibrate_main(args) -> int:

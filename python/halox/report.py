@@ -209,6 +209,51 @@ def _ratio_row(v: str, shape_keys: Sequence, cells: dict, verdicts: dict, baseli
     return values, suffixes
 
 
+def _yard_row(cells: dict, v: str, shape_keys: Sequence, efficiency: bool,
+              self_copy: bool) -> list[float]:
+    """A row of the efficiency table: eff and memcpy eff, and/or the self-copy share."""
+    yard = []
+    if efficiency:
+        yard += [_median_positive([r.efficiency for r in cells.get((v, k), [])])
+                 for k in shape_keys]
+        yard += [_median_positive([r.memcpy_efficiency for r in cells.get((v, k), [])])
+                 for k in shape_keys]
+    if self_copy:
+        yard += [_median_positive([r.self_copy_share for r in cells.get((v, k), [])])
+                 for k in shape_keys]
+    return yard
+
+
+def _unsettled_notes(cells: dict) -> list[str]:
+    """--rounds auto: the cells that did not settle before the budget ran out."""
+    unsettled = [f"{r.variant} {r.shape_label}" for cell in cells.values() for r in cell
+                 if (r.raw.get("stability") or {}).get("settled") is False]
+    if not unsettled:
+        return []
+    return [f"--rounds auto: {len(unsettled)} cells did not settle within 5 % before the "
+            f"budget ran out: {', '.join(unsettled[:3])}"
+            + (" (every one in the records' stability.settled)" if len(unsettled) > 3 else "")]
+
+
+def _chosen_rows(trecs: Sequence[Record], cells: dict, verdicts: dict, shape_keys: Sequence,
+                 metric: str, baseline: str, with_ratios: bool, yard: Callable) -> dict:
+    """The rows (times, ratios, efficiency) of the chosen tables and their suffixes."""
+    out = {"times": [], "ratios": [], "yard": [], "time_suffixes": {}, "ratio_suffixes": {}}
+    for row, v in enumerate(rec.sort_variants(r.variant for r in trecs)):
+        values = [rec.cell_value(cells.get((v, k), []), metric) for k in shape_keys]
+        for col, k in enumerate(shape_keys):
+            verdict = verdicts.get((v, k))
+            if verdict and not verdict[1].stable:
+                out["time_suffixes"][(row, col)] = "*"
+        out["times"].append((v, values))
+        if with_ratios:
+            ratios, suffixes = _ratio_row(v, shape_keys, cells, verdicts, baseline, values, metric)
+            out["ratios"].append((v, ratios))
+            out["ratio_suffixes"].update({(row, col): text for col, text in suffixes.items()})
+        out["yard"].append((v, yard(v)))
+    return out
+
+
 def _chosen_tables(trecs: Sequence[Record], label: str, metric: str, baseline: str,
                    efficiency: bool, self_copy: bool) -> list[Table]:
     shape_keys, shape_labels = _shape_labels(trecs)
@@ -220,53 +265,24 @@ def _chosen_tables(trecs: Sequence[Record], label: str, metric: str, baseline: s
     notes += _combined_note(cells)
     columns = [shape_labels[k] for k in shape_keys]
     verdicts = cell_verdicts(cells, baseline if with_ratios else None)
-    times, ratio_rows, yard_rows = [], [], []
-    time_suffixes: dict[tuple[int, int], str] = {}
-    ratio_suffixes: dict[tuple[int, int], str] = {}
-    for row, v in enumerate(variants):
-        values = [rec.cell_value(cells.get((v, k), []), metric) for k in shape_keys]
-        for col, k in enumerate(shape_keys):
-            verdict = verdicts.get((v, k))
-            if verdict and not verdict[1].stable:
-                time_suffixes[(row, col)] = "*"
-        times.append((v, values))
-        if with_ratios:
-            ratios, suffixes = _ratio_row(v, shape_keys, cells, verdicts, baseline, values, metric)
-            ratio_rows.append((v, ratios))
-            ratio_suffixes.update({(row, col): text for col, text in suffixes.items()})
-        yard = []
-        if efficiency:
-            yard += [_median_positive([r.efficiency for r in cells.get((v, k), [])])
-                     for k in shape_keys]
-            yard += [_median_positive([r.memcpy_efficiency for r in cells.get((v, k), [])])
-                     for k in shape_keys]
-        if self_copy:
-            yard += [_median_positive([r.self_copy_share for r in cells.get((v, k), [])])
-                     for k in shape_keys]
-        yard_rows.append((v, yard))
-    tables = [Table(label, "transport/algorithm/fields", columns, ["value"] * len(columns), times,
-                    suffixes=time_suffixes)]
+    rows = _chosen_rows(trecs, cells, verdicts, shape_keys, metric, baseline, with_ratios,
+                        lambda v: _yard_row(cells, v, shape_keys, efficiency, self_copy))
+    tables = [Table(label, "transport/algorithm/fields", columns, ["value"] * len(columns),
+                    rows["times"], suffixes=rows["time_suffixes"])]
     if with_ratios:
         tables.append(Table(f"{label}: (xN)", "transport/algorithm/fields",
-                            [f"{c} (xN)" for c in columns], ["ratio"] * len(columns), ratio_rows,
-                            suffixes=ratio_suffixes, gap=2))
+                            [f"{c} (xN)" for c in columns], ["ratio"] * len(columns),
+                            rows["ratios"], suffixes=rows["ratio_suffixes"], gap=2))
         notes += fastest_notes(cells, verdicts, shape_keys, shape_labels)
     if efficiency or self_copy:
         groups = ([("eff", len(columns)), ("memcpy eff", len(columns))] if efficiency else []) + \
             ([("self", len(columns))] if self_copy else [])
         names = [c for _ in groups for c in columns]
         tables.append(Table(f"{label}: efficiency", "transport/algorithm/fields", names,
-                            ["ratio"] * len(names), yard_rows, groups=groups, gap=2))
+                            ["ratio"] * len(names), rows["yard"], groups=groups, gap=2))
         notes += ([EFFICIENCY_NOTE] if efficiency else []) + ([SELF_COPY_NOTE] if self_copy else [])
     short, details = stability_notes(cells, verdicts)
-    notes += short
-    unsettled = [f"{r.variant} {r.shape_label}" for cell in cells.values() for r in cell
-                 if (r.raw.get("stability") or {}).get("settled") is False]
-    if unsettled:
-        notes.append(f"--rounds auto: {len(unsettled)} cells did not settle within 5 % before the "
-                     f"budget ran out: {', '.join(unsettled[:3])}"
-                     + (" (every one in the records' stability.settled)" if len(unsettled) > 3
-                        else ""))
+    notes += short + _unsettled_notes(cells)
     tables[-1].notes = notes
     tables[-1].details = details
     return tables

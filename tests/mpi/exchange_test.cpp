@@ -668,7 +668,7 @@ TEST(Exchange, SingleCopyStagingRulesAreExact) {
           EXPECT_NE(settings.find(rule_option), std::string::npos) << settings;
         else if (!messages)  // nothing to measure: the forcing option, or nothing to say
           EXPECT_NE(settings.find(transport == "shm" && *push ? "(" + push_option + ")"
-                                                              : std::string("(no run to stage)")),
+                                                              : std::string("(no run to pack into the outbox)")),
                     std::string::npos)
               << settings;
         else

@@ -127,8 +127,8 @@ def test_example_specs_are_valid(tmp_path):
     names = sorted(p.name for p in EXAMPLES.glob("*.toml"))
     assert names == ["betzy-allcores-1node.toml", "betzy-allcores-27nodes.toml",
                      "betzy-halfcores-1node.toml", "betzy-halfcores-27nodes.toml",
-                     "betzy-peers.toml", "default.toml", "fidelity.toml", "halo2d.toml",
-                     "ipc.toml"]
+                     "betzy-peers.toml", "calibrate-node.toml", "default.toml", "fidelity.toml",
+                     "halo2d.toml", "ipc.toml"]
     for name in names:
         done = halox("sweep", EXAMPLES / name, "--dry-run", "--output", tmp_path / "x.jsonl")
         assert done.returncode == 0, done.stderr

@@ -1,5 +1,5 @@
 // Measurements a transport takes of itself when it is built, to choose
-// between ways of moving the same boxes (shm, cma: which boxes to stage).
+// between ways of moving the same boxes (shm, cma: which boxes to pack into the outbox).
 //
 // Reference algorithm of fastest_candidate:
 //   repeat 7 rounds (at most 21, 7 at a time, while the choice is unclear):

@@ -179,7 +179,7 @@ cma_transport::cma_transport(const transport_context& ctx)
     outbox_below_ = measured_rule(candidates);
     how_ = fmt::format("measured, {} rules", candidates.size());
   } else {
-    how_ = "no run to stage";
+    how_ = "no run to pack into the outbox";
   }
   std::vector<copy_list*> lists;
   for (auto& pack : work_.owner.packs) lists.push_back(&pack);

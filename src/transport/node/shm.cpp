@@ -73,7 +73,7 @@ shm_transport::shm_transport(const transport_context& ctx)
     } else {
       rule_ = candidates.front();
       work_ = build(rule_, problem);
-      how_ = forced.empty() ? "no run to stage" : forced;
+      how_ = forced.empty() ? "no run to pack into the outbox" : forced;
     }
   }
   std::vector<copy_list*> lists;
