@@ -131,8 +131,10 @@ contains
     allocate(mass_flux_x(-1:c(1) + 3, -1:c(2) + 2, -1:c(3) + 2), source=0.0_real32)
     allocate(mass_flux_y(-1:c(1) + 2, -1:c(2) + 3, -1:c(3) + 2), source=0.0_real32)
     allocate(mass_flux_z(-1:c(1) + 2, -1:c(2) + 2, -1:c(3) + 3), source=0.0_real32)
-    energy = 0
+    energy = 0            ! mold= allocates without a value
     pressure = 0
+    yvel = 0
+    zvel = 0
     refs(1)%a64 => density
     refs(2)%a64 => energy
     refs(3)%a64 => pressure
