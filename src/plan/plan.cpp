@@ -168,7 +168,7 @@ void add_step(stage& out, const decomposition& d, const std::vector<field_steps>
   }
 }
 
-std::string field_problem(const decomposition& d, const plan_request& r) {
+std::string request_problem(const plan_request& r) {
   const int count = static_cast<int>(r.layouts.size());
   if (count < 1) return fmt::format("number of fields must be at least 1, got {}", count);
   if (r.fields_per_message < 0)
@@ -180,7 +180,6 @@ std::string field_problem(const decomposition& d, const plan_request& r) {
     if (i > 0 && r.moved[i] <= r.moved[i - 1])
       return "the fields a call moves must be listed once each, in ascending order";
   }
-  (void)d;
   return {};
 }
 
@@ -200,7 +199,7 @@ exchange_plan make_plan(const decomposition& d, const local_grid& grid, int nfie
 }
 
 exchange_plan make_plan(const decomposition& d, plan_request request) {
-  if (auto problem = field_problem(d, request); !problem.empty()) throw usage_error(problem);
+  if (auto problem = request_problem(request); !problem.empty()) throw usage_error(problem);
   exchange_plan plan;
   plan.layouts = std::move(request.layouts);
   plan.moved = std::move(request.moved);
