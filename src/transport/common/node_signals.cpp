@@ -57,6 +57,9 @@ node_signals::node_signals(const node_membership& node, const wait_policy& waits
   void* base = nullptr;
   MPI_Win_allocate_shared(static_cast<MPI_Aint>(payload_start + payload_bytes), 1, MPI_INFO_NULL,
                           node.comm, &base, &window_);
+  // Each rank's payload is its own size (its outbox): read a peer's by the
+  // size it allocated, not by this rank's.
+  std::vector<size_t> payload_sizes;
   for (int r = 0; r < node.size; ++r) {
     MPI_Aint size = 0;
     int unit = 1;
@@ -64,6 +67,9 @@ node_signals::node_signals(const node_membership& node, const wait_policy& waits
     MPI_Win_shared_query(window_, r, &size, &unit, &segment);
     counters_.push_back(static_cast<uint64_t*>(segment));
     payload_.push_back(static_cast<std::byte*>(segment) + payload_start);
+    payload_sizes.push_back(static_cast<size_t>(size) > payload_start
+                                ? static_cast<size_t>(size) - payload_start
+                                : 0);
   }
   for (int counter : {ready_counter, done_counter, pushed_counter})
     store_release(counters_[static_cast<size_t>(me_)] + counter * (counter_slot / 8), 0);
@@ -73,7 +79,8 @@ node_signals::node_signals(const node_membership& node, const wait_policy& waits
   // built exchanges would pass over the transport.
   std::memset(payload_[static_cast<size_t>(me_)], 0, payload_bytes);
   MPI_Barrier(node.comm);  // counters are zero, payloads allocated, before the first stage
-  for (int r : read_from) map_payload(payload_[static_cast<size_t>(r)], payload_bytes);
+  for (int r : read_from)
+    map_payload(payload_[static_cast<size_t>(r)], payload_sizes[static_cast<size_t>(r)]);
 }
 
 node_signals::~node_signals() {
