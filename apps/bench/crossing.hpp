@@ -23,6 +23,8 @@ class crossing_buffers {
   crossing_buffers& operator=(const crossing_buffers&) = delete;
 
   size_t slot_bytes() const { return slot_bytes_; }
+  // Whether node-shared memory had room for the slots (agreed by all ranks).
+  bool has_room() const { return room_; }
   bool has_neighbour() const { return neighbour_ != nullptr; }
   std::byte* mine() const { return mine_; }
   std::byte* neighbour() const { return neighbour_; }  // the next rank's of the node
@@ -31,13 +33,15 @@ class crossing_buffers {
   MPI_Comm node_ = MPI_COMM_NULL;
   MPI_Win window_ = MPI_WIN_NULL;
   size_t slot_bytes_ = 0;
+  bool room_ = false;
   std::byte* mine_ = nullptr;
   std::byte* neighbour_ = nullptr;
 };
 
 // Collective over `comm` (every rank, also those with nothing to move):
 // the slowest rank's median time to write `sent` bytes into its slot and read
-// `received` bytes from its neighbour's; 0 where no rank shares a node.
+// `received` bytes from its neighbour's; 0 where no rank shares a node; NaN
+// (not measured) where node-shared memory has no room for the slots.
 // `buffers` is created on first use, sized to the node's largest need.
 double crossing_time(MPI_Comm comm, size_t sent, size_t received,
                      std::unique_ptr<crossing_buffers>& buffers);

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <unistd.h>
@@ -94,9 +95,12 @@ void print_result(const result& r, const summary& s) {
              "-> efficiency {:.1f} %\n",
              r.lines.copy_bytes(), r.lines.read_bytes, r.lines.written_bytes,
              us(r.line_floor_seconds), 100.0 * efficiency(r));
-  fmt::print("  crossing ({} B sent and {} B received between the node's cores) {} us; with the floor of "
-             "the lines -> {:.1f} %\n",
-             r.bytes_sent, r.bytes_received, us(r.crossing_seconds), 100.0 * crossing_efficiency(r));
+  if (std::isnan(r.crossing_seconds))
+    fmt::print("  crossing not measured: node-shared memory (/dev/shm) had no room for its buffers\n");
+  else
+    fmt::print("  crossing ({} B sent and {} B received between the node's cores) {} us; with the floor "
+               "of the lines -> {:.1f} %\n",
+               r.bytes_sent, r.bytes_received, us(r.crossing_seconds), 100.0 * crossing_efficiency(r));
   fmt::print("  memcpy of the halo's {} B {} us -> memcpy efficiency {:.1f} %\n",
              r.bytes_received + r.bytes_copied, us(r.memcpy_seconds), 100.0 * memcpy_efficiency(r));
   fmt::print("  self-copy reference {} us (each rank fills the same halos from its own cells, "
