@@ -68,12 +68,16 @@ $(VENV)/.base: python/pyproject.toml
 
 # The halox package (bindings + sweep/report tools) against this MPI; the
 # build folder persists, so a rebuild compiles only what changed.
+# The bindings link the libhalox of $(BUILD_DIR) (its build tree is a CMake
+# package) rather than compiling the core a second time.
 $(VENV)/.installed: $(VENV)/.base $(PY_SOURCES)
+	@test -f $(BUILD_DIR)/CMakeCache.txt || $(MAKE) --no-print-directory configure-only
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target halox
 	@echo "make: installing the halox Python package into $(VENV)"
 	@CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PYTHON) -m pip install --quiet --no-build-isolation \
 	  './python[tools]' -C build-dir=$(abspath $(BUILD_DIR))/python \
 	  -C cmake.define.MPI_C_COMPILER=$(MPICC) -C cmake.define.MPI_CXX_COMPILER=$(MPICXX) \
-	  $(if $(CUDA),-C cmake.define.HALOX_CUDA=$(CUDA))
+	  -C cmake.define.HALOX_PYTHON_USE_INSTALLED=ON -C cmake.define.halox_DIR=$(abspath $(BUILD_DIR))
 	@touch $@
 
 configure: deps

@@ -10,6 +10,9 @@ install(TARGETS halox EXPORT halox-targets
 # Only the core's headers: the programs' headers live under apps/.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/halox DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT halox-targets NAMESPACE halox:: DESTINATION ${HALOX_CMAKE_INSTALL_DIR})
+# The build tree is a package too (halox_DIR=<build folder>): the Python
+# bindings link the library built here instead of compiling it again.
+export(EXPORT halox-targets NAMESPACE halox:: FILE ${PROJECT_BINARY_DIR}/halox-targets.cmake)
 # The Fortran module: its own export set, loaded by projects that enable
 # Fortran; the .mod files under a folder named for the compiler that made them.
 if(HALOX_WITH_FORTRAN)
