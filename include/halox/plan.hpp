@@ -123,7 +123,10 @@ exchange_plan make_plan(const decomposition& d, plan_request request);
 
 // The largest block of fields whose halo traffic in one stage (the cache
 // lines its sent, received and copied boxes touch in the fields) fits in a
-// quarter of `cache_bytes`; at least one.
+// quarter of `cache_bytes`; at least one, and at least as many as make the
+// largest message to a peer min_fragment_bytes (a block is a message of its
+// own: smaller ones cost more in messages and signals than the cache saves).
+inline constexpr size_t min_fragment_bytes = 64 * 1024;
 int cache_sized_block(const decomposition& d, const local_grid& grid, int nfields,
                       size_t element_bytes, algorithm alg, size_t cache_bytes);
 // The same for fields of their own layouts: the largest field's traffic counts.

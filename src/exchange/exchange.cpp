@@ -545,15 +545,21 @@ halo_exchange::schedule& halo_exchange::schedule_of(const std::vector<int>& fiel
   // Built once, collectively, as the whole exchange was: its transport, algorithm and knobs.
   std::string problem;
   auto sched = std::make_unique<schedule>();
+  plan_request request;
+  request.layouts = s.whole->plan.layouts;
+  request.moved = moved;
+  request.depth = depth;
+  request.alg = s.options.alg;
+  request.mode = s.options.mode;
+  // Blocks sized for the subset's own fields, as an exchange of them alone
+  // would size them (collective), unless the options fixed them.
+  int block = s.cache_block;
+  if (s.options.fields_per_block == 0 && !s.fields.device)
+    block = agreed_cache_block(s.decomp, request);
   try {
-    plan_request request;
-    request.layouts = s.whole->plan.layouts;
-    request.moved = moved;
-    request.depth = depth;
-    request.alg = s.options.alg;
-    request.mode = s.options.mode;
-    request.fields_per_message = s.per_message;
-    request.cache_block = s.cache_block;
+    request.fields_per_message =
+        s.options.fields_per_message == fields_per_message_auto ? block : s.per_message;
+    request.cache_block = block;
     sched->plan = make_plan(s.decomp, std::move(request));
   } catch (const usage_error& e) {
     problem = e.what();

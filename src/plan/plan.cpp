@@ -274,9 +274,11 @@ int cache_sized_block(const decomposition& d, const plan_request& request, size_
   one.fields_per_message = 0;
   one.cache_block = 0;
   const exchange_plan plan = make_plan(d, std::move(one));
-  // The largest field's traffic in one stage (sequence mode: a stage is a field's step).
-  size_t per_field = 1;
+  // The largest field's traffic in one stage (sequence mode: a stage is a field's step),
+  // and its largest message to one peer.
+  size_t per_field = 1, per_field_message = 0;
   for (const auto& st : plan.stages) {
+    for (const auto& m : st.sends) per_field_message = std::max(per_field_message, m.bytes);
     size_t bytes = 0;
     auto add = [&](const std::vector<field_box>& boxes) {
       for (const auto& fb : boxes)
@@ -290,8 +292,15 @@ int cache_sized_block(const decomposition& d, const plan_request& request, size_
     }
     per_field = std::max(per_field, bytes);
   }
+  // Each block is a message of its own (on a node, a signal both ranks wait
+  // for): blocks carry at least min_fragment_bytes where the fields have that
+  // many, or the fixed cost of the fragments outweighs what the cache saves.
+  const size_t fitting = cache_bytes / 4 / per_field;
+  const size_t carrying = per_field_message == 0
+                              ? 1
+                              : (min_fragment_bytes + per_field_message - 1) / per_field_message;
   return static_cast<int>(
-      std::clamp<size_t>(cache_bytes / 4 / per_field, 1, static_cast<size_t>(nfields)));
+      std::clamp<size_t>(std::max(fitting, carrying), 1, static_cast<size_t>(nfields)));
 }
 
 int cache_sized_block(const decomposition& d, const local_grid& grid, int nfields,

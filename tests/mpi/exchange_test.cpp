@@ -339,6 +339,27 @@ INSTANTIATE_TEST_SUITE_P(AllTransports, HwExchange, testing::ValuesIn(transport_
 // one; and blocks sized to the L2 cache), and blocks inside a message (a
 // stage moved field by field, or a block of two and one of one), for every
 // transport.
+// A block is a message of its own: blocks of small fields grow until their
+// largest message carries min_fragment_bytes, whatever the cache allows;
+// fields whose messages are that large already keep cache-sized blocks, and
+// a rank without messages (alone in every dimension) keeps them too.
+TEST(Exchange, CacheBlocksCarryAMinimumFragment) {
+  if (world_size() < 2) GTEST_SKIP() << "needs a neighbour to send to";
+  auto row = make_cart_decomposition(MPI_COMM_WORLD, {world_size(), 1, 1}, {true, true, true}, false);
+  auto alone = make_cart_decomposition(MPI_COMM_SELF, {1, 1, 1}, {true, true, true}, false);
+  constexpr size_t small_cache = 64 * 1024;
+  // x faces of 2 KiB a field; on 2 ranks both go to the one neighbour in one message.
+  const local_grid small({16, 16, 16}, halo_widths::uniform(1));
+  const size_t message = world_size() == 2 ? 4096 : 2048;
+  ASSERT_LT(message * 8, min_fragment_bytes);
+  EXPECT_EQ(cache_sized_block(row, small, 8, 8, algorithm::staged, small_cache), 8);
+  EXPECT_EQ(cache_sized_block(row, small, 64, 8, algorithm::staged, small_cache),
+            static_cast<int>(min_fragment_bytes / message));
+  EXPECT_EQ(cache_sized_block(alone, small, 8, 8, algorithm::staged, small_cache), 1);
+  const local_grid large({64, 64, 64}, halo_widths::uniform(5));  // x messages of 160 KiB
+  EXPECT_EQ(cache_sized_block(row, large, 8, 8, algorithm::staged, small_cache), 1);
+}
+
 TEST(Exchange, FieldBlocksAreExactForEveryTransport) {
   struct blocking {
     int per_message, per_block;
