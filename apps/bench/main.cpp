@@ -89,11 +89,10 @@ bool recheck_choice(const result& r) {
   return s.moved_mode() || s.disturbed();
 }
 
-// Collective: whether another round of the shape [first, end) is due; rank 0
-// decides from its per-round medians (--rounds auto) and tells the others.
+// Collective (--rounds auto): whether another round of the shape [first, end)
+// is due; rank 0 decides from its per-round medians and tells the others.
 bool another_round(const bench_options& o, const decomposition& decomp, std::vector<result>& results,
                    size_t first, size_t end, int rounds_done, double elapsed_s, double first_rounds_s) {
-  if (!o.rounds_auto) return rounds_done < o.rounds;
   constexpr int most_rounds = 12;
   int more = 0;
   if (decomp.rank() == 0) {
@@ -118,49 +117,80 @@ bool another_round(const bench_options& o, const decomposition& decomp, std::vec
   return more != 0;
 }
 
-// Shape by shape (the matrix lists them in blocks): every round runs all
-// variants of the shape on its memory, the machine probed around each turn;
-// the first round builds each exchange afresh (measuring what it measures) and
-// verifies it, the later ones rebuild it as the first measured it.
-std::vector<result> run_matrix(const decomposition& decomp, const bench_options& o,
-                               const std::vector<config>& matrix,
-                               const std::vector<std::string>& hosts, machine_probe& probe,
-                               probe_sample& last) {
-  std::vector<result> results(matrix.size());
+// The shapes of the matrix (it lists them in blocks): [first, end) of the
+// configurations that share field memory.
+std::vector<std::pair<size_t, size_t>> shapes_of(const std::vector<config>& matrix) {
+  std::vector<std::pair<size_t, size_t>> shapes;
   for (size_t first = 0; first < matrix.size();) {
     size_t end = first + 1;
     while (end < matrix.size() && matrix[end].shape() == matrix[first].shape() &&
            matrix[end].halo == matrix[first].halo)
       ++end;
+    shapes.emplace_back(first, end);
+    first = end;
+  }
+  return shapes;
+}
+
+// One round of the configurations [first, end) on the shape's memory, the
+// machine probed around each turn; the first round builds each exchange
+// afresh (measuring what it measures) and verifies it, the later ones rebuild
+// it as the first measured it.
+void run_round(const decomposition& decomp, const bench_options& o, const std::vector<config>& matrix,
+               const std::vector<std::string>& hosts, machine_probe& probe, probe_sample& last,
+               std::vector<result>& results, std::pair<size_t, size_t> shape, int round,
+               shape_memory& mem) {
+  for (size_t i = shape.first; i < shape.second; ++i) {
+    const bool recheck = round == 1 && recheck_choice(results[i]);
+    const bool fresh = round == 0 || recheck;
+    result r = run_any(decomp, o, matrix[i], fresh ? std::nullopt : results[i].decided, hosts, mem,
+                       fresh && !o.no_check);
+    const probe_sample before = last;
+    last = probe.take();
+    r.round_probes.push_back({before, last});
+    if (round == 0) {
+      results[i] = std::move(r);
+      continue;
+    }
+    if (recheck) {
+      results[i].rechecked = true;
+      results[i].rechosen = r.chosen;
+      results[i].decided = r.decided;
+    }
+    merge(results[i], r);
+  }
+}
+
+// --rounds auto: shape by shape, rounds until the shape's cells settle.
+// --rounds N: round by round over all shapes, so that each cell's rounds span
+// the launch: a machine that changes state during it (the baseline of one
+// minute against the next) shows as rounds that disagree, where N rounds run
+// back to back could all fall in one state. Each visit of a shape allocates
+// its memory afresh (one shape's at a time, as before).
+std::vector<result> run_matrix(const decomposition& decomp, const bench_options& o,
+                               const std::vector<config>& matrix,
+                               const std::vector<std::string>& hosts, machine_probe& probe,
+                               probe_sample& last) {
+  std::vector<result> results(matrix.size());
+  const auto shapes = shapes_of(matrix);
+  if (!o.rounds_auto) {
+    for (int round = 0; round < o.rounds; ++round)
+      for (const auto& shape : shapes) {
+        shape_memory mem{.pages = page_size_from(o.field_pages)};
+        run_round(decomp, o, matrix, hosts, probe, last, results, shape, round, mem);
+      }
+    return results;
+  }
+  for (const auto& shape : shapes) {
     shape_memory mem{.pages = page_size_from(o.field_pages)};
     const double shape_start = MPI_Wtime();
     double first_rounds_s = 0;
-    for (int round = 0; another_round(o, decomp, results, first, end, round,
+    for (int round = 0; another_round(o, decomp, results, shape.first, shape.second, round,
                                       MPI_Wtime() - shape_start, first_rounds_s);
          ++round) {
-      for (size_t i = first; i < end; ++i) {
-        const bool recheck = round == 1 && recheck_choice(results[i]);
-        // Later rounds rebuild the verified exchange with the knobs it measured.
-        const bool fresh = round == 0 || recheck;
-        result r = run_any(decomp, o, matrix[i], fresh ? std::nullopt : results[i].decided, hosts,
-                           mem, fresh && !o.no_check);
-        const probe_sample before = last;
-        last = probe.take();
-        r.round_probes.push_back({before, last});
-        if (round == 0) {
-          results[i] = std::move(r);
-          continue;
-        }
-        if (recheck) {
-          results[i].rechecked = true;
-          results[i].rechosen = r.chosen;
-          results[i].decided = r.decided;
-        }
-        merge(results[i], r);
-      }
+      run_round(decomp, o, matrix, hosts, probe, last, results, shape, round, mem);
       if (round + 1 == settle_min_rounds) first_rounds_s = MPI_Wtime() - shape_start;
     }
-    first = end;
   }
   return results;
 }
