@@ -211,12 +211,17 @@ void print_unsettled(const std::vector<result>& results, const bench_options& o)
     fmt::print("rounds auto: every cell's per-round ratio settled within {:.0f} %\n",
                100 * settle_within);
   else
-    fmt::print("rounds auto: {} of {} cells did not settle within {:.0f} % before the budget ran "
-               "out{}: {}\n",
-               cells.size(), results.size(), 100 * settle_within,
-               cells.size() > 3 ? " (the first 3; every one in the records' stability.settled)" : "",
-               fmt::join(cells.begin(), cells.begin() + static_cast<long>(std::min<size_t>(cells.size(), 3)),
-                         ", "));
+    for (const auto& line :
+         wrap(fmt::format("rounds auto: {} of {} cells did not settle within {:.0f} % before the "
+                          "budget ran out{}: {}",
+                          cells.size(), results.size(), 100 * settle_within,
+                          cells.size() > 3 ? " (the first 3; every one in the records' stability.settled)"
+                                           : "",
+                          fmt::join(cells.begin(),
+                                    cells.begin() + static_cast<long>(std::min<size_t>(cells.size(), 3)),
+                                    ", ")),
+              summary_width, "  "))
+      fmt::print("{}\n", line);
 }
 
 // Rank 0: every configuration, the records, the summary, the breakdown and,

@@ -89,6 +89,7 @@ def test_rounds_auto_records_the_rounds_their_ratios_and_the_probe(run_mpi, tmp_
     assert p2p["launch_probe"]["samples"] == 2 + 2 * rounds
     assert isinstance(p2p["stable"], bool) and "settled" in p2p["stability"]
     assert "machine probe: " in run.stdout and "rounds auto: " in run.stdout
+    assert max(len(line) for line in run.stdout.splitlines()) <= 160
     unstable = sum(not r["stable"] for r in records.values())
     assert (f"{unstable} of 2 cells unstable; the causes" in run.stdout) == (unstable > 0)
 
