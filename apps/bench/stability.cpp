@@ -60,18 +60,17 @@ probe_spread spread_of(const std::vector<turn_probes>& turns) {
   if (all.empty()) return out;
   const size_t pairs = all.front()->round_trip_ns.size();
   for (size_t p = 0; p < pairs; ++p) {
-    double low = 1e300, high = 0;
+    double low = 1e300, high = 0, answered = 0;
     for (const auto* s : all) {
       low = std::min(low, s->round_trip_ns[p]);
       high = std::max(high, s->round_trip_ns[p]);
+      if (s->round_trip_ns[p] < ping_pong_cap_s * 1e9) answered = std::max(answered, s->round_trip_ns[p]);
     }
-    if (low > 0 && high / low > out.round_trip_factor) {
-      out.round_trip_factor = high / low;
+    if ((low > 0 && high / low > out.round_trip_factor) || out.round_trip_high_ns == 0) {
+      if (low > 0 && high / low > out.round_trip_factor) out.round_trip_factor = high / low;
       out.round_trip_low_ns = low;
       out.round_trip_high_ns = high;
-    } else if (out.round_trip_high_ns == 0) {
-      out.round_trip_low_ns = low;
-      out.round_trip_high_ns = high;
+      out.round_trip_answered_high_ns = answered > 0 ? answered : high;
     }
   }
   double low = 1e300, high = 0;
@@ -167,7 +166,9 @@ std::string cause_text(cause why, const probe_spread& s, double disagree, int cp
     case cause::launch_moved:
       return fmt::format("the vCPUs moved between host cores (round trip {} to {}); rerun with "
                          "--rounds auto, or pin the VM's vCPUs to host cores",
-                         fmt::format("{:.0f} ns", s.round_trip_low_ns), round_trip_text(s.round_trip_high_ns));
+                         fmt::format("{:.0f} ns", s.round_trip_low_ns),
+                         round_trip_text(s.round_trip_answered_high_ns > 0 ? s.round_trip_answered_high_ns
+                                                                           : s.round_trip_high_ns));
     case cause::bandwidth:
       return fmt::format("the copy bandwidth moved x{:.1f} (memory shared with other work); rerun "
                          "with --rounds auto, or when the machine is quiet", s.copy_factor);

@@ -51,6 +51,9 @@ struct turn_probes {
 struct probe_spread {
   double round_trip_factor = 1, copy_factor = 1;
   double round_trip_low_ns = 0, round_trip_high_ns = 0;  // of the pair that moved most
+  // Its highest below the ping-pong's cap: a round trip at the cap was a rank
+  // without its core (busy), not a move of the vCPUs.
+  double round_trip_answered_high_ns = 0;
   double worst_run_wait = 0, worst_steal = 0;
   int worst_run_wait_cpu = -1;  // the CPU that waited most in the most turns, where known
   double highest_load = 0;      // load average, the highest of the probes

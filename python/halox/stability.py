@@ -75,6 +75,9 @@ class ProbeSpread:
     round_trip_factor: float = 1.0
     round_trip_low_ns: float = 0.0
     round_trip_high_ns: float = 0.0
+    # Its highest below the ping-pong's cap: a round trip at the cap was a rank without its core
+    # (busy), not a move of the vCPUs.
+    round_trip_answered_high_ns: float = 0.0
     copy_factor: float = 1.0
     worst_run_wait: float = 0.0
     worst_steal: float = 0.0
@@ -121,11 +124,14 @@ def probe_spread(turns: Iterable[dict]) -> ProbeSpread:
     for p in range(pairs):
         values = [s["round_trip_ns"][p] for s in samples]
         low, high = min(values), max(values)
+        answered = max((v for v in values if v < PING_PONG_CAP_NS), default=high)
         if low > 0 and high / low > out.round_trip_factor:
             out.round_trip_factor, out.round_trip_low_ns, out.round_trip_high_ns = \
                 high / low, low, high
+            out.round_trip_answered_high_ns = answered
         elif out.round_trip_high_ns == 0:
             out.round_trip_low_ns, out.round_trip_high_ns = low, high
+            out.round_trip_answered_high_ns = answered
     copies = [s.get("copy_GBps") or 0.0 for s in samples]
     if min(copies) > 0:
         out.copy_factor = max(copies) / min(copies)
@@ -300,8 +306,9 @@ def cause_text(cause: str, s: ProbeSpread, disagree: float, cpus: int | None) ->
                 "oversubscribed, nothing inside the VM helps; rerun at a quieter time or on "
                 "another host")
     if cause in ("moved", "launch_moved"):
+        high = s.round_trip_answered_high_ns or s.round_trip_high_ns
         return (f"the vCPUs moved between host cores (round trip {s.round_trip_low_ns:.0f} ns to "
-                f"{round_trip_text(s.round_trip_high_ns)}); rerun with --rounds auto, or pin the "
+                f"{round_trip_text(high)}); rerun with --rounds auto, or pin the "
                 "VM's vCPUs to host cores")
     if cause == "bandwidth":
         return (f"the copy bandwidth moved x{s.copy_factor:.1f} (memory shared with other work); "

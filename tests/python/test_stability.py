@@ -62,6 +62,16 @@ def test_a_partner_that_did_not_answer_at_all_counts_as_a_busy_machine():
     assert "rerun when the machine is quiet" in text
 
 
+def test_a_move_of_the_vcpus_is_told_by_the_round_trips_that_were_answered():
+    # A launch whose vCPUs moved (60 to 400 ns) and in which a rank once lost its core (the cap):
+    # the move is told with the answered round trips, the lost core is the busy cause's.
+    spread = stability.probe_spread([turn(), turn(round_trip_ns=(400.0,)),
+                                     turn(round_trip_ns=(2.0e6,))])
+    assert spread.round_trip_high_ns == 2.0e6 and spread.round_trip_answered_high_ns == 400.0
+    text = stability.cause_text("moved", spread, 0.0, 2)
+    assert "round trip 60 ns to 400 ns" in text and "lost its core" not in text
+
+
 def cause_turns(cause):
     return {"busy": [turn(run_wait=0.5)], "moved": [turn(round_trip_ns=(250.0,))],
             "steal": [turn(steal=0.4)], "bandwidth": [turn(copy_GBps=4.0)]}[cause]

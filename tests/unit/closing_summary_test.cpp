@@ -84,3 +84,17 @@ TEST(ClosingSummary, WrapBreaksAtSpacesAndKeepsTheIndent) {
 }
 
 }  // namespace
+
+// A launch whose vCPUs moved (60 to 400 ns) and in which a rank once lost its
+// core (the ping-pong's cap): the move is told with the answered round trips.
+TEST(ClosingSummary, AMoveOfTheVcpusIsToldByTheAnsweredRoundTrips) {
+  const turn_probes moved{sample(60), sample(400)};
+  const turn_probes lost{sample(60), sample(2.0e6)};
+  const probe_spread s = spread_of({moved, lost});
+  EXPECT_DOUBLE_EQ(s.round_trip_high_ns, 2.0e6);
+  EXPECT_DOUBLE_EQ(s.round_trip_answered_high_ns, 400);
+  const cell_stability moved_cell = judge_cell({1.0}, {moved});
+  const std::string text = joined(closing_summary({{"moved", &moved_cell}}, 4, s, 2));
+  EXPECT_NE(text.find("round trip 60 ns to 400 ns"), std::string::npos) << text;
+  EXPECT_EQ(text.find("lost its core"), std::string::npos) << text;
+}
