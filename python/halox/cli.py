@@ -75,6 +75,10 @@ def _add_report(sub) -> None:
                    help="chosen layout: add 'self' columns, the fraction of the self-copy "
                         "reference (every rank filling the same halos from its own cells, "
                         "measured in the same run) each cell reaches")
+    r.add_argument("--crossing", action="store_true",
+                   help="chosen layout: add 'cross' columns, the fraction of the floor of the "
+                        "lines and the crossing together (moving the halo's bytes between the "
+                        "node's cores, measured in the same run) each cell reaches")
     r.add_argument("--breakdown", action="store_true",
                    help="halox-bench: also a table per shape of where each stage's time goes "
                         "(packing, other copies, waiting for neighbours' data and for their "
@@ -231,7 +235,7 @@ def report_main(args) -> int:
             path, plots = document.write(loaded, records, args.save, files=args.files,
                                          metric=args.metric, baseline=args.baseline,
                                          efficiency=args.efficiency, layout=args.layout,
-                                         self_copy=args.self_copy)
+                                         self_copy=args.self_copy, crossing=args.crossing)
         except OSError as e:
             return _fail(prog, f"cannot write to {args.save}: {e.strerror}")
         sys.stdout.flush()
@@ -283,7 +287,7 @@ def _report_parts(prog: str, loaded: rec.LoadResult, records: list, args) -> lis
         parts.append(render(report_fidelity.fidelity(records)))
     if records:
         parts.append(render(rep.build(records, args.layout, args.metric, args.baseline,
-                                      args.efficiency, args.self_copy)))
+                                      args.efficiency, args.self_copy, args.crossing)))
         if report_launches.several_launches(records, args.baseline):
             parts.append(render(report_launches.compare(records, args.baseline)))
     if records and args.breakdown:

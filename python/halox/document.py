@@ -43,7 +43,8 @@ def _placement_groups(records: Sequence[Record]) -> list[list[Record]]:
 
 def write(loaded: LoadResult, bench: Sequence[Record], out_dir: str | pathlib.Path, *,
           files: Sequence[str], metric: str, baseline: str, efficiency: bool,
-          layout: str, self_copy: bool = False) -> tuple[pathlib.Path, list[pathlib.Path]]:
+          layout: str, self_copy: bool = False,
+          crossing: bool = False) -> tuple[pathlib.Path, list[pathlib.Path]]:
     """Writes DIR/report.md and the plots; returns the report's path and the plots' paths."""
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -59,7 +60,8 @@ def write(loaded: LoadResult, bench: Sequence[Record], out_dir: str | pathlib.Pa
                "(docs/bench.md, Stability); every cell's reasons follow its table.", ""]
     if bench:
         md += _bench_tables(bench, out_dir, plots, metric=metric, baseline=baseline,
-                            efficiency=efficiency, layout=layout, self_copy=self_copy)
+                            efficiency=efficiency, layout=layout, self_copy=self_copy,
+                            crossing=crossing)
         md += _placement(bench, out_dir, plots, metric)
         md += _breakdown(bench, out_dir, plots, files)
     md += _other_programs(loaded, out_dir, plots)
@@ -73,7 +75,7 @@ def write(loaded: LoadResult, bench: Sequence[Record], out_dir: str | pathlib.Pa
 
 def _bench_tables(bench: Sequence[Record], out_dir: pathlib.Path, plots: list[pathlib.Path], *,
                   metric: str, baseline: str, efficiency: bool, layout: str,
-                  self_copy: bool) -> list[str]:
+                  self_copy: bool, crossing: bool) -> list[str]:
     """halox-bench's tables in the chosen layout, a plot per table, and the fidelity tables."""
     from . import plot  # matplotlib only where plots are drawn
     images: dict[int, list[str]] = {}
@@ -83,7 +85,7 @@ def _bench_tables(bench: Sequence[Record], out_dir: pathlib.Path, plots: list[pa
             path = plot.bench_variants(trecs, out_dir / f"bench-{len(plots) + 1}.png", metric)
             plots.append(path)
             images.setdefault(i, []).append(path.name)
-    tables = report.build(bench, layout, metric, baseline, efficiency, self_copy)
+    tables = report.build(bench, layout, metric, baseline, efficiency, self_copy, crossing)
     title = {"chosen": "chosen results", "full": "full results",
              "decomposition": "decompositions"}[layout]
     md = [f"## halox-bench: {title}", "",

@@ -75,6 +75,9 @@ class Record:
     verification: str
     raw: dict = field(repr=False, compare=False, hash=False)
     self_copy_share: float = math.nan  # of the self-copy reference (records since it exists)
+    # Against the floor of the lines and the crossing together (records since it exists; NaN
+    # where /dev/shm had no room to measure the crossing).
+    crossing_efficiency: float = math.nan
     # Against a memcpy of the halo's bytes; `efficiency` is against the floor of the lines
     # (records since it exists: NaN before, whose "efficiency" was this one).
     memcpy_efficiency: float = math.nan
@@ -162,6 +165,7 @@ def parse_record(obj: Any, where: str) -> Record:
         verification=str(obj.get("verification", "")),
         raw=obj,
         self_copy_share=float(obj.get("self_copy_share", math.nan)),
+        crossing_efficiency=float(obj.get("crossing_efficiency") or math.nan),
         memcpy_efficiency=float(obj.get("memcpy_efficiency", obj.get("efficiency", math.nan))),
     )
 

@@ -135,6 +135,12 @@ EFFICIENCY_NOTE = ("eff = the floor of the lines / median exchange time: every r
                    "halo's bytes alone, which a strided face cannot reach (docs/bench.md)")
 
 
+CROSSING_NOTE = ("cross = the floor of the lines and the crossing together / median exchange time: "
+                 "the crossing is every rank writing the bytes it sends into lines its neighbour "
+                 "core read and reading what it receives from lines that core wrote, what no "
+                 "exchange between ranks of a node avoids (docs/bench.md)")
+
+
 SELF_COPY_NOTE = ("self = time of every rank filling the same halos from its own cells (nothing "
                   "crossing ranks), measured in the same run / median exchange time: the "
                   "fraction of the self-copy reference reached")
@@ -142,11 +148,12 @@ SELF_COPY_NOTE = ("self = time of every rank filling the same halos from its own
 
 def chosen(records: Sequence[Record], metric: str = "median",
            baseline: str | None = None, efficiency: bool = False,
-           self_copy: bool = False) -> Report:
+           self_copy: bool = False, crossing: bool = False) -> Report:
     """Per numbering order / decomposition and toolchain: a table of times (a row per variant,
     a column per (halo, nfields)), one of "(xN)" = baseline / variant when the records are one
     run, and with `efficiency` or `self_copy` one of "eff" (against the floor of the lines),
-    "memcpy" (against the floor of the halo's bytes) and "self" (the self-copy reference), so
+    "memcpy" (against the floor of the halo's bytes), "self" (the self-copy reference) and with
+    `crossing` "cross" (the floor of the lines and the crossing), so
     that each fits a terminal. The ratios are the median of per-round ratios (each round against
     the baseline of the same round) with their range; "*" marks an unstable cell
     (stability.py)."""
@@ -157,8 +164,8 @@ def chosen(records: Sequence[Record], metric: str = "median",
         first = srecs[0]
         tables = []
         for toolchain, trecs in ordered_groups(srecs, rec.toolchain_id).items():
-            tables += _chosen_tables(trecs, labels[toolchain], metric, baseline, efficiency,
-                                     self_copy)
+            tables += _chosen_tables(trecs, labels[toolchain], metric, baseline,
+                                     _Yardsticks(efficiency, self_copy, crossing))
         sections.append(Section(_order_heading(first), [
             context_details(first), _records_context(srecs, metric, labels)], tables))
     return Report(_preamble(records, metric, labels), sections)
@@ -209,17 +216,35 @@ def _ratio_row(v: str, shape_keys: Sequence, cells: dict, verdicts: dict, baseli
     return values, suffixes
 
 
-def _yard_row(cells: dict, v: str, shape_keys: Sequence, efficiency: bool,
-              self_copy: bool) -> list[float]:
-    """A row of the efficiency table: eff and memcpy eff, and/or the self-copy share."""
+@dataclass(frozen=True)
+class _Yardsticks:
+    """Which groups the efficiency table has."""
+    efficiency: bool = False
+    self_copy: bool = False
+    crossing: bool = False
+
+    def groups(self, n: int) -> list[tuple[str, int]]:
+        return ([("eff", n), ("memcpy eff", n)] if self.efficiency else []) + \
+            ([("self", n)] if self.self_copy else []) + ([("cross", n)] if self.crossing else [])
+
+    def notes(self) -> list[str]:
+        return ([EFFICIENCY_NOTE] if self.efficiency else []) + \
+            ([SELF_COPY_NOTE] if self.self_copy else []) + ([CROSSING_NOTE] if self.crossing else [])
+
+
+def _yard_row(cells: dict, v: str, shape_keys: Sequence, sticks: _Yardsticks) -> list[float]:
+    """A row of the efficiency table: eff and memcpy eff, the self-copy share, the crossing."""
     yard = []
-    if efficiency:
+    if sticks.efficiency:
         yard += [_median_positive([r.efficiency for r in cells.get((v, k), [])])
                  for k in shape_keys]
         yard += [_median_positive([r.memcpy_efficiency for r in cells.get((v, k), [])])
                  for k in shape_keys]
-    if self_copy:
+    if sticks.self_copy:
         yard += [_median_positive([r.self_copy_share for r in cells.get((v, k), [])])
+                 for k in shape_keys]
+    if sticks.crossing:
+        yard += [_median_positive([r.crossing_efficiency for r in cells.get((v, k), [])])
                  for k in shape_keys]
     return yard
 
@@ -255,7 +280,7 @@ def _chosen_rows(trecs: Sequence[Record], cells: dict, verdicts: dict, shape_key
 
 
 def _chosen_tables(trecs: Sequence[Record], label: str, metric: str, baseline: str,
-                   efficiency: bool, self_copy: bool) -> list[Table]:
+                   sticks: _Yardsticks) -> list[Table]:
     shape_keys, shape_labels = _shape_labels(trecs)
     variants = rec.sort_variants(r.variant for r in trecs)
     cells: dict[tuple, list[Record]] = {}
@@ -266,7 +291,7 @@ def _chosen_tables(trecs: Sequence[Record], label: str, metric: str, baseline: s
     columns = [shape_labels[k] for k in shape_keys]
     verdicts = cell_verdicts(cells, baseline if with_ratios else None)
     rows = _chosen_rows(trecs, cells, verdicts, shape_keys, metric, baseline, with_ratios,
-                        lambda v: _yard_row(cells, v, shape_keys, efficiency, self_copy))
+                        lambda v: _yard_row(cells, v, shape_keys, sticks))
     tables = [Table(label, "transport/algorithm/fields", columns, ["value"] * len(columns),
                     rows["times"], suffixes=rows["time_suffixes"])]
     if with_ratios:
@@ -274,13 +299,11 @@ def _chosen_tables(trecs: Sequence[Record], label: str, metric: str, baseline: s
                             [f"{c} (xN)" for c in columns], ["ratio"] * len(columns),
                             rows["ratios"], suffixes=rows["ratio_suffixes"], gap=2))
         notes += fastest_notes(cells, verdicts, shape_keys, shape_labels)
-    if efficiency or self_copy:
-        groups = ([("eff", len(columns)), ("memcpy eff", len(columns))] if efficiency else []) + \
-            ([("self", len(columns))] if self_copy else [])
+    if groups := sticks.groups(len(columns)):
         names = [c for _ in groups for c in columns]
         tables.append(Table(f"{label}: efficiency", "transport/algorithm/fields", names,
                             ["ratio"] * len(names), rows["yard"], groups=groups, gap=2))
-        notes += ([EFFICIENCY_NOTE] if efficiency else []) + ([SELF_COPY_NOTE] if self_copy else [])
+        notes += sticks.notes()
     short, details = stability_notes(cells, verdicts)
     notes += short + _unsettled_notes(cells)
     tables[-1].notes = notes
@@ -551,9 +574,9 @@ def _order_heading(r: Record) -> str:
 
 def build(records: Sequence[Record], layout: str = "chosen", metric: str = "median",
           baseline: str | None = None, efficiency: bool = False,
-          self_copy: bool = False) -> Report:
+          self_copy: bool = False, crossing: bool = False) -> Report:
     if layout == "chosen":
-        return chosen(records, metric, baseline, efficiency, self_copy)
+        return chosen(records, metric, baseline, efficiency, self_copy, crossing)
     if layout == "full":
         return full(records, metric)
     if layout == "decomposition":

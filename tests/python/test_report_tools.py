@@ -115,18 +115,25 @@ def test_records_before_the_line_floor_have_no_eff(capsys):
     assert all(cell != "NaN" for row in rows.values() for cell in row[4:])
 
 
-def test_bench_self_copy_columns_are_the_records_shares(capsys, tmp_path):
+@pytest.mark.parametrize("option, field, group, note", [
+    ("--self-copy", "self_copy_share", "self",
+     "self = time of every rank filling the same halos from its own cells"),
+    ("--crossing", "crossing_efficiency", "cross",
+     "cross = the floor of the lines and the crossing together"),
+])
+def test_bench_yardstick_columns_are_the_records_figures(capsys, tmp_path, option, field, group,
+                                                         note):
     lines = (DATA / "bench.jsonl").read_text().splitlines()
     records = [json.loads(l) for l in lines]
     bench = [r for r in records if r["tool"] == "halox-bench"]
     for k, r in enumerate(bench):
-        r["self_copy_share"] = 0.05 + (k % 18) * 0.05  # distinct within a table
+        r[field] = 0.05 + (k % 18) * 0.05  # distinct within a table
     path = tmp_path / "bench.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     run_id = next(r["run_id"] for r in bench if r["decomposition"]["dims"] == [2, 1, 1])
-    code, out, _ = report(capsys, path, "--self-copy", "--transport", "shm", "--run-id", run_id)
+    code, out, _ = report(capsys, path, option, "--transport", "shm", "--run-id", run_id)
     assert code == 0
-    assert "self = time of every rank filling the same halos from its own cells" in out
+    assert note in " ".join(out.split())
     checked = 0
     for r in bench:
         c = r["config"]
@@ -134,8 +141,8 @@ def test_bench_self_copy_columns_are_the_records_shares(capsys, tmp_path):
             continue
         shape = f"h{c['halo']}f{c['nfields']}"
         cell = yardstick_cell(out, "ompi: efficiency", f"shm/{c['algorithm']}/{c['fields']}",
-                              "self", shape)
-        assert float(cell) == pytest.approx(r["self_copy_share"], abs=0.006)
+                              group, shape)
+        assert float(cell) == pytest.approx(r[field], abs=0.006)
         checked += 1
     assert checked == 8
 
