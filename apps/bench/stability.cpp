@@ -66,8 +66,9 @@ probe_spread spread_of(const std::vector<turn_probes>& turns) {
       high = std::max(high, s->round_trip_ns[p]);
       if (s->round_trip_ns[p] < ping_pong_cap_s * 1e9) answered = std::max(answered, s->round_trip_ns[p]);
     }
-    if ((low > 0 && high / low > out.round_trip_factor) || out.round_trip_high_ns == 0) {
-      if (low > 0 && high / low > out.round_trip_factor) out.round_trip_factor = high / low;
+    const bool moved_most = low > 0 && high / low > out.round_trip_factor;
+    if (moved_most) out.round_trip_factor = high / low;
+    if (moved_most || out.round_trip_high_ns == 0) {
       out.round_trip_low_ns = low;
       out.round_trip_high_ns = high;
       out.round_trip_answered_high_ns = answered > 0 ? answered : high;
