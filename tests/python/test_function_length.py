@@ -1,12 +1,14 @@
 """No function in the library, the programs or the Python tools is longer than
-80 lines, and no Python function has a cyclomatic complexity over 25.
+80 lines or has a cyclomatic complexity over 25.
 
 A C++ function's length is its lines from the first of its signature to its
 closing brace. Bodies are found by a small brace
 reader (comments, strings and preprocessor lines left out): a brace at
 namespace or class scope that follows a parameter list (after qualifiers,
 a trailing return type or a constructor's initialisers) opens a function;
-lambdas and local classes count as part of their function.
+lambdas and local classes count as part of their function. Its complexity is
+1 plus one per decision in that body: if, for, while, case, catch, `?`, `&&`
+and `||` (`else if` counts once, as its `if`).
 
 A Python function's length is its lines from `def` to its last statement
 (nested functions and lambdas count as part of it); its complexity is 1 plus
@@ -95,10 +97,24 @@ def sources(root=ROOT, trees=TREES, suffixes=SUFFIXES):
                 yield f.relative_to(root).as_posix(), f.read_text(errors="replace")
 
 
+CXX_DECISIONS = re.compile(r"\b(?:if|for|while|case|catch)\b|&&|\|\||\?")
+
+
+def cxx_complexity(text: str, first: int, lines: int) -> int:
+    """1 + the decisions in the lines of a C++ function (comments and strings left out)."""
+    body = "\n".join(blank(text).split("\n")[first - 1:first - 1 + lines])
+    return 1 + len(CXX_DECISIONS.findall(body))
+
+
 def long_functions(root, tree: str) -> list[str]:
-    return [f"{path}:{first}: {lines} lines: {name[:80]}"
-            for path, text in sources(root, (tree,)) for first, lines, name in functions(text)
-            if lines > LIMIT]
+    """The C++ functions of a tree over 80 lines or a complexity of 25."""
+    found = []
+    for path, text in sources(root, (tree,)):
+        for first, lines, name in functions(text):
+            branches = cxx_complexity(text, first, lines)
+            if lines > LIMIT or branches > COMPLEXITY_LIMIT:
+                found.append(f"{path}:{first}: {lines} lines, complexity {branches}: {name[:80]}")
+    return found
 
 
 DECISIONS = (ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.ExceptHandler, ast.Assert,
@@ -164,10 +180,27 @@ def test_the_reader_sees_the_known_functions():
     assert any("measured_choice" in n for n in names)
 
 
+def test_the_reader_measures_cxx_complexity():
+    text = """
+int f(int a, const char* s) {
+  // if (a) in a comment, "for" in a string
+  if (a && s || !a) return 1;
+  else if (a > 2) return a ? 2 : 3;
+  for (auto c : "while") try { g(); } catch (...) {}
+  switch (a) { case 1: case 2: break; default: break; }
+  return 0;
+}
+"""
+    (first, lines, _), = functions(text)
+    # 1 + if + && + || + else if + ? + for + catch + 2 cases
+    assert cxx_complexity(text, first, lines) == 10
+
+
 @pytest.mark.parametrize("tree", TREES)
-def test_no_function_is_longer_than_80_lines(tree):
+def test_no_function_is_longer_than_80_lines_or_over_complexity_25(tree):
     long = long_functions(ROOT, tree)
-    assert not long, f"functions over {LIMIT} lines:\n" + "\n".join(long)
+    assert not long, (f"functions over {LIMIT} lines or a complexity of {COMPLEXITY_LIMIT}:\n"
+                      + "\n".join(long))
 
 
 def test_the_python_reader_measures_length_and_complexity():
@@ -212,9 +245,16 @@ def test_the_checks_fail_on_a_planted_violation(tmp_path):
     (tmp_path / "python" / "tool.py").write_text(
         f"def long():\n{long_body}\n\ndef branching(x):\n{branches}\n\ndef fine():\n    pass\n")
     cpp_body = "".join(f"  x += {i};\n" for i in range(LIMIT))
-    (tmp_path / "src" / "long.cpp").write_text(f"int long_one(int x) {{\n{cpp_body}  return x;\n}}\n")
+    cpp_branches = "".join(f"  if (x == {i}) return {i};\n" for i in range(COMPLEXITY_LIMIT))
+    (tmp_path / "src" / "long.cpp").write_text(
+        f"int long_one(int x) {{\n{cpp_body}  return x;\n}}\n"
+        f"int branching(int x) {{\n{cpp_branches}  return x;\n}}\n"
+        "int fine(int x) {\n  return x;\n}\n")
     assert [v.split(": ")[1] for v in python_violations(tmp_path, "python")] == \
         ["long", "branching"]
-    assert len(long_functions(tmp_path, "src")) == 1
+    assert [v.split(": ")[-1].split("(")[0] for v in long_functions(tmp_path, "src")] == \
+        ["int long_one", "int branching"]
     (tmp_path / "python" / "tool.py").write_text("def fine():\n    pass\n")
     assert python_violations(tmp_path, "python") == []
+    (tmp_path / "src" / "long.cpp").write_text("int fine(int x) {\n  return x;\n}\n")
+    assert long_functions(tmp_path, "src") == []
