@@ -32,8 +32,8 @@ static halox_status decomposition_create(void** out) {
 static halox_status decomposition_create_f(void** out) {
   const int global[3] = {N, N, N};
   halox_decomposition d = (halox_decomposition)&failures;
-  halox_status status = halox_decomposition_create_f(&d, MPI_Comm_c2f(MPI_COMM_WORLD), global,
-                                                     NULL, NULL);
+  halox_status status =
+      halox_decomposition_create_f(&d, MPI_Comm_c2f(MPI_COMM_WORLD), global, NULL, NULL);
   *out = d;
   return status;
 }
@@ -67,8 +67,7 @@ static halox_status exchange_create(void** out) {
 static halox_status exchange_create_double(void** out) {
   double* fields[2] = {u, v};
   halox_exchange ex = (halox_exchange)&failures;
-  halox_status status = halox_exchange_create_double(&ex, decomp, NULL, halo, 2, fields,
-                                                     &options);
+  halox_status status = halox_exchange_create_double(&ex, decomp, NULL, halo, 2, fields, &options);
   *out = ex;
   return status;
 }
@@ -90,16 +89,25 @@ static halox_status exchange_create_shared(void** out) {
 
 static halox_status decomposition_adopt(void** out) {
   int global[3] = {N, N, N}, dims[3] = {1, 1, 1}, periodic[3] = {1, 0, 1};
-  halox_decomposition d = NULL;
+  halox_decomposition d = (halox_decomposition)&failures;
   halox_status status =
       halox_decomposition_adopt(&d, MPI_COMM_WORLD, global, dims, periodic, "XYZ", NULL, NULL);
   *out = d;
   return status;
 }
 
+static halox_status decomposition_adopt_f(void** out) {
+  int global[3] = {N, N, N}, dims[3] = {1, 1, 1}, periodic[3] = {1, 0, 1};
+  halox_decomposition d = (halox_decomposition)&failures;
+  halox_status status = halox_decomposition_adopt_f(&d, MPI_Comm_c2f(MPI_COMM_WORLD), global, dims,
+                                                    periodic, "XYZ", NULL, NULL);
+  *out = d;
+  return status;
+}
+
 /* A cell field and a node field of their own halos and types. */
 static halox_status exchange_create_fields(void** out) {
-  halox_exchange ex = NULL;
+  halox_exchange ex = (halox_exchange)&failures;
   halox_field_spec fields[2] = {
       {u, HALOX_DOUBLE, HALOX_CELL, {H, H, H, H, H, H}, {0, 0, 0}, "u"},
       {uf, HALOX_FLOAT, HALOX_NODE, {H - 1, H, H - 1, H, H - 1, H}, {0, 0, 0}, "uf"}};
@@ -149,8 +157,8 @@ static void each_allocation_fails(const char* name, halox_status (*create)(void*
         strstr(halox_last_error(), name) == NULL ||
         strstr(halox_last_error(), "out of memory") == NULL || failing_new_live() != live) {
       fprintf(stderr, "%s, allocation %ld failing: %s \"%s\", handle %s, %ld allocations left\n",
-              name, n + 1, halox_status_name(status), halox_last_error(),
-              handle ? "set" : "NULL", failing_new_live() - live);
+              name, n + 1, halox_status_name(status), halox_last_error(), handle ? "set" : "NULL",
+              failing_new_live() - live);
       ++failures;
       if (failures > 5) return;
     }
@@ -164,18 +172,16 @@ int main(int argc, char** argv) {
   each_allocation_fails("halox_decomposition_create", decomposition_create_f,
                         decomposition_destroy);
   each_allocation_fails("halox_decomposition_adopt", decomposition_adopt, decomposition_destroy);
+  each_allocation_fails("halox_decomposition_adopt", decomposition_adopt_f, decomposition_destroy);
   void* d = NULL;
   if (decomposition_create(&d) == HALOX_SUCCESS) {
     decomp = d;
     each_allocation_fails("halox_shared_fields_create", shared_fields_create,
                           shared_fields_destroy);
     each_allocation_fails("halox_exchange_create", exchange_create, exchange_destroy);
-    each_allocation_fails("halox_exchange_create_double", exchange_create_double,
-                          exchange_destroy);
-    each_allocation_fails("halox_exchange_create_float", exchange_create_float,
-                          exchange_destroy);
-    each_allocation_fails("halox_exchange_create_fields", exchange_create_fields,
-                          exchange_destroy);
+    each_allocation_fails("halox_exchange_create_double", exchange_create_double, exchange_destroy);
+    each_allocation_fails("halox_exchange_create_float", exchange_create_float, exchange_destroy);
+    each_allocation_fails("halox_exchange_create_fields", exchange_create_fields, exchange_destroy);
     void* f = NULL;
     if (shared_fields_create(&f) == HALOX_SUCCESS) {
       shared = f;

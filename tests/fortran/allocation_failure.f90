@@ -35,6 +35,8 @@ program allocation_failure
   call each_allocation_fails(2, "halox_decomposition_create")
   call each_allocation_fails(3, "halox_exchange_create")
   call each_allocation_fails(4, "halox_exchange_create")
+  call each_allocation_fails(5, "halox_decomposition_adopt")
+  call each_allocation_fails(6, "halox_exchange_create")
   call halox_decomposition_destroy(decomp)
   call MPI_Finalize()
   if (failures > 0) error stop 1
@@ -42,6 +44,9 @@ program allocation_failure
 contains
 
   ! Create call `which` with stat= and errmsg=; what it made is destroyed.
+  ! 1, 2: halox_decomposition_create_f (an MPI_Comm, an integer); 3, 4:
+  ! halox_exchange_create (real64, real32); 5: halox_decomposition_adopt_f;
+  ! 6: halox_exchange_create_fields (fields of their own halo, location, name).
   ! made: the object was there to destroy.
   subroutine create(which, stat, errmsg, made)
     integer, intent(in) :: which
@@ -60,11 +65,19 @@ contains
     case (3)
       call halox_exchange_create(ex, decomp, [halox_field(u64), halox_field(v64)], halo=1, &
                                  transport="mpi-p2p", stat=stat, errmsg=errmsg)
-    case default
+    case (4)
       call halox_exchange_create(ex, decomp, [halox_field(u32)], halo=1, transport="mpi-p2p", &
                                  stat=stat, errmsg=errmsg)
+    case (5)
+      call halox_decomposition_adopt(d, MPI_COMM_WORLD, global=global, dims=[1, 1, 1], &
+                                     periodic=[.true., .false., .true.], order="XYZ", &
+                                     stat=stat, errmsg=errmsg)
+    case default
+      call halox_exchange_create(ex, decomp, [halox_field(u64, name="u"), &
+                                 halox_field(v64, location=HALOX_CELL, halo=1, name="v")], &
+                                 halo=1, transport="mpi-p2p", stat=stat, errmsg=errmsg)
     end select
-    if (which <= 2) then
+    if (which <= 2 .or. which == 5) then
       call halox_decomposition_destroy(d, stat=destroyed)
     else
       call halox_exchange_destroy(ex, stat=destroyed)
