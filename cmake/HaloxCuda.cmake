@@ -1,5 +1,5 @@
 # CUDA support: fields in device memory, packed by CUDA kernels, moved by
-# mpi-p2p (host staging or a CUDA-aware MPI) and cuda-ipc.
+# mpi-p2p (through pinned host buffers or a CUDA-aware MPI) and cuda-ipc.
 #   HALOX_CUDA=AUTO  on when CMake finds a CUDA compiler, off (cleanly) when not
 #   HALOX_CUDA=ON    required: configuring fails without a CUDA compiler
 #   HALOX_CUDA=OFF   never

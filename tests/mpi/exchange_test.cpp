@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "halox/common/error.hpp"
-#include "halox_programs/decomposition/options.hpp"
-#include "halox/field_memory.hpp"
-#include "halox_programs/self_copy_reference.hpp"
 #include "halox/extend/registry.hpp"
+#include "halox/field_memory.hpp"
+#include "halox_programs/decomposition/options.hpp"
+#include "halox_programs/self_copy_reference.hpp"
 #include "halox_programs/verify.hpp"
 #include "scoped_environment.hpp"
 
@@ -114,7 +114,7 @@ std::vector<int> field_counts() {
 }
 
 // Where the fields live: node-shared memory (single-copy transports read it in
-// place) or the caller's own heap memory (they stage it).
+// place) or the caller's own heap memory (they pack it into their outbox).
 struct field_store {
   shared_field_memory* shared = nullptr;  // holds at least nfields fields when set
   std::vector<std::vector<std::byte>>* heap = nullptr;
@@ -225,7 +225,8 @@ TEST_P(ExchangeMatrix, EveryHaloCellIsExact) {
   // 4x oversubscribed: the two algorithms of the Betzy results; faces run up to 4 ranks.
   if (reduced_matrix() && world_size() > 4 && alg == algorithm::faces)
     GTEST_SKIP() << "reduced matrix: faces run with up to 4 ranks";
-  exchange_options options{.alg = alg, .mode = mode, .transport = parse_transport_choice(transport.choice)};
+  exchange_options options{
+      .alg = alg, .mode = mode, .transport = parse_transport_choice(transport.choice)};
   int cases = 0;
   for (const auto& dims : rank_grids())
     for (const auto& periodic : periodicities()) {
@@ -320,7 +321,8 @@ TEST_P(HwExchange, EveryHaloCellIsExactOnHardwareAwareGrids) {
       for (auto mode : {field_mode::compact, field_mode::sequence})
         for (const auto& dc : domains(d.dims()))
           for (int width : {1, 3}) {
-            exchange_options options{.alg = alg, .mode = mode, .transport = parse_transport_choice(GetParam().choice)};
+            exchange_options options{
+                .alg = alg, .mode = mode, .transport = parse_transport_choice(GetParam().choice)};
             std::string error =
                 run_case<double>(d, dc, halo_widths::uniform(width), 2, options, store);
             std::string agreed = agree_on_error(MPI_COMM_WORLD, error);
@@ -345,7 +347,8 @@ INSTANTIATE_TEST_SUITE_P(AllTransports, HwExchange, testing::ValuesIn(transport_
 // a rank without messages (alone in every dimension) keeps them too.
 TEST(Exchange, CacheBlocksCarryAMinimumFragment) {
   if (world_size() < 2) GTEST_SKIP() << "needs a neighbour to send to";
-  auto row = make_cart_decomposition(MPI_COMM_WORLD, {world_size(), 1, 1}, {true, true, true}, false);
+  auto row =
+      make_cart_decomposition(MPI_COMM_WORLD, {world_size(), 1, 1}, {true, true, true}, false);
   auto alone = make_cart_decomposition(MPI_COMM_SELF, {1, 1, 1}, {true, true, true}, false);
   constexpr size_t small_cache = 64 * 1024;
   // x faces of 2 KiB a field; on 2 ranks both go to the one neighbour in one message.
@@ -380,8 +383,9 @@ TEST(Exchange, FieldBlocksAreExactForEveryTransport) {
         else
           heap.assign(3, std::vector<std::byte>(bytes));
         field_store store{shared ? &*shared : nullptr, &heap};
-        exchange_options options{
-            .alg = alg, .mode = field_mode::compact, .transport = parse_transport_choice(transport.choice)};
+        exchange_options options{.alg = alg,
+                                 .mode = field_mode::compact,
+                                 .transport = parse_transport_choice(transport.choice)};
         options.fields_per_message = per_message;
         options.fields_per_block = per_block;
         std::string error = run_case<double>(d, dc, halo_widths::uniform(2), 3, options, store);
@@ -449,10 +453,10 @@ TEST(Exchange, SelfCopyReferenceFillsTheExchangesHalosFromTheRanksOwnCells) {
                   }
             std::string agreed = agree_on_error(MPI_COMM_WORLD, error);
             ASSERT_TRUE(agreed.empty()) << fmt::format(
-                "dims {}x{}x{} periodic {}{}{} {} {} halo lo {},{},{} hi {},{},{}: {}",
-                d.dims()[0], d.dims()[1], d.dims()[2], periodic[0], periodic[1], periodic[2],
-                to_string(alg), dc.global ? "global" : "per-rank", halo.lo[0], halo.lo[1],
-                halo.lo[2], halo.hi[0], halo.hi[1], halo.hi[2], agreed);
+                "dims {}x{}x{} periodic {}{}{} {} {} halo lo {},{},{} hi {},{},{}: {}", d.dims()[0],
+                d.dims()[1], d.dims()[2], periodic[0], periodic[1], periodic[2], to_string(alg),
+                dc.global ? "global" : "per-rank", halo.lo[0], halo.lo[1], halo.lo[2], halo.hi[0],
+                halo.hi[1], halo.hi[2], agreed);
             ++cases;
           }
         }
@@ -473,7 +477,9 @@ TEST(Exchange, AutomaticChoiceIsExactAndRemembered) {
     // format, and an entry naming a transport this build does not have.
     std::FILE* f = std::fopen(wisdom.c_str(), "w");
     std::fputs("host|mpi|2x1x1 2|6x5x4\tshm staged compact 0 0\n", f);
-    std::fputs(R"({"key": {"host": "elsewhere"}, "choice": {"transport": "no-such"}})" "\n", f);
+    std::fputs(R"({"key": {"host": "elsewhere"}, "choice": {"transport": "no-such"}})"
+               "\n",
+               f);
     std::fclose(f);
   }
   MPI_Barrier(MPI_COMM_WORLD);
@@ -514,8 +520,9 @@ std::vector<double> interior_average(const std::vector<double>& a, const local_g
       for (int x = 1; x < 5; ++x)
         out[grid.index(x, y, z)] =
             (a[grid.index(x, y, z)] + a[grid.index(x - 1, y, z)] + a[grid.index(x + 1, y, z)] +
-             a[grid.index(x, y - 1, z)] + a[grid.index(x, y + 1, z)] +
-             a[grid.index(x, y, z - 1)] + a[grid.index(x, y, z + 1)]) / 7.0;
+             a[grid.index(x, y - 1, z)] + a[grid.index(x, y + 1, z)] + a[grid.index(x, y, z - 1)] +
+             a[grid.index(x, y, z + 1)]) /
+            7.0;
   return out;
 }
 
@@ -591,7 +598,8 @@ TEST(Exchange, SingleCopyOnUserMemoryStagesThroughSharedMemory) {
   std::vector<double*> fields{plain.data()};
   verify_context ctx{grid, sub, d.periodic(), algorithm::standard};
   fill_fields(fields, ctx, 0);
-  halo_exchange ex(d, grid, std::span<double* const>(fields), {.transport = parse_transport_choice("shm")});
+  halo_exchange ex(d, grid, std::span<double* const>(fields),
+                   {.transport = parse_transport_choice("shm")});
   EXPECT_EQ(ex.transport_name(), "shm");
   EXPECT_EQ(ex.transport_path().rfind("shm(outbox)", 0), 0u) << ex.transport_path();
   ex.exchange();
@@ -640,13 +648,13 @@ TEST(Exchange, CmaReadsUserVectorsInPlace) {
   }
 }
 
-// shm and cma under every staging rule (all direct, short runs staged,
-// everything staged, and the measured choice), each with strided runs
+// shm and cma under every outbox rule (all direct, short runs through the
+// outbox, everything through the outbox, and the measured choice), each with strided runs
 // fetched ahead, not, or measured, and shm's direct boxes pulled by the
 // reader, pushed by the owner, or measured; the fields move one at a time so
 // that the outbox ring wraps around; the settings say which rule ran, whether
 // runs were fetched ahead, and how each was chosen.
-TEST(Exchange, SingleCopyStagingRulesAreExact) {
+TEST(Exchange, SingleCopyOutboxRulesAreExact) {
   auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, false, true}, false);
   const ivec3 cells{7, 6, 5};
   local_grid grid(cells, halo_widths{{2, 1, 3}, {1, 2, 2}});
@@ -678,7 +686,9 @@ TEST(Exchange, SingleCopyStagingRulesAreExact) {
       environment.set(fetch_variable, fetch);
       if (transport == "shm") environment.set(push_variable, push);
       for (auto alg : {algorithm::standard, algorithm::staged}) {
-        exchange_options options{.alg = alg, .mode = field_mode::compact, .transport = parse_transport_choice(transport)};
+        exchange_options options{.alg = alg,
+                                 .mode = field_mode::compact,
+                                 .transport = parse_transport_choice(transport)};
         options.fields_per_block = 1;
         halo_exchange ex(d, grid, element_type::f64, shared, options);
         const std::string settings = ex.transport_settings();
@@ -688,8 +698,9 @@ TEST(Exchange, SingleCopyStagingRulesAreExact) {
         if (*rule)
           EXPECT_NE(settings.find(rule_option), std::string::npos) << settings;
         else if (!messages)  // nothing to measure: the forcing option, or nothing to say
-          EXPECT_NE(settings.find(transport == "shm" && *push ? "(" + push_option + ")"
-                                                              : std::string("(no run to pack into the outbox)")),
+          EXPECT_NE(settings.find(transport == "shm" && *push
+                                      ? "(" + push_option + ")"
+                                      : std::string("(no run to pack into the outbox)")),
                     std::string::npos)
               << settings;
         else
@@ -728,8 +739,8 @@ TEST(Exchange, SingleCopyStagingRulesAreExact) {
 // shm takes its outbox slots in turn across exchanges (a schedule per phase):
 // every exchange of a run moves that exchange's values, whichever slot its
 // stages packed into, with one block per stage (a slot per stage) and one
-// block of all fields (one slot per exchange), fields shared (runs staged by
-// rule) or private (everything staged), split phase or not.
+// block of all fields (one slot per exchange), fields shared (runs through the
+// outbox by rule) or private (everything through the outbox), split phase or not.
 TEST(Exchange, ShmOutboxSlotsTakenInTurnMoveEveryExchangesValues) {
   auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, false, true}, false);
   const ivec3 cells{6, 5, 4};
@@ -745,7 +756,8 @@ TEST(Exchange, ShmOutboxSlotsTakenInTurnMoveEveryExchangesValues) {
         std::vector<float*> fields;
         for (int f = 0; f < 2; ++f)
           fields.push_back(in_shared ? static_cast<float*>(shared.field(f)) : heap[f].data());
-        exchange_options options{.alg = alg, .mode = field_mode::compact, .transport = parse_transport_choice("shm")};
+        exchange_options options{
+            .alg = alg, .mode = field_mode::compact, .transport = parse_transport_choice("shm")};
         options.fields_per_block = per_block == 0 ? 2 : per_block;
         std::optional<halo_exchange> ex;
         if (in_shared)
@@ -766,8 +778,7 @@ TEST(Exchange, ShmOutboxSlotsTakenInTurnMoveEveryExchangesValues) {
           auto bad = check_fields(fields, ctx, epoch, 1, &total);
           ASSERT_EQ(total, 0u) << (in_shared ? "shared" : "private") << " fields, blocks of "
                                << options.fields_per_block << ", " << to_string(alg) << ", epoch "
-                               << epoch << ": "
-                               << (bad.empty() ? std::string() : describe(bad[0]));
+                               << epoch << ": " << (bad.empty() ? std::string() : describe(bad[0]));
         }
       }
 }
@@ -795,7 +806,8 @@ TEST(Exchange, UnknownTransportIsAUsageError) {
   std::vector<double> a(grid.cells());
   std::vector<double*> fields{a.data()};
   for (const char* bad : {"carrier-pigeon", "mpi-p2p+shm", "shm+", "+mpi-p2p", "shm+mpi-p2p+ucx"})
-    EXPECT_THROW(halo_exchange(d, grid, std::span<double* const>(fields), {.transport = parse_transport_choice(bad)}),
+    EXPECT_THROW(halo_exchange(d, grid, std::span<double* const>(fields),
+                               {.transport = parse_transport_choice(bad)}),
                  usage_error)
         << bad;
 }

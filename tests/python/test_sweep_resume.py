@@ -73,7 +73,7 @@ def session_processes(sid):
 
 
 def benchmarks_writing(scratch):
-    """halox-bench processes started with --json STAGING (MPICH's launcher starts its ranks in
+    """halox-bench processes started with --json SCRATCH (the scratch file; MPICH's launcher starts its ranks in
     sessions of their own)."""
     found = []
     for p in psutil.process_iter(["name", "cmdline"]):
