@@ -1,5 +1,6 @@
 // halox-topo predict: each layout's time per exchange from a time model
-// (include/halox/decomposition/time_model.hpp) and its ratio to --mpicart.
+// (include/halox/programs/decomposition/time_model.hpp) and its ratio to
+// --mpicart.
 #include <fmt/core.h>
 #include <fmt/format.h>
 

@@ -1,9 +1,9 @@
 """The time model per placement: model files, calibration by least squares, the Betzy check.
 
-The formula is halox-topo's (include/halox/decomposition/time_model.hpp): the time of a rank is
-a sum of terms, each a count from the exchange's plan (messages or bytes over a level, the bytes
-of the ranks sharing a node's port or a socket's memory, the bytes a rank copies) times one
-parameter, and the slowest rank's time is the exchange's. `halox-topo predict --json
+The formula is halox-topo's (include/halox/programs/decomposition/time_model.hpp): the time of
+a rank is a sum of terms, each a count from the exchange's plan (messages or bytes over a level,
+the bytes of the ranks sharing a node's port or a socket's memory, the bytes a rank copies) times
+one parameter, and the slowest rank's time is the exchange's. `halox-topo predict --json
 --coefficients` lists each layout's distinct rows of those counts (already multiplied out per
 parameter); this module only solves for the parameters that make the rows' maxima match
 measured times (a row times the parameters is all it computes), and predictions come from
@@ -37,14 +37,21 @@ class ModelError(RuntimeError):
 
 
 def topo_program() -> str:
-    """halox-topo of the build (HALOX_BUILD_DIR, else the checkout's build/openmpi) or on PATH."""
-    checkout = pathlib.Path(__file__).resolve().parents[2] / "build" / "openmpi"
-    for build in (os.environ.get("HALOX_BUILD_DIR"), checkout):
-        if build and (pathlib.Path(build) / "halox-topo").exists():
+    """halox-topo of HALOX_BUILD_DIR, else of a checkout's build (HALOX_ROOT, the one this
+    package lives in, the current folder; Open MPI's, then MPICH's), else on PATH. An installed
+    package lives outside the checkout, so the current folder is tried too."""
+    builds = [os.environ.get("HALOX_BUILD_DIR")]
+    for root in (os.environ.get("HALOX_ROOT"), pathlib.Path(__file__).resolve().parents[2],
+                 pathlib.Path.cwd()):
+        if root:
+            builds += [pathlib.Path(root) / "build" / mpi for mpi in ("openmpi", "mpich")]
+    for build in builds:
+        if build and (pathlib.Path(build) / "halox-topo").is_file():
             return str(pathlib.Path(build) / "halox-topo")
     found = shutil.which("halox-topo")
     if not found:
-        raise ModelError("halox-topo not found: set HALOX_BUILD_DIR or put it on PATH")
+        raise ModelError("halox-topo not found: set HALOX_BUILD_DIR (or HALOX_ROOT), run from the "
+                         "checkout, or put it on PATH")
     return found
 
 
