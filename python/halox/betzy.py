@@ -118,21 +118,42 @@ def _num(v: float | None, fmt: str) -> str:
     return "-" if v is None else format(v, fmt)
 
 
+def _times(row: dict, kind: str) -> str:
+    """'predicted / published (xfactor)' of one layout, the factor where a time is published."""
+    predicted, published_s = row[f"{kind}_s"], row[f"published_{kind}_s"]
+    factor = f" (x{predicted / published_s:.2f})" if published_s else ""
+    return f"{predicted:.3f} / {_num(published_s, '.3f')}{factor}"
+
+
 def check_table(rows: list[dict]) -> str:
     """The comparison as GitHub markdown: a row per run, order and cell."""
     lines = ["| run | order | cell | hwcart s (pred / pub) | MPICart s (pred / pub) "
              "| MPICart/hwcart pred | published | error |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        hw_factor = r["hw_s"] / r["published_hw_s"] if r["published_hw_s"] else None
         lines.append(
-            f"| {r['run']} | {r['order']} | {r['cell']} | {r['hw_s']:.3f} / "
-            f"{_num(r['published_hw_s'], '.3f')} (x{_num(hw_factor, '.2f')}) | "
-            f"{r['mpicart_s']:.3f} / {_num(r['published_mpicart_s'], '.3f')} | "
+            f"| {r['run']} | {r['order']} | {r['cell']} | {_times(r, 'hw')} | "
+            f"{_times(r, 'mpicart')} | "
             f"{r['ratio']:.3f} | {_num(r['published_ratio'], '.3f')} | "
             f"{_num(r.get('ratio_error') and 100 * r['ratio_error'], '+.1f')}"
             f"{'' if r.get('ratio_error') is None else ' %'} |")
-    return "\n".join(lines)
+    return "\n".join(lines + [""] + check_summary(rows))
+
+
+def check_summary(rows: list[dict]) -> list[str]:
+    """Per run: how many published ratios the prediction meets within 20 %, and the factor
+    between predicted and published times (the measure of the absolute error)."""
+    out = []
+    for run in dict.fromkeys(r["run"] for r in rows):
+        mine = [r for r in rows if r["run"] == run]
+        errors = [r["ratio_error"] for r in mine if r.get("ratio_error") is not None]
+        factors = [r[f"{k}_s"] / r[f"published_{k}_s"] for r in mine for k in ("hw", "mpicart")
+                   if r[f"published_{k}_s"]]
+        met = sum(abs(e) < 0.20 for e in errors)
+        out.append(f"{run}: MPICart/hwcart within 20 % of the published ratio in {met} of "
+                   f"{len(errors)} cells; predicted/published times x{min(factors):.2f}-"
+                   f"x{max(factors):.2f} ({len(factors)} published times)")
+    return out
 
 
 def published_points(rows: list[dict]) -> list[tuple[float, float, str]]:

@@ -97,20 +97,30 @@ def test_bad_model_file_is_one_error_line(run_mpi, tmp_path, content, message):
 
 
 def test_betzy_hwcart_vs_mpicart_on_27_nodes():
-    """The 27-node run of the study (halfcores: 64 ranks per node, benchmark_mpi_comm, both
-    orders): predicted MPICart/hwcart within 20 % of the published ratio where both are
-    published (h1f1, h5f8), and hwcart's absolute time within the factor measured for this
-    model (1.38-1.54)."""
+    """The 27-node run of the study (halfcores: 64 ranks per node, benchmark_mpi_comm): hwcart and
+    MPICart predicted in both numbering orders at h1f1, h5f1, h1f8 and h5f8; the predicted
+    MPICart/hwcart within 20 % of the published ratio wherever both times are published (h1f1,
+    h5f8: the study has no MPICart time in the other cells), and every published time, hwcart's
+    and MPICart's, within the factor docs/topology.md reports for this model (1.26-1.54x: the
+    terms add where the real exchange overlaps them)."""
     model = tm.load_model(tm.BETZY_MODEL)
     rows = betzy.check(model, runs=("halfcores_27_nodes",))
-    assert len(rows) == 8
+    assert sorted((r["order"], r["cell"]) for r in rows) == sorted(
+        (order, cell) for order in ("XYZ", "ZYX") for cell in ("h1f1", "h5f1", "h1f8", "h5f8"))
     with_ratio = [r for r in rows if r["published_ratio"]]
-    assert {r["cell"] for r in with_ratio} == {"h1f1", "h5f8"}
+    assert sorted((r["order"], r["cell"]) for r in with_ratio) == sorted(
+        (order, cell) for order in ("XYZ", "ZYX") for cell in ("h1f1", "h5f8"))
     for r in with_ratio:
-        assert abs(r["ratio_error"]) < 0.20, r
+        assert abs(r["ratio"] / r["published_ratio"] - 1) < 0.20, r
+    factors = []
     for r in rows:
         assert r["ratio"] > 1, r  # hwcart predicted faster in every cell, as published
-        assert 1 / 1.6 < r["hw_s"] / r["published_hw_s"] < 1.6, r
+        factors += [r[f"{kind}_s"] / r[f"published_{kind}_s"] for kind in ("hw", "mpicart")
+                    if r[f"published_{kind}_s"]]
+    assert len(factors) == 12  # 8 hwcart times, 4 MPICart ones
+    assert 1.2 < min(factors) and max(factors) < 1.6, factors
+    (summary,) = betzy.check_summary(rows)
+    assert "within 20 % of the published ratio in 4 of 4 cells" in summary, summary
 
 
 @pytest.mark.slow
