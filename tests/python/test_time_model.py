@@ -147,6 +147,38 @@ def test_report_puts_the_prediction_beside_the_measured_placement_effect(tmp_pat
     assert cli.main(["report", data, "--model", str(bad)]) == 1
 
 
+def test_the_placement_effect_is_measured_and_predicted_against_the_cart_run():
+    """Each placement of a shape over the --mpicart run of that shape, measured (medians of the
+    records) and predicted (halox-topo under the model), with Betzy's published ratio beside."""
+    import statistics
+    from halox import records as rec
+    from halox import report_model
+    model = tm.model_document(KNOWN, {})
+    loaded = rec.load([str(ROOT / "tests/python/data/bench.jsonl")])
+    chosen = [r for r in loaded.records if r.halo_label == "1" and r.nfields == 1
+              and r.raw["config"]["transport"] == "shm" and r.raw["config"]["fields"] == "compact"]
+    report, points = report_model.placement_effect(chosen, model, NODE)
+    (table,) = report.sections[0].tables
+    by_dims = {}
+    for r in chosen:
+        by_dims.setdefault(tuple(r.raw["decomposition"]["dims"]), []).append(r)
+    assert len(table.rows) == len(points) == len(by_dims) == 2
+    cart_us = statistics.median(r.times["median"] * 1e6 for r in by_dims[(2, 1, 1)])
+    for label, (measured, predicted, vs_measured, vs_predicted, published) in table.rows:
+        dims = (2, 1, 1) if "cart 2x1x1" in label else (1, 1, 2)
+        records = by_dims[dims]
+        assert measured == pytest.approx(statistics.median(r.times["median"] * 1e6
+                                                           for r in records))
+        expected = tm.layout(tm.predict(model, cal.topo_args(records[0].raw, NODE)), "mpicart")
+        assert predicted == pytest.approx(expected["us"]) and predicted > 0
+        assert vs_measured == pytest.approx(measured / cart_us)
+        assert published is None  # a --mpicart placement has no hwcart ratio
+    # Betzy's published hwcart/MPICart (halfcores, XYZ) where both are published, else none.
+    assert report_model.betzy_ratio("1", 1) == pytest.approx(1.7139 / 2.8057)
+    assert report_model.betzy_ratio("5", 8) == pytest.approx(80.572 / 120.08)
+    assert report_model.betzy_ratio("1", 8) is None
+
+
 def test_a_level_grid_run_records_its_grids_and_is_laid_out_again(run_mpi, tmp_path):
     out = tmp_path / "hw.jsonl"
     run = run_mpi(2, "halox-bench", "--slot", "2", "1", "1", "--halo", "1", "--nfields", "1",
