@@ -179,6 +179,43 @@ def test_the_placement_effect_is_measured_and_predicted_against_the_cart_run():
     assert report_model.betzy_ratio("1", 8) is None
 
 
+def test_calibrate_writes_a_model_with_its_sources_and_cells(tmp_path, capsys):
+    from halox import cli
+    lines = (ROOT / "tests/python/data/bench.jsonl").read_text().splitlines()
+    records = [l for l in lines if json.loads(l).get("tool") == "halox-bench"][:4]
+    data = tmp_path / "runs.jsonl"
+    data.write_text("\n".join(records) + "\n")
+    out = tmp_path / "model.json"
+    assert cli.main(["calibrate", str(data), "--topology", NODE, "-o", str(out)]) == 0
+    doc = tm.load_model(out)
+    assert len(doc["calibration"]) == 4
+    for cell in doc["calibration"]:
+        assert cell["measured_us"] > 0 and cell["fitted_us"] > 0, cell
+    # One node: only on-node groups are fitted, each with where it came from.
+    assert doc["parameters"] and not any(n.startswith("node.") for n in doc["parameters"])
+    for p in doc["parameters"].values():
+        assert p["value"] > 0 and "halox-bench runs on " + NODE in p["source"]
+    assert "parameters:" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args,message", [
+    ([], "give the halox-bench records to fit"),
+    (["--fit", "core.latency"], "unknown parameter group core.latency"),
+    (["--betzy", "DATA"], "--betzy takes no records"),
+])
+def test_bad_calibrate_input_is_one_error_line(tmp_path, capsys, args, message):
+    from halox import cli
+    data = str(ROOT / "tests/python/data/bench.jsonl")
+    words = [data if a == "DATA" else a for a in args]
+    if "--fit" in args:
+        words.insert(0, data)
+    assert cli.main(["calibrate", *words, "-o", str(tmp_path / "m.json")]) != 0
+    errors = [l for l in capsys.readouterr().err.splitlines() if l.strip()]
+    assert len(errors) == 1 and errors[0].startswith("halox calibrate: error: "), errors
+    assert message in errors[0]
+    assert not (tmp_path / "m.json").exists()
+
+
 def test_a_level_grid_run_records_its_grids_and_is_laid_out_again(run_mpi, tmp_path):
     out = tmp_path / "hw.jsonl"
     run = run_mpi(2, "halox-bench", "--slot", "2", "1", "1", "--halo", "1", "--nfields", "1",
