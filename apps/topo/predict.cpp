@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "halox/common/error.hpp"
 #include "topo_program.hpp"
@@ -15,8 +16,13 @@ namespace halox::topo_program {
 
 namespace {
 
-double mpicart_us(const std::vector<time_prediction>& predictions) {
-  return predictions.front().us;
+// A layout's time over MPICart's; none when the model predicts no time at all (every parameter
+// zero), where a ratio would read as nan.
+std::optional<double> vs_mpicart(const time_prediction& t,
+                                 const std::vector<time_prediction>& predictions) {
+  const double mpicart = predictions.front().us;
+  if (!(mpicart > 0)) return std::nullopt;
+  return t.us / mpicart;
 }
 
 std::vector<time_prediction> predictions_of(const topo_plan& plan, const time_parameters& p) {
@@ -106,12 +112,10 @@ void print_prediction_json(const topo_options& o, const topo_plan& plan, const t
     const auto& t = predictions[i];
     nlohmann::json terms;
     for (const auto& term : t.terms) terms[term.name] = term.us;
-    nlohmann::json row = {{"name", l.name},
-                          {"options", l.options},
-                          {"us", t.us},
-                          {"vs_mpicart", t.us / mpicart_us(predictions)},
-                          {"slowest_rank", t.slowest_rank},
-                          {"terms", terms}};
+    nlohmann::json row = {
+        {"name", l.name},        {"options", l.options},           {"us", t.us},
+        {"vs_mpicart", nullptr}, {"slowest_rank", t.slowest_rank}, {"terms", terms}};
+    if (const auto ratio = vs_mpicart(t, predictions)) row["vs_mpicart"] = *ratio;
     if (o.coefficients) row["rows"] = coefficient_rows_json(l.loads);
     j["layouts"].push_back(row);
   }
@@ -134,9 +138,10 @@ void print_prediction_table(const topo_options& o, const topo_plan& plan,
              "vs mpicart", "slowest rank: largest terms (us)");
   for (size_t i = 0; i < plan.layouts.size(); ++i) {
     const auto& t = predictions[i];
-    fmt::print("{:<{}} {:>12.1f} {:>10.4f} {:>10.3f}  rank {}: {}\n", plan.layouts[i].name, width,
-               t.us, t.us * 1e-2, t.us / mpicart_us(predictions), t.slowest_rank,
-               largest_terms(t.terms, 4));
+    const auto ratio = vs_mpicart(t, predictions);
+    fmt::print("{:<{}} {:>12.1f} {:>10.4f} {:>10}  rank {}: {}\n", plan.layouts[i].name, width,
+               t.us, t.us * 1e-2, ratio ? fmt::format("{:.3f}", *ratio) : std::string("-"),
+               t.slowest_rank, largest_terms(t.terms, 4));
   }
   const auto fastest = std::min_element(
       predictions.begin(), predictions.end(),

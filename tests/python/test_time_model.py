@@ -81,6 +81,24 @@ def test_predict_prints_times_ratios_and_sources(run_mpi, tmp_path):
         assert text in run.stdout
 
 
+def test_a_model_that_predicts_no_time_prints_no_ratio(run_mpi, tmp_path):
+    """Every parameter zero: each layout takes 0 us and has no ratio to MPICart (a dash, null in
+    JSON), not nan."""
+    model = tmp_path / "model.json"
+    model.write_text('{"parameters": {"node.us_per_message": {"value": 0, "source": "by hand"}}}')
+    args = ["halox-topo", "predict", "--model", str(model), "--topology", NODE, "--nodes", "2",
+            "--domain", "8", "8", "8"]
+    run = run_mpi(1, *args)
+    assert run.returncode == 0, run.stderr
+    assert "nan" not in run.stdout
+    rows = [l.split() for l in run.stdout.splitlines() if l.startswith("mpicart ")]
+    assert rows and rows[0][2:5] == ["0.0", "0.0000", "-"], run.stdout
+    run = run_mpi(1, *args, "--json")
+    assert run.returncode == 0, run.stderr
+    layouts = json.loads(run.stdout)["layouts"]
+    assert layouts and all(l["vs_mpicart"] is None and l["us"] == 0 for l in layouts)
+
+
 @pytest.mark.parametrize("content,message", [
     ("{not json", "is not JSON"),
     ('{"parameters": {"core.latency": {"value": 1}}}', "unknown model parameter 'core.latency'"),
