@@ -10,9 +10,9 @@ function(run)
   endif()
 endfunction()
 
-file(REMOVE_RECURSE ${PREFIX} ${PREFIX}-staging ${CONSUMER})
-run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${PREFIX}-staging --config ${CONFIG})
-file(RENAME ${PREFIX}-staging ${PREFIX})
+file(REMOVE_RECURSE ${PREFIX} ${PREFIX}-before-move ${CONSUMER})
+run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${PREFIX}-before-move --config ${CONFIG})
+file(RENAME ${PREFIX}-before-move ${PREFIX})
 
 # The core's headers only; the programs' stay in the source tree.
 foreach(internal verify.hpp cli.hpp stats.hpp halo2d ipc decomposition/options.hpp
@@ -92,10 +92,11 @@ run(${MPI_CXX_COMPILER} -std=c++20 -O2 ${EXAMPLES}/stencil/heat3d.cpp ${flags}
 
 # C and Fortran projects: find_package(halox) from `LANGUAGES C` / `LANGUAGES
 # Fortran` alone, and the MPI wrappers with pkg-config (halox, halox-fortran).
+# (a third argument, c: the C project alone)
 function(build_c_and_fortran prefix suffix)
   file(GLOB pc_dir ${prefix}/lib*/pkgconfig ${prefix}/lib/*/pkgconfig)
   set(languages c)
-  if(MPI_Fortran_COMPILER)
+  if(MPI_Fortran_COMPILER AND NOT ARGN STREQUAL "c")
     list(APPEND languages fortran)
     if(NOT EXISTS ${prefix}/include/halox/fortran/${FORTRAN_MODULE_FOLDER}/halox.mod)
       message(FATAL_ERROR "not installed: include/halox/fortran/${FORTRAN_MODULE_FOLDER}/halox.mod")
@@ -130,6 +131,16 @@ function(build_c_and_fortran prefix suffix)
 endfunction()
 if(SOURCE_DIR)
   build_c_and_fortran(${PREFIX} "")
+  # The stencil code's tier alone (docs/architecture.md): the installed package without the
+  # transport authors' (halox/extend/) and the programs' (halox/programs/) headers still
+  # builds and links the C code, with CMake and with pkg-config.
+  set(stencil_prefix ${CONSUMER}/stencil-prefix)
+  file(COPY ${PREFIX}/ DESTINATION ${stencil_prefix})
+  file(REMOVE_RECURSE ${stencil_prefix}/include/halox/extend ${stencil_prefix}/include/halox/programs)
+  if(EXISTS ${stencil_prefix}/include/halox/extend OR EXISTS ${stencil_prefix}/include/halox/programs)
+    message(FATAL_ERROR "the other tiers are still under ${stencil_prefix}/include/halox")
+  endif()
+  build_c_and_fortran(${stencil_prefix} "-stencil" c)
 endif()
 
 # A shared libhalox installs and serves the same consumer: the library alone,
