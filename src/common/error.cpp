@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <thread>
 
+#include "halox/programs/launcher.hpp"
+
 namespace halox {
 
 void let_launcher_forward_output() {

@@ -36,7 +36,7 @@ def layer_of(path: str) -> int:
     # field.hpp: a field's location, halo and type, what a plan is made of.
     names = {"field_memory": "memory", "device": "transport", "field": "plan",
              "exchange_profile": "exchange", "halox": "capi", "registry": "transport",
-             "wait_policy": "transport"}
+             "wait_policy": "transport", "launcher": "common"}
     first = names.get(first, first)
     for rank, names_of_layer in enumerate(LAYERS):
         if first in names_of_layer.split("|"):

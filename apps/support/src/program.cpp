@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "halox/common/error.hpp"
+#include "halox/programs/launcher.hpp"
 
 namespace halox {
 

@@ -36,9 +36,4 @@ std::string agree_on_error(MPI_Comm comm, const std::string& local_error);
 // Collective: throws usage_error on every rank when any rank passed an error.
 void require_all(MPI_Comm comm, const std::string& local_error);
 
-// Flushes stdout and stderr and waits until the launcher has had time to
-// forward them: a job about to be torn down (MPI_Abort after a timeout_error)
-// must not lose its last words.
-void let_launcher_forward_output();
-
 }  // namespace halox

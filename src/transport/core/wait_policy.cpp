@@ -14,6 +14,7 @@
 #include "common/stage_timer.hpp"
 #include "halox/common/environment.hpp"
 #include "halox/common/error.hpp"
+#include "halox/programs/launcher.hpp"
 
 namespace halox {
 
@@ -25,10 +26,11 @@ constexpr unsigned polls_between_clock_reads = 256;
 [[noreturn]] void time_out(MPI_Comm comm, double seconds, const std::string& what) {
   int rank = 0;
   if (comm != MPI_COMM_NULL) MPI_Comm_rank(comm, &rank);
-  throw timeout_error(fmt::format("rank {}: nothing arrived for {:g} s while waiting for {} "
-                                  "(a peer died, hangs, or built a different exchange; "
-                                  "HALOX_TIMEOUT sets the limit)",
-                                  rank, seconds, what));
+  throw timeout_error(
+      fmt::format("rank {}: nothing arrived for {:g} s while waiting for {} "
+                  "(a peer died, hangs, or built a different exchange; "
+                  "HALOX_TIMEOUT sets the limit)",
+                  rank, seconds, what));
 }
 
 // One thread per process watches the blocking call in progress, if any.
@@ -55,15 +57,18 @@ class watchdog {
   }
 
  private:
-  watchdog() { std::thread([this] { watch(); }).detach(); }
+  watchdog() {
+    std::thread([this] { watch(); }).detach();
+  }
   void watch() {
     for (;;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       std::lock_guard lock(mutex_);
       if (!armed_ || clock::now() < deadline_) continue;
-      std::fprintf(stderr, "%s: error: rank %d: nothing arrived for %g s while waiting for %s "
-                           "(a peer died, hangs, or built a different exchange; HALOX_TIMEOUT "
-                           "sets the limit)\n",
+      std::fprintf(stderr,
+                   "%s: error: rank %d: nothing arrived for %g s while waiting for %s "
+                   "(a peer died, hangs, or built a different exchange; HALOX_TIMEOUT "
+                   "sets the limit)\n",
                    program_invocation_short_name, rank_, seconds_, (*what_)().c_str());
       let_launcher_forward_output();
       std::_Exit(1);
@@ -86,7 +91,7 @@ void wait_policy::blocking(const std::function<void()>& call,
   if (comm != MPI_COMM_NULL) MPI_Comm_rank(comm, &rank);
   auto& dog = watchdog::instance();
   dog.arm(watchdog::clock::now() + std::chrono::duration_cast<watchdog::clock::duration>(
-                                      std::chrono::duration<double>(timeout_seconds)),
+                                       std::chrono::duration<double>(timeout_seconds)),
           &what, timeout_seconds, rank);
   call();
   dog.disarm();
