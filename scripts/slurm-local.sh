@@ -4,6 +4,8 @@
 #   scripts/slurm-local.sh start    # write the configuration, start munged, slurmctld, slurmd
 #   scripts/slurm-local.sh conf     # print the path of slurm.conf (for SLURM_CONF=...)
 #   scripts/slurm-local.sh stop     # stop the daemons this script started (munged among them)
+#   scripts/slurm-local.sh stop munged slurmctld slurmd
+#                                   # only those named (what one `start` said it started)
 #
 # Needs root and Debian's slurmctld, slurmd, slurm-client and munge. `start` is idempotent (a
 # running cluster is reused; concurrent calls wait for each other); its stdout is a line
@@ -104,6 +106,17 @@ stop_all() {
   stop_munge
 }
 
+# stop DAEMON...: the named ones of this script's cluster (slurmctld and slurmd go together).
+stop_named() {
+  started=("$@")
+  for name in "${started[@]}"; do
+    [[ $name == munged || $name == slurmctld || $name == slurmd ]] ||
+      fail "stop: '$name' is none of munged, slurmctld, slurmd"
+  done
+  [[ " ${started[*]} " == *" slurmctld "* ]] && started+=(slurmd)
+  stop_started
+}
+
 # What this call of start started (the global `started`), and nothing else.
 stop_started() {
   [[ " ${started[*]} " == *" slurmd "* ]] && stop_daemons
@@ -124,7 +137,10 @@ stop_daemons() {
 
 case ${1:-} in
   start) start ;;
-  stop) stop_all ;;
+  stop)
+    shift
+    if (($#)); then stop_named "$@"; else stop_all; fi
+    ;;
   conf) echo "$conf" ;;
-  *) echo "usage: $0 start|stop|conf" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop [DAEMON...]|conf" >&2; exit 2 ;;
 esac

@@ -4,6 +4,7 @@ host (munged, slurmctld, slurmd as root); where it cannot, the tests are skipped
 reason (HALOX_REQUIRE_SLURM=1 turns that into a failure)."""
 import json
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -22,10 +23,32 @@ pytestmark = [pytest.mark.slurm, pytest.mark.root]
 SLURM_LOCAL = ROOT / "scripts" / "slurm-local.sh"
 
 
+def daemon_pids(folder: pathlib.Path, daemons: list[str]) -> dict[str, int]:
+    """The pids of the named daemons of slurm-local.sh's cluster (from its pid files)."""
+    pids = {}
+    for daemon in daemons:
+        pidfile = folder / f"{daemon}.pid"
+        text = pidfile.read_text().strip() if pidfile.exists() else ""
+        if text.isdigit():
+            pids[daemon] = int(text)
+    return pids
+
+
+def running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 @pytest.fixture(scope="module")
 def slurm_env():
     """The one-node cluster, for this module; the daemons it had to start are stopped when the
-    module ends, passed or failed (a cluster that was running already is left running)."""
+    module ends, passed or failed, and only those (a cluster or a munged that was running
+    already is left running)."""
     started = subprocess.run([str(SLURM_LOCAL), "start"], capture_output=True, text=True,
                              timeout=180)
     if started.returncode != 0:
@@ -37,14 +60,15 @@ def slurm_env():
     *lines, conf = started.stdout.strip().splitlines()
     daemons = [line.split(":", 1)[1].split() for line in lines if line.startswith("started:")]
     assert daemons, f"slurm-local.sh start did not say what it started: {started.stdout!r}"
+    pids = daemon_pids(pathlib.Path(conf).parent, daemons[0])
+    assert set(pids) == set(daemons[0]), f"no pid file for some of {daemons[0]}: {pids}"
     yield {**os.environ, "SLURM_CONF": conf}
     if daemons[0]:
-        stopped = subprocess.run([str(SLURM_LOCAL), "stop"], capture_output=True, text=True,
-                                 timeout=60)
+        stopped = subprocess.run([str(SLURM_LOCAL), "stop", *daemons[0]], capture_output=True,
+                                 text=True, timeout=60)
         assert stopped.returncode == 0, stopped.stderr
-        left = subprocess.run(["pgrep", "-x", "-d", " ", "|".join(daemons[0])],
-                              capture_output=True, text=True).stdout.split()
-        assert not left, f"still running after slurm-local.sh stop: {daemons[0]} {left}"
+        left = {daemon: pid for daemon, pid in pids.items() if running(pid)}
+        assert not left, f"still running after slurm-local.sh stop: {left}"
 
 
 def write_spec(tmp_path, name):
