@@ -258,17 +258,34 @@ def slurm(*args: str, timeout: float = 120, env=None) -> subprocess.CompletedPro
                           text=True, timeout=timeout, env={**host_env(), **(env or {})})
 
 
+def slurmctld_running() -> bool:
+    """Whether the two-node cluster's slurmctld runs (by the pid file in its folder)."""
+    pidfile = pathlib.Path(slurm("conf").stdout.strip()).parent / "slurmctld.pid"
+    pid = pidfile.read_text().strip() if pidfile.exists() else ""
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 @pytest.fixture
 def two_node_slurm(hosts):
+    """The two-node cluster, stopped at the end, passed or failed, when this fixture started it
+    (one that was running already is left running)."""
     missing = [p for p in ("slurmctld", "slurmd", "sbatch", "munged") if not shutil.which(p)]
     assert not missing, f"{missing} not installed (make test installs them: scripts/install-deps.sh)"
+    was_running = slurmctld_running()
     start = slurm("start")
-    if start.returncode != 0:
-        slurm("stop")  # what a failed start left running (this fixture stops it in any case)
+    if start.returncode != 0 and not was_running:
+        slurm("stop")  # what a failed start left running
     assert start.returncode == 0, start.stderr
     yield
-    stop = slurm("stop")
-    assert stop.returncode == 0, stop.stderr
+    if not was_running:
+        stop = slurm("stop")
+        assert stop.returncode == 0, stop.stderr
 
 
 def batch_script(tmp_path, out: pathlib.Path) -> pathlib.Path:
