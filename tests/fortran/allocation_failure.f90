@@ -1,9 +1,10 @@
 ! The Fortran module's create calls under memory pressure: an allocation
 ! failure put at each allocation of the call in turn (tests/support/
 ! failing_new.h). Each time the call gives stat = HALOX_ERROR_ALLOCATION and
-! a message naming it, leaves its object unmade (destroying it is a usage
-! error) and frees what it allocated; with no failure left to put, it
-! succeeds. One rank. Exit status 1 on any failure.
+! the message of the C call it reached ("<name>: out of memory", so the
+! case proves which call that was), leaves its object unmade (destroying it
+! is a usage error) and frees what it allocated; with no failure left to
+! put, it succeeds. One rank. Exit status 1 on any failure.
 program allocation_failure
   use mpi_f08
   use halox
@@ -36,7 +37,7 @@ program allocation_failure
   call each_allocation_fails(3, "halox_exchange_create")
   call each_allocation_fails(4, "halox_exchange_create")
   call each_allocation_fails(5, "halox_decomposition_adopt")
-  call each_allocation_fails(6, "halox_exchange_create")
+  call each_allocation_fails(6, "halox_exchange_create_fields")
   call halox_decomposition_destroy(decomp)
   call MPI_Finalize()
   if (failures > 0) error stop 1
@@ -115,7 +116,7 @@ contains
         return
       end if
       if (stat /= HALOX_SUCCESS .and. (stat /= HALOX_ERROR_ALLOCATION .or. made .or. &
-          index(errmsg, name) == 0 .or. index(errmsg, "out of memory") == 0 .or. &
+          index(errmsg, name // ": out of memory") == 0 .or. &
           failing_new_live() /= live)) then
         write (error_unit, '(a, ", allocation ", i0, " failing: stat ", i0, ", ", a, ", ", i0, &
           & " allocations left")') name, n + 1, stat, trim(errmsg), failing_new_live() - live
