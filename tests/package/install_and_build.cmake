@@ -1,4 +1,5 @@
 # cmake -DBUILD_DIR= -DPREFIX= -DCONSUMER= -DEXAMPLES= -DMPI_CXX_COMPILER= -DCONFIG= -DSOURCE_DIR=
+#       -DSHARED=ON|OFF
 #       -DMPI_C_COMPILER= -DMPIEXEC= -DHALOX_CUDA= [-DMPI_Fortran_COMPILER= -DFORTRAN_MODULE_FOLDER=]
 #       -P this
 # (MPIEXEC: the shared build learns the MPI flavour, which halox.pc names, from its launcher)
@@ -144,8 +145,8 @@ if(SOURCE_DIR)
 endif()
 
 # A shared libhalox installs and serves the same consumer: the library alone,
-# configured from the same sources.
-if(SOURCE_DIR)
+# configured from the same sources (SHARED: HALOX_TEST_SHARED_PACKAGE).
+if(SOURCE_DIR AND SHARED)
   set(shared_build ${CONSUMER}/shared-build)
   set(shared_prefix ${CONSUMER}/shared-prefix)
   set(fortran -DHALOX_FORTRAN=OFF)
