@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "common/yielding_mpi.hpp"
 #include "halox/programs/launcher.hpp"
 
 namespace halox {
@@ -22,13 +23,13 @@ std::string agree_on_error(MPI_Comm comm, const std::string& local_error) {
   MPI_Comm_size(comm, &size);
   int mine = local_error.empty() ? size : rank;
   int first = size;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
+  yielding_allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
   if (first == size) return {};
   int length = rank == first ? static_cast<int>(local_error.size()) : 0;
-  MPI_Bcast(&length, 1, MPI_INT, first, comm);
+  yielding_bcast(&length, 1, MPI_INT, first, comm);
   std::string message(static_cast<size_t>(length), '\0');
   if (rank == first) message = local_error;
-  if (length > 0) MPI_Bcast(message.data(), length, MPI_CHAR, first, comm);
+  if (length > 0) yielding_bcast(message.data(), length, MPI_CHAR, first, comm);
   return message;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/yielding_mpi.hpp"
 #include "halox/common/error.hpp"
 #include "halox/decomposition.hpp"
 
@@ -29,9 +30,9 @@ std::string fit_problem(MPI_Comm comm, const ivec3& dims) {
 }
 
 const std::array<rank_order, 6>& every_order() {
-  static const std::array<rank_order, 6> orders{
-      rank_order::parse("XYZ"), rank_order::parse("XZY"), rank_order::parse("YXZ"),
-      rank_order::parse("YZX"), rank_order::parse("ZXY"), rank_order::parse("ZYX")};
+  static const std::array<rank_order, 6> orders{rank_order::parse("XYZ"), rank_order::parse("XZY"),
+                                                rank_order::parse("YXZ"), rank_order::parse("YZX"),
+                                                rank_order::parse("ZXY"), rank_order::parse("ZYX")};
   return orders;
 }
 
@@ -84,8 +85,8 @@ std::string own_problem(const decomposition& d, const tile& me) {
                       fmt::format("the first rank in {} must start at 0", names[k]));
     if (d.coords()[k] == d.dims()[k] - 1 && me.offset[k] + me.extent[k] != me.global[k])
       return mismatch(d, d.rank(), me,
-                      fmt::format("the last rank in {} must end at the global extent {}",
-                                  names[k], me.global[k]));
+                      fmt::format("the last rank in {} must end at the global extent {}", names[k],
+                                  me.global[k]));
   }
   return {};
 }
@@ -124,7 +125,7 @@ decomposition adopt_decomposition(MPI_Comm comm, const ivec3& dims,
   int size = 1;
   MPI_Comm_size(comm, &size);
   std::vector<int> all(static_cast<size_t>(3 * size));
-  MPI_Allgather(my_coords.data(), 3, MPI_INT, all.data(), 3, MPI_INT, comm);
+  yielding_allgather(my_coords.data(), 3, MPI_INT, all.data(), 3, MPI_INT, comm);
   for (const rank_order& order : every_order()) {
     bool follows = true;
     for (int r = 0; r < size && follows; ++r) {

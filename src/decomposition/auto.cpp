@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "common/yielding_mpi.hpp"
 #include "halox/common/error.hpp"
 
 namespace halox {
@@ -137,8 +138,8 @@ node_shape gather_node_shape(MPI_Comm world, const node_view& view) {
   for (const auto& [l, count] : mine.levels) lo[static_cast<size_t>(index_of(l))] = count;
   lo[level_count] = view.node.local_size;
   hi = lo;
-  MPI_Allreduce(MPI_IN_PLACE, lo.data(), level_count + 1, MPI_INT, MPI_MIN, world);
-  MPI_Allreduce(MPI_IN_PLACE, hi.data(), level_count + 1, MPI_INT, MPI_MAX, world);
+  yielding_allreduce(MPI_IN_PLACE, lo.data(), level_count + 1, MPI_INT, MPI_MIN, world);
+  yielding_allreduce(MPI_IN_PLACE, hi.data(), level_count + 1, MPI_INT, MPI_MAX, world);
   if (lo[level_count] != hi[level_count])
     throw usage_error(fmt::format(
         "nodes hold different numbers of ranks ({} to {}); auto needs the same on every node",

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "common/yielding_mpi.hpp"
 #include "halox/common/error.hpp"
 
 namespace halox {
@@ -216,8 +217,7 @@ using children_map = std::map<std::vector<int>, std::map<int, std::vector<int>>>
 
 // Throws usage_error unless every parent holds as many occupied objects as
 // the level's grid has places.
-void check_occupied(const children_map& children, const level_grid& here, level parent,
-                    int node) {
+void check_occupied(const children_map& children, const level_grid& here, level parent, int node) {
   const int want = volume(here.dims);
   for (const auto& [key, objects] : children) {
     if (static_cast<int>(objects.size()) == want) continue;
@@ -313,9 +313,9 @@ binding_policy effective_binding(const placement_options& options) {
   const bool this_machine = options.topology.empty() || options.topology == "this";
   if (!options.binding) return this_machine ? binding_policy::real : binding_policy::spread;
   if (*options.binding == binding_policy::real && !this_machine)
-    throw usage_error(fmt::format(
-        "placement_options::binding real needs the topology of this machine, not '{}'",
-        options.topology));
+    throw usage_error(
+        fmt::format("placement_options::binding real needs the topology of this machine, not '{}'",
+                    options.topology));
   return *options.binding;
 }
 
@@ -358,9 +358,9 @@ std::vector<rank_placement> exchange_placements(MPI_Comm comm, const rank_placem
   int length = static_cast<int>(buffer.size());
   std::vector<int> lengths(static_cast<size_t>(size)), offsets(static_cast<size_t>(size));
   if (root < 0)
-    MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm);
+    yielding_allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm);
   else
-    MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, root, comm);
+    yielding_gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, root, comm);
   int total = 0;
   for (int i = 0; i < size; ++i) {
     offsets[static_cast<size_t>(i)] = total;
@@ -368,8 +368,8 @@ std::vector<rank_placement> exchange_placements(MPI_Comm comm, const rank_placem
   }
   std::vector<int> all(static_cast<size_t>(std::max(total, 1)));
   if (root < 0)
-    MPI_Allgatherv(buffer.data(), length, MPI_INT, all.data(), lengths.data(), offsets.data(),
-                   MPI_INT, comm);
+    yielding_allgatherv(buffer.data(), length, MPI_INT, all.data(), lengths.data(), offsets.data(),
+                        MPI_INT, comm);
   else
     MPI_Gatherv(buffer.data(), length, MPI_INT, all.data(), lengths.data(), offsets.data(), MPI_INT,
                 root, comm);

@@ -1,7 +1,6 @@
 #include "halox/exchange.hpp"
 
 #include <fmt/core.h>
-
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -10,11 +9,11 @@
 #include <map>
 #include <stdexcept>
 
-#include "halox/programs/topology.hpp"
-
+#include "common/stage_timer.hpp"
+#include "common/yielding_mpi.hpp"
 #include "halox/common/error.hpp"
 #include "halox/extend/registry.hpp"
-#include "common/stage_timer.hpp"
+#include "halox/programs/topology.hpp"
 
 namespace halox {
 
@@ -26,9 +25,9 @@ std::string describe_fields(const exchange_plan& plan) {
   for (int f : plan.moved) {
     const field_layout& l = plan.layouts[static_cast<size_t>(f)];
     const auto& h = l.exchanged;
-    std::string text = fmt::format("{} {}-byte halo lo {},{},{} hi {},{},{}", to_string(l.at),
-                                   l.element_bytes, h.lo[0], h.lo[1], h.lo[2], h.hi[0], h.hi[1],
-                                   h.hi[2]);
+    std::string text =
+        fmt::format("{} {}-byte halo lo {},{},{} hi {},{},{}", to_string(l.at), l.element_bytes,
+                    h.lo[0], h.lo[1], h.lo[2], h.hi[0], h.hi[1], h.hi[2]);
     if (!groups.empty() && groups.back().first == text)
       ++groups.back().second;
     else
@@ -48,11 +47,11 @@ std::string describe_fields(const exchange_plan& plan) {
 
 std::string describe(const exchange_plan& plan, const transport_choice& choice,
                      const exchange_options& o) {
-  return fmt::format("{} {} {} field(s) ({} per message, {} per block) at depth {}: {}, transport "
-                     "{}, ranks per node {}",
-                     to_string(plan.alg), to_string(plan.mode), plan.nfields,
-                     plan.fields_per_message, plan.fields_per_block, plan.depth,
-                     describe_fields(plan), choice.name(), o.ranks_per_node);
+  return fmt::format(
+      "{} {} {} field(s) ({} per message, {} per block) at depth {}: {}, transport "
+      "{}, ranks per node {}",
+      to_string(plan.alg), to_string(plan.mode), plan.nfields, plan.fields_per_message,
+      plan.fields_per_block, plan.depth, describe_fields(plan), choice.name(), o.ranks_per_node);
 }
 
 // Collective: the block of fields sized to the smallest L2 cache of all
@@ -64,7 +63,7 @@ int agreed_cache_block(const decomposition& decomp, const plan_request& request)
   } catch (const usage_error&) {
     // An impossible grid: reported with the plan below.
   }
-  MPI_Allreduce(MPI_IN_PLACE, &block, 1, MPI_INT, MPI_MIN, decomp.comm());
+  yielding_allreduce(MPI_IN_PLACE, &block, 1, MPI_INT, MPI_MIN, decomp.comm());
   return block;
 }
 
@@ -77,7 +76,7 @@ void require_agreement(MPI_Comm comm, const std::string& mine, std::string probl
   constexpr size_t room = 512;
   std::array<char, room> first{};
   if (rank == 0) mine.copy(first.data(), room - 1);
-  MPI_Bcast(first.data(), static_cast<int>(room), MPI_CHAR, 0, comm);
+  yielding_bcast(first.data(), static_cast<int>(room), MPI_CHAR, 0, comm);
   if (problem.empty() && mine.compare(0, room - 1, first.data()) != 0)
     problem = fmt::format("ranks disagree on the exchange: rank 0 builds {}; rank {} builds {}",
                           first.data(), rank, mine);
@@ -99,13 +98,15 @@ bool fields_on_device(memory_kind kind, const field_set& fields) {
   size_t on_device = 0;
   for (std::byte* f : fields.pointers) on_device += cuda::is_device_pointer(f) ? 1 : 0;
   if (kind == memory_kind::device && on_device < fields.pointers.size())
-    throw usage_error(fmt::format("{} of {} fields are not in CUDA device memory, but the options "
-                                  "say device memory",
-                                  fields.pointers.size() - on_device, fields.pointers.size()));
+    throw usage_error(
+        fmt::format("{} of {} fields are not in CUDA device memory, but the options "
+                    "say device memory",
+                    fields.pointers.size() - on_device, fields.pointers.size()));
   if (on_device > 0 && on_device < fields.pointers.size())
-    throw usage_error(fmt::format("{} of {} fields are in CUDA device memory, the others not: an "
-                                  "exchange takes fields of one kind",
-                                  on_device, fields.pointers.size()));
+    throw usage_error(
+        fmt::format("{} of {} fields are in CUDA device memory, the others not: an "
+                    "exchange takes fields of one kind",
+                    on_device, fields.pointers.size()));
   return on_device > 0;
 }
 
@@ -113,14 +114,16 @@ bool fields_on_device(memory_kind kind, const field_set& fields) {
 void require_memory_support(const transport_choice& choice, bool device) {
   for (const transport_entry* entry : {&choice.local(), &choice.remote()}) {
     if (device && !entry->moves_device_memory())
-      throw usage_error(fmt::format("transport '{}' moves host memory only; fields in device "
-                                    "memory move by the transports whose entry declares a device implementation "
-                                    "(transport_entry::make_device)",
-                                    entry->name));
+      throw usage_error(
+          fmt::format("transport '{}' moves host memory only; fields in device "
+                      "memory move by the transports whose entry declares a device implementation "
+                      "(transport_entry::make_device)",
+                      entry->name));
     if (!device && !entry->moves_host_memory())
-      throw usage_error(fmt::format("transport '{}' moves CUDA device memory only, and these "
-                                    "fields are in host memory",
-                                    entry->name));
+      throw usage_error(
+          fmt::format("transport '{}' moves CUDA device memory only, and these "
+                      "fields are in host memory",
+                      entry->name));
   }
 }
 
@@ -168,7 +171,8 @@ struct halo_exchange::state {
 namespace {
 
 std::vector<field_layout> uniform_layouts(const local_grid& grid, element_type type, size_t count) {
-  return std::vector<field_layout>(count, field_layout{grid, element_size(type), location::cell, grid.halo});
+  return std::vector<field_layout>(
+      count, field_layout{grid, element_size(type), location::cell, grid.halo});
 }
 
 std::vector<std::string> names_of(const std::vector<field>& fields) {
@@ -198,12 +202,15 @@ std::string agree_on_exchanged_widths(const decomposition& decomp,
   for (size_t f = 0; f < layouts.size(); ++f)
     for (int k = 0; k < 3; ++k)
       for (int side = 0; side < 2; ++side) {
-        const bool has = side == 0 ? sides.lo[static_cast<size_t>(k)] : sides.hi[static_cast<size_t>(k)];
+        const bool has =
+            side == 0 ? sides.lo[static_cast<size_t>(k)] : sides.hi[static_cast<size_t>(k)];
         const int width = side == 0 ? layouts[f].grid.halo.lo[k] : layouts[f].grid.halo.hi[k];
         if (has) most[slot(f, k, side)] = least[slot(f, k, side)] = width;
       }
-  MPI_Allreduce(MPI_IN_PLACE, most.data(), static_cast<int>(n), MPI_INT, MPI_MAX, decomp.comm());
-  MPI_Allreduce(MPI_IN_PLACE, least.data(), static_cast<int>(n), MPI_INT, MPI_MIN, decomp.comm());
+  yielding_allreduce(MPI_IN_PLACE, most.data(), static_cast<int>(n), MPI_INT, MPI_MAX,
+                     decomp.comm());
+  yielding_allreduce(MPI_IN_PLACE, least.data(), static_cast<int>(n), MPI_INT, MPI_MIN,
+                     decomp.comm());
   std::string problem;
   for (size_t f = 0; f < layouts.size(); ++f)
     for (int k = 0; k < 3; ++k)
@@ -244,23 +251,27 @@ std::string field_problem(const std::vector<field>& fields, const std::vector<st
 
 halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid, element_type type,
                              std::vector<void*> fields, const exchange_options& options)
-    : halo_exchange(decomp, uniform_layouts(grid, type, fields.size()), {}, [&] {
-        field_set set;
-        for (void* f : fields) set.pointers.push_back(static_cast<std::byte*>(f));
-        return set;
-      }(), options) {}
+    : halo_exchange(
+          decomp, uniform_layouts(grid, type, fields.size()), {},
+          [&] {
+            field_set set;
+            for (void* f : fields) set.pointers.push_back(static_cast<std::byte*>(f));
+            return set;
+          }(),
+          options) {}
 
 halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid, element_type type,
                              const shared_field_memory& memory, const exchange_options& options)
-    : halo_exchange(decomp, uniform_layouts(grid, type, static_cast<size_t>(memory.nfields())), {},
-                    [&] {
-                      field_set set;
-                      for (int f = 0; f < memory.nfields(); ++f)
-                        set.pointers.push_back(static_cast<std::byte*>(memory.field(f)));
-                      set.shared = &memory;
-                      return set;
-                    }(),
-                    options) {}
+    : halo_exchange(
+          decomp, uniform_layouts(grid, type, static_cast<size_t>(memory.nfields())), {},
+          [&] {
+            field_set set;
+            for (int f = 0; f < memory.nfields(); ++f)
+              set.pointers.push_back(static_cast<std::byte*>(memory.field(f)));
+            set.shared = &memory;
+            return set;
+          }(),
+          options) {}
 
 halo_exchange::halo_exchange(const decomposition& decomp, const ivec3& cells,
                              const std::vector<field>& fields, const exchange_options& options)
@@ -274,28 +285,32 @@ halo_exchange::halo_exchange(const decomposition& decomp, const ivec3& cells,
 halo_exchange::halo_exchange(const decomposition& decomp, const ivec3& cells,
                              const std::vector<field>& fields, const shared_field_memory& memory,
                              const exchange_options& options)
-    : halo_exchange(decomp, layouts_of(decomp, cells, fields), names_of(fields),
-                    [&] {
-                      std::string problem = field_problem(fields, names_of(fields));
-                      for (size_t f = 0; f < fields.size() && problem.empty(); ++f)
-                        if (static_cast<int>(f) >= memory.nfields() ||
-                            fields[f].data != memory.field(static_cast<int>(f)))
-                          problem = fmt::format(
-                              "field '{}' is not field {} of the node-shared memory handed over",
-                              names_of(fields)[f], f);
-                      require_all(decomp.comm(), problem);
-                      field_set set = pointers_of(fields);
-                      set.shared = &memory;
-                      return set;
-                    }(),
-                    options) {}
+    : halo_exchange(
+          decomp, layouts_of(decomp, cells, fields), names_of(fields),
+          [&] {
+            std::string problem = field_problem(fields, names_of(fields));
+            for (size_t f = 0; f < fields.size() && problem.empty(); ++f)
+              if (static_cast<int>(f) >= memory.nfields() ||
+                  fields[f].data != memory.field(static_cast<int>(f)))
+                problem =
+                    fmt::format("field '{}' is not field {} of the node-shared memory handed over",
+                                names_of(fields)[f], f);
+            require_all(decomp.comm(), problem);
+            field_set set = pointers_of(fields);
+            set.shared = &memory;
+            return set;
+          }(),
+          options) {}
 
 halo_exchange::halo_exchange(const decomposition& decomp, const subdomain& mine,
                              const std::vector<field>& fields, const exchange_options& options)
-    : halo_exchange(decomp, [&] {
-        require_tiling(decomp, mine);
-        return mine.extent;
-      }(), fields, options) {}
+    : halo_exchange(
+          decomp,
+          [&] {
+            require_tiling(decomp, mine);
+            return mine.extent;
+          }(),
+          fields, options) {}
 
 halo_exchange::halo_exchange(const decomposition& decomp, std::vector<field_layout> layouts,
                              std::vector<std::string> names, field_set fields,
@@ -313,15 +328,16 @@ halo_exchange::halo_exchange(const decomposition& decomp, std::vector<field_layo
     fields.device = fields_on_device(options.memory, fields);
     fields.stream = options.cuda_stream;
     if (fields.device && (options.auto_transport || options.auto_algorithm || options.auto_fields))
-      throw usage_error("measured choices (auto transport, algorithm or fields) take host fields "
-                        "only: name them for fields in device memory");
+      throw usage_error(
+          "measured choices (auto transport, algorithm or fields) take host fields "
+          "only: name them for fields in device memory");
   } catch (const usage_error& e) {
     problem = e.what();
   }
   require_all(decomp.comm(), problem);
   // Rank 0's node grouping decides, as in node_communicator: ranks whose
   // environments differ must not split the nodes differently.
-  MPI_Bcast(&s.options.ranks_per_node, 1, MPI_INT, 0, decomp.comm());
+  yielding_bcast(&s.options.ranks_per_node, 1, MPI_INT, 0, decomp.comm());
   if (options.auto_transport || options.auto_algorithm || options.auto_fields)
     s.options = measured_choice(decomp, layouts, fields, s.options, s.choice_report);
   s.setup.measured_choice_s = MPI_Wtime() - begun;
@@ -370,9 +386,10 @@ void halo_exchange::finish(const decomposition& decomp, field_set fields, state&
   } catch (const usage_error& e) {
     problem = e.what();
   }
-  require_agreement(decomp.comm(),
-                    describe(s.whole->plan, s.choice, options) + (fields.device ? ", device memory" : ""),
-                    problem);
+  require_agreement(
+      decomp.comm(),
+      describe(s.whole->plan, s.choice, options) + (fields.device ? ", device memory" : ""),
+      problem);
 
   s.fields = std::move(fields);
   // The exchange's own communicator, in a decomposition of its own: subset
@@ -390,8 +407,9 @@ void halo_exchange::finish(const decomposition& decomp, field_set fields, state&
     int same = MPI_UNEQUAL;
     MPI_Comm_compare(s.fields.shared->node_comm(), s.node.comm, &same);
     if (same != MPI_IDENT && same != MPI_CONGRUENT)
-      grouping = "the shared fields were allocated for another grouping of ranks into nodes than "
-                 "the exchange uses";
+      grouping =
+          "the shared fields were allocated for another grouping of ranks into nodes than "
+          "the exchange uses";
   }
   require_all(s.comm, grouping);
   const double transports_begun = MPI_Wtime();
@@ -407,18 +425,30 @@ halo_exchange::halo_exchange(halo_exchange&&) noexcept = default;
 halo_exchange& halo_exchange::operator=(halo_exchange&&) noexcept = default;
 halo_exchange::~halo_exchange() = default;
 
-const exchange_plan& halo_exchange::plan() const { return state_->whole->plan; }
-const exchange_options& halo_exchange::options() const { return state_->options; }
+const exchange_plan& halo_exchange::plan() const {
+  return state_->whole->plan;
+}
+const exchange_options& halo_exchange::options() const {
+  return state_->options;
+}
 
 transport_tuning halo_exchange::tuning_as_built() const {
   transport_tuning knobs = state_->options.tuning;
   state_->whole->mover->tuning_as_built(knobs);
   return knobs;
 }
-const std::string& halo_exchange::choice_report() const { return state_->choice_report; }
-std::string halo_exchange::transport_name() const { return state_->choice.name(); }
-std::string halo_exchange::transport_path() const { return state_->whole->mover->path(); }
-std::string halo_exchange::transport_settings() const { return state_->whole->mover->settings(); }
+const std::string& halo_exchange::choice_report() const {
+  return state_->choice_report;
+}
+std::string halo_exchange::transport_name() const {
+  return state_->choice.name();
+}
+std::string halo_exchange::transport_path() const {
+  return state_->whole->mover->path();
+}
+std::string halo_exchange::transport_settings() const {
+  return state_->whole->mover->settings();
+}
 std::vector<transport_stats> halo_exchange::stats() const {
   // Bytes of every schedule, the subsets' included, per transport.
   std::vector<transport_stats> total;
@@ -448,7 +478,8 @@ void halo_exchange::start(const std::vector<int>& fields, int depth) {
   schedule& sched = schedule_of(fields, depth);
   state_->running = &sched;
   if (sched.plan.stages.empty()) return;
-  const stage_timer::stage_scope timed(&sched == state_->whole ? state_->recording.get() : nullptr, 0);
+  const stage_timer::stage_scope timed(&sched == state_->whole ? state_->recording.get() : nullptr,
+                                       0);
   sched.mover->start(0);
 }
 
@@ -473,7 +504,8 @@ void halo_exchange::wait() {
 }
 
 void halo_exchange::prepare(const std::vector<int>& fields, int depth) {
-  if (state_->running) throw std::logic_error("halo_exchange::prepare called between start and wait");
+  if (state_->running)
+    throw std::logic_error("halo_exchange::prepare called between start and wait");
   (void)schedule_of(fields, depth);
 }
 
@@ -495,22 +527,25 @@ std::vector<int> halo_exchange::fields_named(std::initializer_list<std::string_v
   return fields_named(strings);
 }
 
-size_t halo_exchange::schedules_built() const { return state_->schedules.size(); }
+size_t halo_exchange::schedules_built() const {
+  return state_->schedules.size();
+}
 
 namespace {
 
 // Local checks of a subset call: the same arguments fail alike on every rank,
 // before anything moves. Returns the fields in ascending order.
-std::vector<int> checked_subset(const std::vector<int>& fields, int depth, const exchange_plan& whole,
-                                const std::vector<std::string>& names) {
+std::vector<int> checked_subset(const std::vector<int>& fields, int depth,
+                                const exchange_plan& whole, const std::vector<std::string>& names) {
   const int count = static_cast<int>(whole.layouts.size());
   std::vector<int> sorted = fields;
   std::ranges::sort(sorted);
   if (sorted.empty()) throw usage_error("a subset call names no field");
   for (size_t i = 0; i < sorted.size(); ++i) {
     if (sorted[i] < 0 || sorted[i] >= count)
-      throw usage_error(fmt::format("field index {} is not one of the exchange's {} fields (0 to {})",
-                                    sorted[i], count, count - 1));
+      throw usage_error(
+          fmt::format("field index {} is not one of the exchange's {} fields (0 to {})", sorted[i],
+                      count, count - 1));
     if (i > 0 && sorted[i] == sorted[i - 1])
       throw usage_error(fmt::format("field '{}' is named twice in a subset call",
                                     names[static_cast<size_t>(sorted[i])]));
@@ -570,7 +605,8 @@ halo_exchange::schedule& halo_exchange::schedule_of(const std::vector<int>& fiel
     s.schedules.erase(at);
     throw;
   }
-  sched->mover = make_transport(s.choice, {sched->plan, s.comm, s.fields, s.node, s.waits, s.knobs});
+  sched->mover =
+      make_transport(s.choice, {sched->plan, s.comm, s.fields, s.node, s.waits, s.knobs});
   at->second = std::move(sched);
   return *at->second;
 }

@@ -17,9 +17,8 @@
 //          (transport/trial.hpp): each round relative to its fastest finalist, the
 //          least median wins, the screening's fastest unless beaten by 2 %
 //        append (key, choice) to the wisdom file
-#include <unistd.h>
-
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -27,11 +26,12 @@
 #include <optional>
 #include <vector>
 
+#include "common/yielding_mpi.hpp"
+#include "exchange/choice_json.hpp"
 #include "halox/common/error.hpp"
 #include "halox/exchange.hpp"
-#include "exchange/choice_json.hpp"
-#include "halox/programs/topology.hpp"
 #include "halox/extend/registry.hpp"
+#include "halox/programs/topology.hpp"
 #include "transport/core/trial.hpp"
 
 namespace halox {
@@ -53,9 +53,9 @@ std::string describe_choice(const exchange_options& o) {
 
 std::string broadcast(MPI_Comm comm, std::string text) {
   int length = static_cast<int>(text.size());
-  MPI_Bcast(&length, 1, MPI_INT, 0, comm);
+  yielding_bcast(&length, 1, MPI_INT, 0, comm);
   text.resize(static_cast<size_t>(length));
-  MPI_Bcast(text.data(), length, MPI_CHAR, 0, comm);
+  yielding_bcast(text.data(), length, MPI_CHAR, 0, comm);
   return text;
 }
 
@@ -84,11 +84,13 @@ nlohmann::json wisdom_key(const decomposition& decomp, const std::vector<field_l
                         {"halo_hi", {h.hi[0], h.hi[1], h.hi[2]}},
                         {"fields", nfields},
                         {"type", layouts.front().element_bytes == 4 ? "float" : "double"},
-                        {"measured", {{"transport", o.auto_transport},
-                                      {"algorithm", o.auto_algorithm},
-                                      {"fields", o.auto_fields}}}};
+                        {"measured",
+                         {{"transport", o.auto_transport},
+                          {"algorithm", o.auto_algorithm},
+                          {"fields", o.auto_fields}}}};
   // Fields of their own locations, halos or types: each one's, in order.
-  if (std::ranges::any_of(layouts, [&](const field_layout& l) { return !(l == layouts.front()); })) {
+  if (std::ranges::any_of(layouts,
+                          [&](const field_layout& l) { return !(l == layouts.front()); })) {
     nlohmann::json each = nlohmann::json::array();
     for (const auto& l : layouts)
       each.push_back({to_string(l.at), l.element_bytes, l.grid.halo.lo, l.grid.halo.hi});
@@ -121,7 +123,7 @@ bool neighbours_off_node(const decomposition& decomp, int ranks_per_node) {
   for (int i = 0; i < direction_count; ++i)
     if (auto peer = decomp.neighbor(direction_of(i)); peer && !node.on_node(*peer)) any = 1;
   MPI_Comm_free(&node.comm);
-  MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, decomp.comm());
+  yielding_allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, decomp.comm());
   return any != 0;
 }
 
@@ -190,7 +192,7 @@ std::optional<exchange_options> wisdom_choice(const decomposition& decomp, const
     usable = false;  // written by another build (a transport it had): measure again
   }
   int everywhere = usable ? 1 : 0;  // a transport may be unavailable on some rank
-  MPI_Allreduce(MPI_IN_PLACE, &everywhere, 1, MPI_INT, MPI_MIN, comm);
+  yielding_allreduce(MPI_IN_PLACE, &everywhere, 1, MPI_INT, MPI_MIN, comm);
   if (!everywhere) return std::nullopt;
   return chosen;
 }
@@ -223,8 +225,8 @@ std::pair<size_t, double> final_choice(MPI_Comm comm, const std::vector<scored>&
       for (int k = 0; k < final_timed; ++k) finalist.exchange();
       round_time[static_cast<size_t>(round) * finalists + i] = (MPI_Wtime() - t0) / final_timed;
     }
-  MPI_Allreduce(MPI_IN_PLACE, round_time.data(), static_cast<int>(round_time.size()), MPI_DOUBLE,
-                MPI_MAX, comm);
+  yielding_allreduce(MPI_IN_PLACE, round_time.data(), static_cast<int>(round_time.size()),
+                     MPI_DOUBLE, MPI_MAX, comm);
   const size_t best = choose_from_rounds(round_time, finalists).best;
   std::vector<double> of_best;
   for (int round = 0; round < final_rounds; ++round)
@@ -242,8 +244,8 @@ exchange_options halo_exchange::measured_choice(const decomposition& decomp,
   MPI_Comm comm = decomp.comm();
   const std::string& file = requested.wisdom_file;
   // Rank 0's key for all: hosts differ across nodes.
-  const auto key = nlohmann::json::parse(
-      broadcast(comm, wisdom_key(decomp, layouts, requested).dump()));
+  const auto key =
+      nlohmann::json::parse(broadcast(comm, wisdom_key(decomp, layouts, requested).dump()));
   if (auto known = wisdom_choice(decomp, file, key, requested)) {
     report = fmt::format("chose {} (from wisdom file {})", describe_choice(*known), file);
     return *known;
@@ -262,7 +264,7 @@ exchange_options halo_exchange::measured_choice(const decomposition& decomp,
         times.push_back(MPI_Wtime() - t0);
       }
       double median = median_of(std::move(times)), slowest = 0;
-      MPI_Allreduce(&median, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
+      yielding_allreduce(&median, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
       screened.push_back({c, ex.tuning_as_built(), slowest});
     } catch (const usage_error&) {
       // Thrown on every rank alike (agreed): this candidate cannot run here.

@@ -5,6 +5,7 @@
 
 #include <exception>
 
+#include "common/yielding_mpi.hpp"
 #include "halox/common/error.hpp"
 #include "halox/programs/topology.hpp"
 
@@ -27,25 +28,25 @@ bool free_bytes(size_t& out) {
 
 shared_memory_space node_shared_memory_space(MPI_Comm comm, MPI_Comm node_comm, size_t bytes) {
   unsigned long long node_needs[2] = {bytes, 0};  // needed, free
-  MPI_Allreduce(MPI_IN_PLACE, node_needs, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, node_comm);
+  yielding_allreduce(MPI_IN_PLACE, node_needs, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, node_comm);
   int node_rank = 0, rank = 0;
   MPI_Comm_rank(node_comm, &node_rank);
   MPI_Comm_rank(comm, &rank);
   size_t available = 0;
   int known = node_rank == 0 && free_bytes(available) ? 1 : 0;
   node_needs[1] = available;
-  MPI_Bcast(&known, 1, MPI_INT, 0, node_comm);
-  MPI_Bcast(&node_needs[1], 1, MPI_UNSIGNED_LONG_LONG, 0, node_comm);
+  yielding_bcast(&known, 1, MPI_INT, 0, node_comm);
+  yielding_bcast(&node_needs[1], 1, MPI_UNSIGNED_LONG_LONG, 0, node_comm);
   // The node with the least room left speaks for all.
   struct {
     double margin;
     int rank;
   } least{known ? static_cast<double>(node_needs[1]) - static_cast<double>(node_needs[0]) : 1e300,
           rank};
-  MPI_Allreduce(MPI_IN_PLACE, &least, 1, MPI_DOUBLE_INT, MPI_MINLOC, comm);
-  MPI_Bcast(node_needs, 2, MPI_UNSIGNED_LONG_LONG, least.rank, comm);
+  yielding_allreduce(MPI_IN_PLACE, &least, 1, MPI_DOUBLE_INT, MPI_MINLOC, comm);
+  yielding_bcast(node_needs, 2, MPI_UNSIGNED_LONG_LONG, least.rank, comm);
   int all_known = known;
-  MPI_Allreduce(MPI_IN_PLACE, &all_known, 1, MPI_INT, MPI_MIN, comm);
+  yielding_allreduce(MPI_IN_PLACE, &all_known, 1, MPI_INT, MPI_MIN, comm);
   shared_memory_space space;
   space.needed = node_needs[0];
   space.available = node_needs[1];
@@ -55,11 +56,11 @@ shared_memory_space node_shared_memory_space(MPI_Comm comm, MPI_Comm node_comm, 
 }
 
 std::string describe_shortage(const shared_memory_space& space, std::string_view what) {
-  return fmt::format("node-shared memory: {} need {:.1f} MB on a node but {} has {:.1f} MB free: "
-                     "allocate them in private memory (field memory private) or enlarge "
-                     "{} (docker run --shm-size=..., or mount -o remount,size=... {})",
-                     what, space.needed / 1e6, space.where, space.available / 1e6, space.where,
-                     space.where);
+  return fmt::format(
+      "node-shared memory: {} need {:.1f} MB on a node but {} has {:.1f} MB free: "
+      "allocate them in private memory (field memory private) or enlarge "
+      "{} (docker run --shm-size=..., or mount -o remount,size=... {})",
+      what, space.needed / 1e6, space.where, space.available / 1e6, space.where, space.where);
 }
 
 shared_field_memory::shared_field_memory(const decomposition& decomp, size_t bytes_per_field,

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/yielding_mpi.hpp"
 #include "halox/common/environment.hpp"
 #include "halox/common/error.hpp"
 #include "halox/programs/topology.hpp"
@@ -25,8 +26,8 @@ void check_ranks_per_node(int ranks_per_node, bool from_environment) {
   int world_size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   if (world_size % ranks_per_node != 0)
-    throw usage_error(fmt::format("{} does not divide the {} ranks into whole nodes", named,
-                                  world_size));
+    throw usage_error(
+        fmt::format("{} does not divide the {} ranks into whole nodes", named, world_size));
 }
 
 std::optional<int> ranks_per_node_from_environment() {
@@ -56,7 +57,7 @@ int resolve_ranks_per_node(MPI_Comm comm, int ranks_per_node) {
     }
   }
   require_all(comm, problem);
-  MPI_Bcast(decided, 2, MPI_INT, 0, comm);
+  yielding_bcast(decided, 2, MPI_INT, 0, comm);
   check_ranks_per_node(decided[0], decided[1] != 0);
   return decided[0];
 }
@@ -76,10 +77,10 @@ MPI_Comm node_communicator(MPI_Comm comm, int ranks_per_node) {
   MPI_Comm_split(comm, world_rank / group_size, rank, &group);
   // A group must not straddle shared-memory nodes: on-node transports rely on it.
   int shared_id = world_rank;
-  MPI_Allreduce(MPI_IN_PLACE, &shared_id, 1, MPI_INT, MPI_MIN, shared);
+  yielding_allreduce(MPI_IN_PLACE, &shared_id, 1, MPI_INT, MPI_MIN, shared);
   int lowest = shared_id, highest = shared_id;
-  MPI_Allreduce(MPI_IN_PLACE, &lowest, 1, MPI_INT, MPI_MIN, group);
-  MPI_Allreduce(MPI_IN_PLACE, &highest, 1, MPI_INT, MPI_MAX, group);
+  yielding_allreduce(MPI_IN_PLACE, &lowest, 1, MPI_INT, MPI_MIN, group);
+  yielding_allreduce(MPI_IN_PLACE, &highest, 1, MPI_INT, MPI_MAX, group);
   MPI_Comm_free(&shared);
   std::string error;
   if (lowest != highest) {
@@ -113,7 +114,7 @@ node_info describe_node(MPI_Comm comm, MPI_Comm node_comm) {
     MPI_Comm_size(leaders, &index_count[1]);
     MPI_Comm_free(&leaders);
   }
-  MPI_Bcast(index_count, 2, MPI_INT, 0, node_comm);
+  yielding_bcast(index_count, 2, MPI_INT, 0, node_comm);
   info.index = index_count[0];
   info.count = index_count[1];
   return info;

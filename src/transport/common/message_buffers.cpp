@@ -4,13 +4,16 @@
 #include <cstdlib>
 #include <new>
 
+#include "common/yielding_mpi.hpp"
 #include "transport/common/single_copy.hpp"
 
 namespace halox {
 
 namespace {
 constexpr size_t alignment = 64;
-size_t round_up(size_t n) { return (n + alignment - 1) / alignment * alignment; }
+size_t round_up(size_t n) {
+  return (n + alignment - 1) / alignment * alignment;
+}
 }  // namespace
 
 message_buffers::message_buffers(const exchange_plan& plan, const field_set& fields) {
@@ -47,11 +50,15 @@ message_buffers::message_buffers(const exchange_plan& plan, const field_set& fie
   }
 }
 
-message_buffers::~message_buffers() { std::free(buffer_); }
+message_buffers::~message_buffers() {
+  std::free(buffer_);
+}
 
-std::optional<fetch_ahead_choice> message_buffers::choose_fetch_ahead(
-    transport& t, const exchange_plan& plan, std::optional<bool> forced,
-    std::string_view forced_by, MPI_Comm comm) {
+std::optional<fetch_ahead_choice> message_buffers::choose_fetch_ahead(transport& t,
+                                                                      const exchange_plan& plan,
+                                                                      std::optional<bool> forced,
+                                                                      std::string_view forced_by,
+                                                                      MPI_Comm comm) {
   std::vector<copy_list*> lists;
   for (auto& s : stages_) {
     for (auto& m : s.sends) lists.push_back(&m.copies);
@@ -59,9 +66,9 @@ std::optional<fetch_ahead_choice> message_buffers::choose_fetch_ahead(
     lists.push_back(&s.self_copies);
   }
   if (!forced) {
-    int large = plan.bytes_sent() + plan.bytes_received() + plan.bytes_copied() >=
-                fetch_ahead_min_bytes;
-    MPI_Allreduce(MPI_IN_PLACE, &large, 1, MPI_INT, MPI_MAX, comm);
+    int large =
+        plan.bytes_sent() + plan.bytes_received() + plan.bytes_copied() >= fetch_ahead_min_bytes;
+    yielding_allreduce(MPI_IN_PLACE, &large, 1, MPI_INT, MPI_MAX, comm);
     if (!large) return std::nullopt;  // as built: nothing fetched ahead
   }
   return halox::choose_fetch_ahead(t, plan.stages.size(), lists, forced, forced_by, comm);

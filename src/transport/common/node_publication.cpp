@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "common/yielding_mpi.hpp"
 #include "halox/common/error.hpp"
 
 namespace halox {
@@ -38,7 +39,7 @@ std::vector<std::vector<T>> exchange_with(const std::vector<int>& neighbours,
   std::vector<std::vector<T>> from(neighbours.size());
   for (size_t i = 0; i < neighbours.size(); ++i) {
     MPI_Status status;
-    MPI_Probe(neighbours[i], tag, comm, &status);
+    yielding_probe(neighbours[i], tag, comm, &status);
     int bytes = 0;
     MPI_Get_count(&status, MPI_BYTE, &bytes);
     from[i].resize(static_cast<size_t>(bytes) / sizeof(T));
@@ -78,7 +79,8 @@ std::vector<int> node_neighbours(const exchange_plan& plan, const node_membershi
   return out;
 }
 
-std::vector<node_layout> gather_layouts(const exchange_plan& plan, const std::vector<uint64_t>& words,
+std::vector<node_layout> gather_layouts(const exchange_plan& plan,
+                                        const std::vector<uint64_t>& words,
                                         const node_membership& node,
                                         const std::vector<int>& neighbours) {
   const size_t nfields = plan.layouts.size();

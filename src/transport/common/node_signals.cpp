@@ -1,7 +1,6 @@
 #include "transport/common/node_signals.hpp"
 
 #include <fmt/core.h>
-
 #include <unistd.h>
 
 #include <atomic>
@@ -9,6 +8,7 @@
 #include <exception>
 
 #include "common/stage_timer.hpp"
+#include "common/yielding_mpi.hpp"
 #include "halox/common/error.hpp"
 #include "halox/field_memory.hpp"
 
@@ -67,9 +67,8 @@ node_signals::node_signals(const node_membership& node, const wait_policy& waits
     MPI_Win_shared_query(window_, r, &size, &unit, &segment);
     counters_.push_back(static_cast<uint64_t*>(segment));
     payload_.push_back(static_cast<std::byte*>(segment) + payload_start);
-    payload_sizes.push_back(static_cast<size_t>(size) > payload_start
-                                ? static_cast<size_t>(size) - payload_start
-                                : 0);
+    payload_sizes.push_back(
+        static_cast<size_t>(size) > payload_start ? static_cast<size_t>(size) - payload_start : 0);
   }
   for (int counter : {ready_counter, done_counter, pushed_counter})
     store_release(counters_[static_cast<size_t>(me_)] + counter * (counter_slot / 8), 0);
@@ -78,7 +77,7 @@ node_signals::node_signals(const node_membership& node, const wait_policy& waits
   // page the first time round, and a measured choice that times freshly
   // built exchanges would pass over the transport.
   std::memset(payload_[static_cast<size_t>(me_)], 0, payload_bytes);
-  MPI_Barrier(node.comm);  // counters are zero, payloads allocated, before the first stage
+  yielding_barrier(node.comm);  // counters are zero, payloads allocated, before the first stage
   for (int r : read_from)
     map_payload(payload_[static_cast<size_t>(r)], payload_sizes[static_cast<size_t>(r)]);
 }

@@ -8,12 +8,14 @@
 #include <exception>
 #include <set>
 
+#include "common/yielding_mpi.hpp"
 #include "transport/core/trial.hpp"
 
 namespace halox {
 
 namespace {
-// Longer runs are always copied directly: packing them into the outbox doubles the bytes for no saving.
+// Longer runs are always copied directly: packing them into the outbox doubles the bytes for no
+// saving.
 constexpr size_t longest_outbox_run = 4096;
 size_t round_up(size_t n) {
   return (n + 63) / 64 * 64;
@@ -36,10 +38,10 @@ std::vector<size_t> outbox_rules(const exchange_plan& plan, const field_set& fie
   for (const auto& st : plan.stages)
     for (const auto& m : st.sends)
       for (const auto& fb : m.boxes) {
-        const size_t run = pack_copy(fields.pointers[static_cast<size_t>(fb.field)],
-                                     plan.grid_of(fb.field), fb.region,
-                                     plan.element_bytes_of(fb.field), nullptr)
-                               .run;
+        const size_t run =
+            pack_copy(fields.pointers[static_cast<size_t>(fb.field)], plan.grid_of(fb.field),
+                      fb.region, plan.element_bytes_of(fb.field), nullptr)
+                .run;
         if (run > 0 && run <= longest_outbox_run) rules.insert(run + 1);
       }
   std::vector<size_t> out = agreed_union(std::vector<size_t>(rules.begin(), rules.end()),
@@ -178,7 +180,7 @@ fetch_ahead_choice choose_fetch_ahead(transport& t, size_t stages,
   }
   int fetchable =
       std::ranges::any_of(lists, [](const copy_list* l) { return l->can_fetch_ahead(); });
-  MPI_Allreduce(MPI_IN_PLACE, &fetchable, 1, MPI_INT, MPI_MAX, node_comm);
+  yielding_allreduce(MPI_IN_PLACE, &fetchable, 1, MPI_INT, MPI_MAX, node_comm);
   if (!fetchable) {
     set(false);
     return {false, "no strided run to fetch"};

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <deque>
 
+#include "common/yielding_mpi.hpp"
 #include "halox/common/error.hpp"
 #include "transport/core/names.hpp"
 #include "transport/cuda/cuda_transports.hpp"
@@ -39,42 +40,52 @@ std::deque<transport_entry> built_in() {
                      std::move(factory)});
   };
   const auto any = transport_reach::any_peer, node = transport_reach::same_node;
-  add(names::mpi_p2p, "packs each neighbour's boxes (all fields fused) into one buffer; persistent "
-                      "MPI point-to-point; unpacks as messages land",
+  add(names::mpi_p2p,
+      "packs each neighbour's boxes (all fields fused) into one buffer; persistent "
+      "MPI point-to-point; unpacks as messages land",
       any, {}, make<mpi_p2p_transport>);
   table.back().make_device = make_device_p2p_transport;
-  table.back().device_summary = "packs each stage's sends with one CUDA kernel, posts them once "
-                                "the kernel is done, before start() returns";
-  add(names::mpi_types, "one MPI derived datatype per message over the fields, no packing by halox "
-                        "(the plain-MPI reference)",
+  table.back().device_summary =
+      "packs each stage's sends with one CUDA kernel, posts them once "
+      "the kernel is done, before start() returns";
+  add(names::mpi_types,
+      "one MPI derived datatype per message over the fields, no packing by halox "
+      "(the plain-MPI reference)",
       any, {}, make<mpi_types_transport>);
-  add(names::mpi_cartex, "the plain-MPI program of the Betzy results (cartex mpi_comm): a message "
-                         "per direction packed by element loops, whole planes in place, "
-                         "MPI_Isend/MPI_Irecv of bytes, MPI_Waitall, unpack",
+  add(names::mpi_cartex,
+      "the plain-MPI program of the Betzy results (cartex mpi_comm): a message "
+      "per direction packed by element loops, whole planes in place, "
+      "MPI_Isend/MPI_Irecv of bytes, MPI_Waitall, unpack",
       any, {}, make<mpi_cartex_transport>);
-  add(names::mpi_neighbor, "a distributed-graph communicator of the neighbours; one "
-                           "MPI_Ineighbor_alltoallw per stage with derived datatypes (persistent "
-                           "with MPI 4)",
+  add(names::mpi_neighbor,
+      "a distributed-graph communicator of the neighbours; one "
+      "MPI_Ineighbor_alltoallw per stage with derived datatypes (persistent "
+      "with MPI 4)",
       any, {}, make<mpi_neighbor_transport>);
-  add(names::mpi_rma, "MPI_Put into the neighbours' halos through a window per field; "
-                      "post-start-complete-wait with the neighbours per stage",
+  add(names::mpi_rma,
+      "MPI_Put into the neighbours' halos through a window per field; "
+      "post-start-complete-wait with the neighbours per stage",
       any, {}, make<mpi_rma_transport, rma_sync::pscw>);
   add(names::mpi_rma_fence,
       fmt::format("{} synchronised by MPI_Win_fence (collective over all ranks) instead",
-                  names::mpi_rma), any, {},
-      make<mpi_rma_transport, rma_sync::fence>);
-  add(names::shm, "single copy from the on-node neighbour's fields in node-shared memory (packed "
-                  "copy through a shared outbox when the fields are private)",
+                  names::mpi_rma),
+      any, {}, make<mpi_rma_transport, rma_sync::fence>);
+  add(names::shm,
+      "single copy from the on-node neighbour's fields in node-shared memory (packed "
+      "copy through a shared outbox when the fields are private)",
       node, {}, make<shm_transport>);
   table.back().prefers_shared_fields = true;
-  add(names::ucx, "packs each neighbour's boxes (all fields fused) into one buffer; UCX UCP tag "
-                  "send/receive, progress from the waits; unpacks as messages land",
+  add(names::ucx,
+      "packs each neighbour's boxes (all fields fused) into one buffer; UCX UCP tag "
+      "send/receive, progress from the waits; unpacks as messages land",
       any, ucx_transport_unavailable, make_ucx_transport);
-  add(names::cma, "single copy with process_vm_readv straight from the on-node neighbour's "
-                  "fields, wherever they were allocated (short runs packed by the owner first)",
+  add(names::cma,
+      "single copy with process_vm_readv straight from the on-node neighbour's "
+      "fields, wherever they were allocated (short runs packed by the owner first)",
       node, cma_unavailable, make<cma_transport>);
-  add(names::cuda_ipc, "single copy device to device: maps the on-node neighbours' CUDA fields "
-                       "(cudaIpcOpenMemHandle), one kernel per stage; device fields only",
+  add(names::cuda_ipc,
+      "single copy device to device: maps the on-node neighbours' CUDA fields "
+      "(cudaIpcOpenMemHandle), one kernel per stage; device fields only",
       node, cuda_ipc_unavailable, {});
   table.back().make_device = make_cuda_ipc_transport;
   return table;
@@ -99,20 +110,20 @@ const transport_entry& available_transport(const transport_entry& entry) {
 }
 
 bool valid_name(std::string_view name) {
-  return !name.empty() && name != "auto" && name != "all" &&
-         std::ranges::all_of(name, [](char c) {
-           return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '-' || c == '_';
-         });
+  return !name.empty() && name != "auto" && name != "all" && std::ranges::all_of(name, [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_';
+  });
 }
 
 }  // namespace
 
 void register_transport(transport_entry entry) {
   if (!valid_name(entry.name))
-    throw usage_error(fmt::format("cannot register transport '{}': a name is letters, digits, '-' "
-                                  "and '_', and not 'auto' or 'all'",
-                                  entry.name));
+    throw usage_error(
+        fmt::format("cannot register transport '{}': a name is letters, digits, '-' "
+                    "and '_', and not 'auto' or 'all'",
+                    entry.name));
   if (std::ranges::any_of(registry(), [&](const auto& e) { return e.name == entry.name; }))
     throw usage_error(fmt::format("cannot register transport '{}': the name is taken", entry.name));
   if (!entry.make && !entry.make_device)
@@ -134,7 +145,9 @@ const transport_entry& find_transport(std::string_view name) {
                                 name, fmt::join(names_of_all(), ", ")));
 }
 
-const transport_entry& default_remote_transport() { return find_transport(names::mpi_p2p); }
+const transport_entry& default_remote_transport() {
+  return find_transport(names::mpi_p2p);
+}
 
 transport_choice::transport_choice()
     : local_(&default_remote_transport()), remote_(&default_remote_transport()) {}
@@ -146,9 +159,10 @@ transport_choice::transport_choice(const transport_entry& only)
 transport_choice::transport_choice(const transport_entry& local, const transport_entry& remote)
     : local_(&local), remote_(&remote) {
   if (remote.reach != transport_reach::any_peer)
-    throw usage_error(fmt::format("transport '{}+{}': {} reaches only ranks of the same node and "
-                                  "cannot carry the off-node neighbours",
-                                  local.name, remote.name, remote.name));
+    throw usage_error(
+        fmt::format("transport '{}+{}': {} reaches only ranks of the same node and "
+                    "cannot carry the off-node neighbours",
+                    local.name, remote.name, remote.name));
 }
 
 std::string transport_choice::name() const {
@@ -167,7 +181,8 @@ std::string transport_choice::unavailable() const {
 
 transport_choice parse_transport_choice(std::string_view text) {
   const auto plus = text.find('+');
-  if (plus == std::string_view::npos) return transport_choice(available_transport(find_transport(text)));
+  if (plus == std::string_view::npos)
+    return transport_choice(available_transport(find_transport(text)));
   const auto local = text.substr(0, plus), remote = text.substr(plus + 1);
   if (local.empty() || remote.empty() || remote.find('+') != std::string_view::npos)
     throw usage_error(fmt::format("transport '{}' is not NAME or LOCAL+REMOTE", text));
@@ -186,9 +201,10 @@ std::vector<transport_choice> available_transport_choices() {
 std::vector<transport_choice> available_transport_choices(MPI_Comm comm) {
   // Availability is each rank's finding (a library, a kernel setting): agree.
   std::vector<int> available;
-  for (const auto& e : registry()) available.push_back(e.moves_host_memory() && e.available() ? 1 : 0);
-  MPI_Allreduce(MPI_IN_PLACE, available.data(), static_cast<int>(available.size()), MPI_INT,
-                MPI_MIN, comm);
+  for (const auto& e : registry())
+    available.push_back(e.moves_host_memory() && e.available() ? 1 : 0);
+  yielding_allreduce(MPI_IN_PLACE, available.data(), static_cast<int>(available.size()), MPI_INT,
+                     MPI_MIN, comm);
   std::vector<transport_choice> out;
   for (size_t i = 0; i < available.size(); ++i)
     if (available[i]) out.emplace_back(registry()[i]);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "common/yielding_mpi.hpp"
 #include "halox/extend/transport.hpp"
 
 namespace halox {
@@ -82,8 +83,8 @@ size_t fastest_candidate(transport& t, size_t stages, size_t candidates,
       for (int k = 0; k < timed; ++k) exchange();
       more[i] = MPI_Wtime() - t0;
     }
-    MPI_Allreduce(MPI_IN_PLACE, more.data(), static_cast<int>(more.size()), MPI_DOUBLE, MPI_MAX,
-                  comm);
+    yielding_allreduce(MPI_IN_PLACE, more.data(), static_cast<int>(more.size()), MPI_DOUBLE,
+                       MPI_MAX, comm);
     seconds.insert(seconds.end(), more.begin(), more.end());
     choice = choose_from_rounds(seconds, candidates);
   } while (!choice.clear && seconds.size() < most_rounds * candidates);
@@ -96,8 +97,8 @@ std::vector<size_t> agreed_union(const std::vector<size_t>& mine, size_t below, 
     if (v >= below) throw std::logic_error("agreed_union: a value out of range");
     bits[v / 64] |= uint64_t{1} << (v % 64);
   }
-  MPI_Allreduce(MPI_IN_PLACE, bits.data(), static_cast<int>(bits.size()), MPI_UINT64_T, MPI_BOR,
-                comm);
+  yielding_allreduce(MPI_IN_PLACE, bits.data(), static_cast<int>(bits.size()), MPI_UINT64_T,
+                     MPI_BOR, comm);
   std::vector<size_t> out;
   for (size_t v = 0; v < below; ++v)
     if (bits[v / 64] >> (v % 64) & 1) out.push_back(v);

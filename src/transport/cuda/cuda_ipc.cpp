@@ -8,12 +8,13 @@
 #include <exception>
 #include <memory>
 
-#include "transport/cuda/cuda_transports.hpp"
-#include "transport/cuda/peer_reads.hpp"
+#include "common/yielding_mpi.hpp"
 #include "halox/common/error.hpp"
 #include "halox/device.hpp"
-#include "transport/core/names.hpp"
 #include "transport/common/node_publication.hpp"
+#include "transport/core/names.hpp"
+#include "transport/cuda/cuda_transports.hpp"
+#include "transport/cuda/peer_reads.hpp"
 
 namespace halox {
 
@@ -104,8 +105,7 @@ cuda_ipc_transport::cuda_ipc_transport(const transport_context& ctx)
   std::string problem;
   const std::vector<uint64_t> words = publish_handles(fields, me, problem);
   require_all(ctx.comm, problem);
-  const auto layouts =
-      gather_layouts(plan_, words, ctx.node, node_neighbours(plan_, ctx.node));
+  const auto layouts = gather_layouts(plan_, words, ctx.node, node_neighbours(plan_, ctx.node));
   const size_t per_field = handle_words + 1, events_at = fields.size() * per_field;
   auto node_rank = [&](int peer) { return ctx.node.node_rank_of[static_cast<size_t>(peer)]; };
 
@@ -170,7 +170,7 @@ cuda_ipc_transport::~cuda_ipc_transport() {
   // Unwinding from an error (a timeout: peers may be stuck), the job ends anyway.
   if (finalized || comm_ == MPI_COMM_NULL || std::uncaught_exceptions() > 0) return;
   // Every reader has unmapped my fields before I may go on to free them.
-  MPI_Barrier(comm_);
+  yielding_barrier(comm_);
   MPI_Comm_free(&comm_);
 }
 

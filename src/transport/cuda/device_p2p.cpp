@@ -1,4 +1,3 @@
-#include "transport/core/names.hpp"
 #include "transport/cuda/device_p2p.hpp"
 
 #include <algorithm>
@@ -6,10 +5,13 @@
 #include <memory>
 #include <string>
 
+#include "transport/core/names.hpp"
+
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>  // Open MPI declares MPIX_Query_cuda_support here
 #endif
 
+#include "common/yielding_mpi.hpp"
 #include "halox/common/environment.hpp"
 #include "transport/cuda/cuda_transports.hpp"
 
@@ -29,7 +31,7 @@ bool cuda_aware_mpi(MPI_Comm comm) {
     aware = MPIX_Query_cuda_support();
 #endif
   }
-  MPI_Allreduce(MPI_IN_PLACE, &aware, 1, MPI_INT, MPI_MIN, comm);
+  yielding_allreduce(MPI_IN_PLACE, &aware, 1, MPI_INT, MPI_MIN, comm);
   return aware != 0;
 }
 
@@ -50,12 +52,9 @@ device_p2p_transport::device_p2p_transport(const transport_context& ctx)
   for (const auto& s : plan_.stages) {
     stage_work w;
     w.layout = device::layout_of(s);
-    w.pack = device::launch_batch(
-        device::pack_batch(s, w.layout, area, fields, plan_));
-    w.unpack = device::launch_batch(
-        device::unpack_batch(s, w.layout, area, fields, plan_));
-    w.local =
-        device::launch_batch(device::local_copy_batch(s, fields, plan_));
+    w.pack = device::launch_batch(device::pack_batch(s, w.layout, area, fields, plan_));
+    w.unpack = device::launch_batch(device::unpack_batch(s, w.layout, area, fields, plan_));
+    w.local = device::launch_batch(device::local_copy_batch(s, fields, plan_));
     for (size_t i = 0; i < s.recvs.size(); ++i) {
       w.recvs.emplace_back();
       MPI_Recv_init(wire + w.layout.recv_offsets[i], static_cast<int>(s.recvs[i].bytes), MPI_BYTE,
@@ -101,16 +100,18 @@ void device_p2p_transport::start(size_t stage) {
 void device_p2p_transport::wait(size_t stage) {
   stage_work& w = stages_[stage];
   const auto& s = plan_.stages[stage];
-  waits_.wait_all(w.recvs, {},
-                  [&](size_t i) { return describe_message(s.recvs[i], "from", transport_names::mpi_p2p); });
+  waits_.wait_all(w.recvs, {}, [&](size_t i) {
+    return describe_message(s.recvs[i], "from", transport_names::mpi_p2p);
+  });
   if (!direct_ && w.layout.recv_bytes > 0)
     device::check(cudaMemcpyAsync(static_cast<std::byte*>(area_->p) + w.layout.recv_start,
                                   static_cast<std::byte*>(host_->p) + w.layout.recv_start,
                                   w.layout.recv_bytes, cudaMemcpyHostToDevice, stream_),
                   "cudaMemcpyAsync (receives from pinned memory)");
   w.unpack.launch(stream_);
-  waits_.wait_all(w.sends, {},
-                  [&](size_t i) { return describe_message(s.sends[i], "to", transport_names::mpi_p2p); });
+  waits_.wait_all(w.sends, {}, [&](size_t i) {
+    return describe_message(s.sends[i], "to", transport_names::mpi_p2p);
+  });
   device::check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
 }
 

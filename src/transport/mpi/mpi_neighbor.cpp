@@ -1,11 +1,12 @@
 #include "transport/mpi/mpi_neighbor.hpp"
-#include "transport/core/names.hpp"
 
 #include <fmt/core.h>
 
 #include <algorithm>
 
+#include "common/yielding_mpi.hpp"
 #include "halox/extend/pack.hpp"
+#include "transport/core/names.hpp"
 #include "transport/mpi/mpi_datatypes.hpp"
 
 namespace halox {
@@ -38,8 +39,8 @@ constexpr bool persistent = false;
 // (pmodels/mpich#6233, fixed in 4.1).
 struct edge {
   int peer = -1;
-  int key = 0;                    // the direction the message is sent toward
-  const message* m = nullptr;     // null: an empty edge
+  int key = 0;                 // the direction the message is sent toward
+  const message* m = nullptr;  // null: an empty edge
 };
 
 struct stage_edges {
@@ -79,12 +80,13 @@ std::string describe_sources(size_t stage, const stage_edges& e) {
   for (const auto& x : e.recvs) {
     if (!x.m) continue;
     const auto& d = x.m->direction;
-    out += fmt::format("{} rank {} (direction {},{},{})", first ? "" : ",", x.peer, d[0], d[1],
-                       d[2]);
+    out +=
+        fmt::format("{} rank {} (direction {},{},{})", first ? "" : ",", x.peer, d[0], d[1], d[2]);
     first = false;
   }
   return first ? fmt::format("stage {} of {}: the sends to complete", stage,
-                                   transport_names::mpi_neighbor) : out;
+                             transport_names::mpi_neighbor)
+               : out;
 }
 
 // Which stages need a collective and which can share a graph, agreed by all
@@ -107,7 +109,7 @@ std::vector<int> agree_on_graphs(const std::vector<stage_edges>& edges, MPI_Comm
     local[n + s] = -static_cast<int>(first);
     local[2 * n + s] = edges[s].sources.empty() && edges[s].destinations.empty() ? 0 : 1;
   }
-  MPI_Allreduce(local.data(), all.data(), static_cast<int>(3 * n), MPI_INT, MPI_MAX, comm);
+  yielding_allreduce(local.data(), all.data(), static_cast<int>(3 * n), MPI_INT, MPI_MAX, comm);
   std::vector<int> shared_with(n);
   for (size_t s = 0; s < n; ++s) {
     const bool agreed = all[s] == -all[n + s];  // max == min: every rank found the same stage
@@ -144,11 +146,10 @@ mpi_neighbor_transport::mpi_neighbor_transport(const transport_context& ctx)
     if (shared_with[s] < 0) continue;
     if (shared_with[s] == static_cast<int>(s)) {
       MPI_Comm graph;
-      MPI_Dist_graph_create_adjacent(ctx.comm, static_cast<int>(e.sources.size()),
-                                     non_null(e.sources), MPI_UNWEIGHTED,
-                                     static_cast<int>(e.destinations.size()),
-                                     non_null(e.destinations), MPI_UNWEIGHTED, MPI_INFO_NULL,
-                                     0 /* the datatypes address this rank's fields */, &graph);
+      MPI_Dist_graph_create_adjacent(
+          ctx.comm, static_cast<int>(e.sources.size()), non_null(e.sources), MPI_UNWEIGHTED,
+          static_cast<int>(e.destinations.size()), non_null(e.destinations), MPI_UNWEIGHTED,
+          MPI_INFO_NULL, 0 /* the datatypes address this rank's fields */, &graph);
       graphs_.push_back(graph);
       graph_of[s] = graph;
     } else {
@@ -157,8 +158,7 @@ mpi_neighbor_transport::mpi_neighbor_transport(const transport_context& ctx)
     c.graph = graph_of[s];
     auto add = [&](const edge& x, std::vector<int>& counts, std::vector<MPI_Datatype>& types) {
       counts.push_back(x.m ? 1 : 0);
-      types.push_back(x.m ? make_boxes_type(x.m->boxes, plan_, fields_.pointers)
-                          : MPI_BYTE);
+      types.push_back(x.m ? make_boxes_type(x.m->boxes, plan_, fields_.pointers) : MPI_BYTE);
       if (x.m) types_.push_back(types.back());
     };
     for (const auto& x : e.sends) add(x, c.send_counts, c.send_types);
@@ -195,8 +195,7 @@ void mpi_neighbor_transport::start(size_t stage_index) {
     else
       MPI_Ineighbor_alltoallw(MPI_BOTTOM, non_null(c.send_counts), non_null(c.send_displs),
                               non_null(c.send_types), MPI_BOTTOM, non_null(c.recv_counts),
-                              non_null(c.recv_displs), non_null(c.recv_types), c.graph,
-                              &c.request);
+                              non_null(c.recv_displs), non_null(c.recv_types), c.graph, &c.request);
   }
   // Self copies fill other halo cells than the collective writes, from cells it only reads.
   for (const auto& copy : plan_.stages[stage_index].copies)

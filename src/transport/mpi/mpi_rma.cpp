@@ -1,5 +1,4 @@
 #include "transport/mpi/mpi_rma.hpp"
-#include "transport/core/names.hpp"
 
 #include <fmt/core.h>
 
@@ -7,10 +6,12 @@
 #include <limits>
 #include <set>
 
+#include "common/stage_timer.hpp"
+#include "common/yielding_mpi.hpp"
 #include "halox/common/error.hpp"
 #include "halox/extend/pack.hpp"
+#include "transport/core/names.hpp"
 #include "transport/mpi/mpi_datatypes.hpp"
-#include "common/stage_timer.hpp"
 
 namespace halox {
 
@@ -20,8 +21,9 @@ namespace {
 // puts into, from the neighbours themselves: each rank tells those that put
 // into it (the peers of its receives) and hears from those it puts into (the
 // peers of its sends). A rank's halo on a side without a neighbour may differ.
-std::map<int, std::vector<rma_peer_layout>> exchange_layouts(const exchange_plan& plan, MPI_Comm comm,
-                                                          const wait_policy& waits) {
+std::map<int, std::vector<rma_peer_layout>> exchange_layouts(const exchange_plan& plan,
+                                                             MPI_Comm comm,
+                                                             const wait_policy& waits) {
   std::set<int> origins, targets;
   for (const auto& s : plan.stages) {
     for (const auto& m : s.recvs) origins.insert(m.peer);
@@ -39,7 +41,8 @@ std::map<int, std::vector<rma_peer_layout>> exchange_layouts(const exchange_plan
     MPI_Irecv(theirs.data(), count, MPI_INT, peer, 0, comm, &requests.back());
   }
   std::vector<rma_peer_layout> mine;
-  for (const auto& l : plan.layouts) mine.push_back({l.grid.interior, l.grid.halo.lo, l.grid.halo.hi});
+  for (const auto& l : plan.layouts)
+    mine.push_back({l.grid.interior, l.grid.halo.lo, l.grid.halo.hi});
   for (int peer : origins) {
     requests.emplace_back();
     peers.push_back(peer);
@@ -91,7 +94,7 @@ std::string describe_origins(size_t stage, size_t field, const std::vector<messa
 }
 
 std::string describe_packed_origins(size_t stage, const std::vector<message>& recvs,
-                                   const std::vector<long long>& offsets) {
+                                    const std::vector<long long>& offsets) {
   std::string out = fmt::format("packed puts into the landing window in stage {} ({}) from", stage,
                                 transport_names::mpi_rma);
   bool first = true;
@@ -122,7 +125,7 @@ mpi_rma_transport::mpi_rma_transport(const transport_context& ctx, rma_sync sync
   // over a single process, and windows cost registration and a collective.
   int mine = 0, anywhere = 0;
   for (const auto& s : plan_.stages) mine |= !s.sends.empty() || !s.recvs.empty();
-  MPI_Allreduce(&mine, &anywhere, 1, MPI_INT, MPI_MAX, comm_);
+  yielding_allreduce(&mine, &anywhere, 1, MPI_INT, MPI_MAX, comm_);
   if (!anywhere) {
     stages_.resize(plan_.stages.size());
     return;
@@ -150,12 +153,12 @@ mpi_rma_transport::mpi_rma_transport(const transport_context& ctx, rma_sync sync
     }
   };
   for (size_t f = 0; f < fields_.pointers.size(); ++f)
-    create(fields_.pointers[f], static_cast<MPI_Aint>(plan_.layouts[f].grid.cells() *
-                                                      plan_.layouts[f].element_bytes));
+    create(fields_.pointers[f],
+           static_cast<MPI_Aint>(plan_.layouts[f].grid.cells() * plan_.layouts[f].element_bytes));
   if (landing_anywhere_) create(landing_, static_cast<MPI_Aint>(landing_bytes_));
   MPI_Info_free(&info);
   int failed_anywhere = 0;
-  MPI_Allreduce(&failed, &failed_anywhere, 1, MPI_INT, MPI_MAX, comm_);
+  yielding_allreduce(&failed, &failed_anywhere, 1, MPI_INT, MPI_MAX, comm_);
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_ARE_FATAL);
   if (failed_anywhere) {
     for (auto& win : windows_) MPI_Win_free(&win);
@@ -163,11 +166,11 @@ mpi_rma_transport::mpi_rma_transport(const transport_context& ctx, rma_sync sync
     MPI_Free_mem(landing_);
     MPI_Free_mem(send_buffer_);
     MPI_Comm_free(&comm_);
-    throw run_error(fmt::format(
-        "{}: the MPI library could not create a window over the fields of these ranks "
-        "(no one-sided component for their network; with Open MPI over TCP try "
-        "--mca osc sm,pt2pt)",
-        name()));
+    throw run_error(
+        fmt::format("{}: the MPI library could not create a window over the fields of these ranks "
+                    "(no one-sided component for their network; with Open MPI over TCP try "
+                    "--mca osc sm,pt2pt)",
+                    name()));
   }
   build_schedule(interiors, uses);
   if (sync_ == rma_sync::fence) agree_on_fences(comm_);
@@ -223,7 +226,7 @@ void mpi_rma_transport::choose_packed_messages() {
     send_bytes_ = std::max(send_bytes_, packed);
   }
   int mine = landing_bytes_ > 0 ? 1 : 0, anywhere = 0;
-  MPI_Allreduce(&mine, &anywhere, 1, MPI_INT, MPI_MAX, comm_);
+  yielding_allreduce(&mine, &anywhere, 1, MPI_INT, MPI_MAX, comm_);
   landing_anywhere_ = anywhere != 0;
   // Never zero bytes: every rank creates the landing windows over some memory.
   MPI_Alloc_mem(static_cast<MPI_Aint>(std::max<size_t>(landing_bytes_, align)), MPI_INFO_NULL,
@@ -278,7 +281,7 @@ void mpi_rma_transport::assign_window_slots(const std::vector<std::vector<window
       }
   }
   unsigned long mine = most, agreed = 0;
-  MPI_Allreduce(&mine, &agreed, 1, MPI_UNSIGNED_LONG, MPI_MAX, comm_);
+  yielding_allreduce(&mine, &agreed, 1, MPI_UNSIGNED_LONG, MPI_MAX, comm_);
   window_slots_ = agreed;
 }
 
@@ -306,7 +309,8 @@ void mpi_rma_transport::build_schedule(const std::map<int, std::vector<rma_peer_
         const rma_peer_layout& peer = interiors.at(m.peer)[field];
         const ivec3 peer_interior = peer.interior;
         const local_grid peer_grid(peer_interior, halo_widths{peer.lo, peer.hi});
-        const box there = in_peer_coordinates(fb.region, fb.direction, grid.interior, peer_interior);
+        const box there =
+            in_peer_coordinates(fb.region, fb.direction, grid.interior, peer_interior);
         put_op put{fields_.pointers[field], make_box_type(fb.region, grid, element), m.peer,
                    make_box_type(there, peer_grid, element), window_of(s, field)};
         types_.push_back(put.origin_type);
@@ -348,7 +352,8 @@ void mpi_rma_transport::agree_on_fences(MPI_Comm comm) {
   std::vector<int> used(stages_.size() * nfields, 0), any(used.size());
   for (size_t s = 0; s < stages_.size(); ++s)
     for (const auto& e : stages_[s].epochs) used[s * nfields + e.window] = 1;
-  MPI_Allreduce(used.data(), any.data(), static_cast<int>(used.size()), MPI_INT, MPI_MAX, comm);
+  yielding_allreduce(used.data(), any.data(), static_cast<int>(used.size()), MPI_INT, MPI_MAX,
+                     comm);
   for (size_t s = 0; s < stages_.size(); ++s) {
     std::vector<epoch> epochs;
     for (size_t w = 0; w < nfields; ++w)

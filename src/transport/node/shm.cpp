@@ -7,11 +7,12 @@
 #include <cstdlib>
 
 #include "common/stage_timer.hpp"
+#include "common/yielding_mpi.hpp"
 #include "halox/common/error.hpp"
 #include "halox/field_memory.hpp"
+#include "transport/common/node_publication.hpp"
 #include "transport/core/names.hpp"
 #include "transport/core/trial.hpp"
-#include "transport/common/node_publication.hpp"
 
 namespace halox {
 
@@ -19,7 +20,7 @@ shm_transport::shm_transport(const transport_context& ctx)
     : single_copy_transport(ctx, transport_names::shm) {
   // Direct copies need the fields of every rank of the node in one shared window.
   int all_shared = fields_.shared ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &all_shared, 1, MPI_INT, MPI_MIN, node_.comm);
+  yielding_allreduce(MPI_IN_PLACE, &all_shared, 1, MPI_INT, MPI_MIN, node_.comm);
   direct_ = all_shared != 0;
 
   // Layouts and field offsets, node-wide (no global gather).
@@ -41,7 +42,7 @@ shm_transport::shm_transport(const transport_context& ctx)
   require_all(ctx.comm, problem);
   int node_has_messages = 0;
   for (const auto& st : plan_.stages) node_has_messages |= st.sends.empty() ? 0 : 1;
-  MPI_Allreduce(MPI_IN_PLACE, &node_has_messages, 1, MPI_INT, MPI_MAX, node_.comm);
+  yielding_allreduce(MPI_IN_PLACE, &node_has_messages, 1, MPI_INT, MPI_MAX, node_.comm);
   if (!direct_) {
     how_ = "fields in private memory";
   } else {
@@ -113,7 +114,7 @@ shm_transport::phases shm_transport::build(const rule& choice, std::string& prob
   // packs into the outbox under this rule, one schedule serves every exchange.
   int packs_something =
       std::ranges::any_of(out.front().owner.packs, [](const copy_list& p) { return !p.empty(); });
-  MPI_Allreduce(MPI_IN_PLACE, &packs_something, 1, MPI_INT, MPI_MAX, node_.comm);
+  yielding_allreduce(MPI_IN_PLACE, &packs_something, 1, MPI_INT, MPI_MAX, node_.comm);
   for (size_t phase = 1; packs_something && phase < outbox_ring; ++phase)
     out.push_back(build_phase(choice, phase, out.front().owner.rule, problem));
   return out;
@@ -125,10 +126,9 @@ shm_transport::schedule shm_transport::build_phase(const rule& choice, size_t ph
   std::byte* const* fields = fields_.pointers.data();
   auto node_rank_of = [&](int peer) { return node_.node_rank_of[static_cast<size_t>(peer)]; };
 
-  out.owner = publish_send_boxes(
-      plan_, fields_, node_, neighbours_, me_,
-      {choice.outbox_below, signals_->payload(node_.rank), slot_bytes_},
-      {.rotating = true, .phase = phase, .rule = rule_id});
+  out.owner = publish_send_boxes(plan_, fields_, node_, neighbours_, me_,
+                                 {choice.outbox_below, signals_->payload(node_.rank), slot_bytes_},
+                                 {.rotating = true, .phase = phase, .rule = rule_id});
   const node_publication& publication = *out.owner.publication;
   out.stages.resize(plan_.stages.size());
   if (choice.push) {
@@ -166,8 +166,9 @@ shm_transport::schedule shm_transport::build_phase(const rule& choice, size_t ph
             const std::byte* there =
                 fields_.shared->segment_of(peer) +
                 peer_words_[static_cast<size_t>(peer)][static_cast<size_t>(p.field)];
-            w.land.add(field_copy(there, peer_grids_[static_cast<size_t>(peer)][static_cast<size_t>(p.field)],
-                                  p.region(), field, grid, to.region, element_bytes));
+            w.land.add(field_copy(
+                there, peer_grids_[static_cast<size_t>(peer)][static_cast<size_t>(p.field)],
+                p.region(), field, grid, to.region, element_bytes));
           }
         }
       }

@@ -14,16 +14,16 @@
 #include <string_view>
 #include <vector>
 
+#include "common/stage_timer.hpp"
+#include "common/yielding_mpi.hpp"
 #include "halox/common/error.hpp"
 #include "halox/extend/pack.hpp"
 #include "transport/common/message_buffers.hpp"
 #include "transport/core/names.hpp"
-#include "common/stage_timer.hpp"
 
 namespace halox {
 
 namespace {
-
 
 // MPI tag of the set-up messages; they complete inside the constructor, before
 // any halo message uses the communicator.
@@ -256,8 +256,9 @@ class ucx_transport final : public transport {
   void wait(size_t stage) override;
   std::string name() const override { return std::string(transport_names::ucx); }
   std::string settings() const override {
-    return fetch_ahead_ ? std::string(transport_names::ucx) + ": " + describe_fetch_ahead(*fetch_ahead_)
-                        : std::string();
+    return fetch_ahead_
+               ? std::string(transport_names::ucx) + ": " + describe_fetch_ahead(*fetch_ahead_)
+               : std::string();
   }
   void tuning_as_built(transport_tuning& knobs) const override {
     if (fetch_ahead_) knobs.ucx.fetch_ahead = fetch_ahead_->on;
@@ -332,29 +333,28 @@ std::vector<peer_link> ucx_transport::connect(MPI_Comm comm, std::string& proble
   }
   for (auto& link : links) {
     MPI_Status status;
-    MPI_Probe(link.rank, setup_tag, comm, &status);
+    yielding_probe(link.rank, setup_tag, comm, &status);
     int bytes = 0;
     MPI_Get_count(&status, MPI_BYTE, &bytes);
     std::string incoming(static_cast<size_t>(bytes), '\0');
     MPI_Recv(incoming.data(), bytes, MPI_BYTE, link.rank, setup_tag, comm, MPI_STATUS_IGNORE);
     if (incoming.size() < sizeof(uint32_t)) {
-      problem =
-          fmt::format("rank {}: {}: a malformed set-up message from rank {}", rank_,
-                      transport_names::ucx, link.rank);
+      problem = fmt::format("rank {}: {}: a malformed set-up message from rank {}", rank_,
+                            transport_names::ucx, link.rank);
       continue;
     }
     std::copy_n(incoming.data(), sizeof(uint32_t), reinterpret_cast<char*>(&link.send_channel));
     if (!ucx_ || !problem.empty()) continue;
     if (incoming.size() == sizeof(uint32_t)) {
-      problem = fmt::format("rank {}: {}: rank {} could not start UCX", rank_,
-                            transport_names::ucx, link.rank);
+      problem = fmt::format("rank {}: {}: rank {} could not start UCX", rank_, transport_names::ucx,
+                            link.rank);
       continue;
     }
     try {
       link.ep = ucx_->endpoint(incoming.substr(sizeof(uint32_t)));
     } catch (const std::exception& e) {
-      problem = fmt::format("rank {}: {}: connecting to rank {}: {}", rank_,
-                            transport_names::ucx, link.rank, e.what());
+      problem = fmt::format("rank {}: {}: connecting to rank {}: {}", rank_, transport_names::ucx,
+                            link.rank, e.what());
     }
   }
   MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE);
@@ -369,7 +369,8 @@ void ucx_transport::address(const std::vector<peer_link>& links) {
   };
   for (const auto& s : buffers_->stages()) {
     stage_operations ops;
-    for (const auto& f : s.recvs) ops.recv_tags.push_back(tag_of(link_of(f.m->peer).receive_channel, f.m->tag));
+    for (const auto& f : s.recvs)
+      ops.recv_tags.push_back(tag_of(link_of(f.m->peer).receive_channel, f.m->tag));
     for (const auto& f : s.sends) {
       ops.send_tags.push_back(tag_of(link_of(f.m->peer).send_channel, f.m->tag));
       ops.send_endpoints.push_back(link_of(f.m->peer).ep);
@@ -406,8 +407,8 @@ ucx_transport::~ucx_transport() {
 
 void ucx_transport::fail(const message& m, std::string_view from_or_to, ucs_status_t status) const {
   throw run_error(fmt::format("rank {}: {} failed: {}", rank_,
-                                       describe_message(m, from_or_to, transport_names::ucx),
-                                       ucs_status_string(status)));
+                              describe_message(m, from_or_to, transport_names::ucx),
+                              ucs_status_string(status)));
 }
 
 void ucx_transport::start(size_t stage_index) {
@@ -416,8 +417,9 @@ void ucx_transport::start(size_t stage_index) {
   // A stage whose messages are still in flight (its wait threw) cannot start again.
   for (const auto* list : {&ops.recvs, &ops.sends})
     for (const auto& op : *list)
-      if (op.request) throw std::logic_error(fmt::format("{}: a stage started again before it completed",
-                                                         transport_names::ucx));
+      if (op.request)
+        throw std::logic_error(
+            fmt::format("{}: a stage started again before it completed", transport_names::ucx));
   for (size_t i = 0; i < s.recvs.size(); ++i) {
     operation& op = ops.recvs[i];
     op = {nullptr, false, false, UCS_OK, 0};
@@ -468,7 +470,8 @@ bool ucx_transport::land(size_t stage_index) {
     if (op.status != UCS_OK) fail(m, "from", op.status);
     if (op.length != m.bytes)
       throw run_error(fmt::format("rank {}: {} carried {} bytes, {} expected", rank_,
-                                  describe_message(m, "from", transport_names::ucx), op.length, m.bytes));
+                                  describe_message(m, "from", transport_names::ucx), op.length,
+                                  m.bytes));
     s.recvs[i].copies.run();
   }
   for (size_t i = 0; i < ops.sends.size(); ++i) {
@@ -501,9 +504,11 @@ void ucx_transport::wait(size_t stage_index) {
       },
       [&] {
         for (size_t i = 0; i < ops.recvs.size(); ++i)
-          if (!ops.recvs[i].done) return describe_message(*s.recvs[i].m, "from", transport_names::ucx);
+          if (!ops.recvs[i].done)
+            return describe_message(*s.recvs[i].m, "from", transport_names::ucx);
         for (size_t i = 0; i < ops.sends.size(); ++i)
-          if (!ops.sends[i].done) return describe_message(*s.sends[i].m, "to", transport_names::ucx);
+          if (!ops.sends[i].done)
+            return describe_message(*s.sends[i].m, "to", transport_names::ucx);
         return fmt::format("{} messages", transport_names::ucx);
       });
 }
