@@ -129,3 +129,41 @@ def _no_cartex_peers_unless_asked(monkeypatch):
     """HALOX_CARTEX adds the real cartex programs to every sweep; the tests that want them set
     it themselves (test_peers.py reads the test run's value at import)."""
     monkeypatch.delenv("HALOX_CARTEX", raising=False)
+
+
+# Shared-memory files of the MPI libraries' on-node transports (Open MPI's vader BTL). A job
+# killed with SIGKILL cannot remove its own.
+MPI_SEGMENT_PREFIXES = ("vader_segment.",)
+
+
+def files_mapped_by_processes(directory: str) -> set[str]:
+    mapped = set()
+    for maps in pathlib.Path("/proc").glob("[0-9]*/maps"):
+        try:
+            text = maps.read_text()
+        except OSError:  # the process ended, or is not ours to read
+            continue
+        mapped.update(line.split(maxsplit=5)[5] for line in text.splitlines()
+                      if directory in line and len(line.split(maxsplit=5)) == 6)
+    return mapped
+
+
+@pytest.fixture
+def killed_jobs_segments_removed():
+    """For a test that kills MPI jobs: the segments that appeared in /dev/shm while it ran and
+    that no process maps any more are removed afterwards (those of jobs still running, and any
+    that were there before, are left alone). Yields the function that removes them, which
+    returns what it removed."""
+    shm = pathlib.Path("/dev/shm")
+    before = set(shm.iterdir())
+
+    def remove() -> list[pathlib.Path]:
+        mapped = files_mapped_by_processes(str(shm))
+        stale = [p for p in set(shm.iterdir()) - before
+                 if p.name.startswith(MPI_SEGMENT_PREFIXES) and str(p) not in mapped]
+        for path in stale:
+            path.unlink(missing_ok=True)
+        return stale
+
+    yield remove
+    remove()

@@ -13,7 +13,7 @@ import time
 import psutil
 import pytest
 
-from conftest import ROOT, build_dir, mpi_flavor
+from conftest import MPI_SEGMENT_PREFIXES, ROOT, build_dir, mpi_flavor
 from halox import execution
 from halox import sweep as swp
 
@@ -92,7 +92,7 @@ def wait_for(condition, timeout, what):
 
 
 @pytest.mark.slow
-def test_kill_9_of_the_process_group_then_resume(tmp_path):
+def test_kill_9_of_the_process_group_then_resume(tmp_path, killed_jobs_segments_removed):
     spec = write_spec(tmp_path, f"""
         [sweep]
         name = "killed"
@@ -113,6 +113,7 @@ def test_kill_9_of_the_process_group_then_resume(tmp_path):
         warmup = 1
         quiet = true
     """)
+    shm_before = set(pathlib.Path("/dev/shm").iterdir())
     out = tmp_path / "results" / "killed.jsonl"
     work = out.parent / "killed.sweep"
     log = (tmp_path / "sweep.log").open("w")
@@ -156,6 +157,10 @@ def test_kill_9_of_the_process_group_then_resume(tmp_path):
     third = halox("sweep", spec, "--output", out, "--build-dir", build_dir())
     assert third.returncode == 0 and "0 records appended" in third.stdout
     assert lines_of(out) == after
+    # The killed job's shared memory does not outlive the test.
+    killed_jobs_segments_removed()
+    assert not [p for p in pathlib.Path("/dev/shm").iterdir()
+                if p.name.startswith(MPI_SEGMENT_PREFIXES) and p not in shm_before]
 
 
 def test_records_of_a_killed_run_are_kept_and_only_the_rest_runs(tmp_path):
