@@ -29,6 +29,7 @@ module halox
   public :: halox_subdomain
   public :: halox_exchange_create, halox_exchange_destroy
   public :: halox_start, halox_wait, halox_exchange_halos
+  public :: halox_reverse, halox_reverse_start, halox_reverse_wait
   public :: halox_transport, halox_algorithm, halox_field_grouping, halox_bytes
   public :: halox_available_transports
 
@@ -39,6 +40,8 @@ module halox
   integer, parameter, public :: HALOX_ERROR_TIMEOUT = 3
   integer, parameter, public :: HALOX_ERROR_ALLOCATION = 4
   integer, parameter, public :: HALOX_ERROR_INTERNAL = 5
+  ! How a reverse call combines the copies of a point.
+  integer, parameter, public :: HALOX_SUM = 1, HALOX_MIN = 2, HALOX_MAX = 3
 
   integer(c_int), parameter :: HALOX_FLOAT = 1, HALOX_DOUBLE = 2
 
@@ -174,6 +177,18 @@ module halox
       integer(c_int), value :: count
       integer(c_int), intent(in) :: indices(*)
       integer(c_int), value :: depth
+    end function
+    integer(c_int) function c_reverse_start(ex, op, count, indices, depth, every_holder) &
+        bind(C, name="halox_reverse_start")
+      import :: c_ptr, c_int
+      type(c_ptr), value :: ex
+      integer(c_int), value :: op, count
+      integer(c_int), intent(in) :: indices(*)
+      integer(c_int), value :: depth, every_holder
+    end function
+    integer(c_int) function c_reverse_wait(ex) bind(C, name="halox_reverse_wait")
+      import :: c_ptr, c_int
+      type(c_ptr), value :: ex
     end function
     integer(c_int) function c_field_index(ex, name, index) bind(C, name="halox_field_index")
       import :: c_ptr, c_int, c_char
@@ -942,6 +957,79 @@ contains
       status = c_exchange_subset(ex%handle, size(indices, kind=c_int), indices, depth_of(depth))
     call conclude(status, stat, errmsg, message)
   end subroutine halox_exchange_halos
+
+  ! Reverse calls (docs/fortran.md#adding-into-halos): every copy of a point in
+  ! a halo combined into its owner with op= (HALOX_SUM, the default,
+  ! HALOX_MIN, HALOX_MAX), or into every rank that holds it with
+  ! every_holder=.true.; fields=, names=, depth= as for halox_start (neither:
+  ! every field). The first stage is in flight on return.
+  subroutine halox_reverse_start(ex, op, stat, errmsg, fields, names, depth, every_holder)
+    type(halox_exchange), intent(in) :: ex
+    integer, intent(in), optional :: op
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    integer, intent(in), optional :: fields(:), depth
+    character(len=*), intent(in), optional :: names(:)
+    logical, intent(in), optional :: every_holder
+    integer(c_int) :: status
+    character(len=:), allocatable :: message
+    call reverse_start("halox_reverse_start", ex, op, fields, names, depth, every_holder, &
+                       status, message)
+    call conclude(status, stat, errmsg, message)
+  end subroutine halox_reverse_start
+
+  ! Every owner (or every holder) has its total on return.
+  subroutine halox_reverse_wait(ex, stat, errmsg)
+    type(halox_exchange), intent(in) :: ex
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    call conclude(c_reverse_wait(ex%handle), stat, errmsg)
+  end subroutine halox_reverse_wait
+
+  ! halox_reverse_start and halox_reverse_wait in one.
+  subroutine halox_reverse(ex, op, stat, errmsg, fields, names, depth, every_holder)
+    type(halox_exchange), intent(in) :: ex
+    integer, intent(in), optional :: op
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    integer, intent(in), optional :: fields(:), depth
+    character(len=*), intent(in), optional :: names(:)
+    logical, intent(in), optional :: every_holder
+    integer(c_int) :: status
+    character(len=:), allocatable :: message
+    call reverse_start("halox_reverse", ex, op, fields, names, depth, every_holder, &
+                       status, message)
+    if (status == HALOX_SUCCESS) status = c_reverse_wait(ex%handle)
+    call conclude(status, stat, errmsg, message)
+  end subroutine halox_reverse
+
+  subroutine reverse_start(function_name, ex, op, fields, names, depth, every_holder, status, &
+                           message)
+    character(len=*), intent(in) :: function_name
+    type(halox_exchange), intent(in) :: ex
+    integer, intent(in), optional :: op, fields(:), depth
+    character(len=*), intent(in), optional :: names(:)
+    logical, intent(in), optional :: every_holder
+    integer(c_int), intent(out) :: status
+    character(len=:), allocatable, intent(out) :: message
+    integer(c_int), allocatable :: indices(:)
+    integer(c_int) :: how, everywhere
+    how = HALOX_SUM
+    if (present(op)) how = op
+    everywhere = 0
+    if (present(every_holder)) then
+      if (every_holder) everywhere = 1
+    end if
+    call subset_indices(function_name, ex, fields, names, indices, status, message)
+    if (status == HALOX_SUCCESS .and. size(indices) == 0) then
+      status = HALOX_ERROR_USAGE
+      message = function_name // ": fields= or names= lists no field"
+      return
+    end if
+    if (status == HALOX_SUCCESS) &
+      status = c_reverse_start(ex%handle, how, size(indices, kind=c_int), indices, &
+                               depth_of(depth), everywhere)
+  end subroutine reverse_start
 
   function string_of(query, ex, stat, errmsg) result(text)
     procedure(string_query) :: query

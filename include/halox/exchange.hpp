@@ -58,6 +58,7 @@
 #include "halox/field_memory.hpp"
 #include "halox/grid.hpp"
 #include "halox/plan.hpp"
+#include "halox/reduction.hpp"
 #include "halox/transport/choice.hpp"
 #include "halox/transport/tuning.hpp"
 
@@ -130,6 +131,8 @@ std::string choice_json(const exchange_options& options);
 // malformed JSON, a missing or mistyped member, or an unknown or unavailable
 // transport, algorithm or field mode.
 void apply_choice_json(std::string_view json, exchange_options& options);
+
+class reverse_schedule;  // the library's own (src/exchange/reverse.hpp)
 
 template <class T>
 concept field_element = std::is_same_v<T, float> || std::is_same_v<T, double>;
@@ -230,6 +233,55 @@ class halo_exchange {
     start(fields_named(names), depth);
     wait();
   }
+  // Reverse calls: every copy of a point in a halo combined into the point's
+  // owner with `op` (sum, min, max; halox/reduction.hpp), for every field at
+  // its whole halo or for a subset at a depth (the points a forward call of
+  // the same fields and depth fills send their values back). With
+  // reverse_to::every_holder every rank that holds the point, owner or not,
+  // ends with the same total, in one round of messages where the halos allow.
+  // Copies are combined in one fixed order (docs/library.md#adding-into-halos):
+  // along z, then y, then x; along an axis the owner's value, then the copy
+  // of the rank below, then that of the rank above. The answer is bitwise the
+  // same whatever transport, algorithm or grouping the exchange was built
+  // with, and from run to run. Reverse calls move by messages of their own
+  // (three axis steps, two messages each) on the exchange's communicator;
+  // collective like the forward calls. A reverse call may be in flight beside
+  // a forward one of other fields, not of the same ones (usage_error).
+  void start_reverse(reduction op, reverse_to to = reverse_to::owner);
+  void start_reverse(reduction op, const std::vector<int>& fields, int depth = 0,
+                     reverse_to to = reverse_to::owner);
+  void start_reverse(reduction op, std::initializer_list<int> fields, int depth = 0,
+                     reverse_to to = reverse_to::owner) {
+    start_reverse(op, std::vector<int>(fields), depth, to);
+  }
+  void start_reverse(reduction op, std::initializer_list<std::string_view> names, int depth = 0,
+                     reverse_to to = reverse_to::owner) {
+    start_reverse(op, fields_named(names), depth, to);
+  }
+  void wait_reverse();
+  void reverse(reduction op, reverse_to to = reverse_to::owner) {
+    start_reverse(op, to);
+    wait_reverse();
+  }
+  void reverse(reduction op, const std::vector<int>& fields, int depth = 0,
+               reverse_to to = reverse_to::owner) {
+    start_reverse(op, fields, depth, to);
+    wait_reverse();
+  }
+  void reverse(reduction op, std::initializer_list<int> fields, int depth = 0,
+               reverse_to to = reverse_to::owner) {
+    start_reverse(op, std::vector<int>(fields), depth, to);
+    wait_reverse();
+  }
+  void reverse(reduction op, std::initializer_list<std::string_view> names, int depth = 0,
+               reverse_to to = reverse_to::owner) {
+    start_reverse(op, fields_named(names), depth, to);
+    wait_reverse();
+  }
+  // Messages and bytes this rank sends per reverse call of these fields (built if need be).
+  size_t reverse_message_count(const std::vector<int>& fields, int depth = 0,
+                               reverse_to to = reverse_to::owner);
+
   // Builds a subset call's schedule now (collective) instead of at its first call.
   void prepare(const std::vector<int>& fields, int depth = 0);
   // The indices of the fields with these names; throws usage_error for a
@@ -275,6 +327,8 @@ class halo_exchange {
  private:
   struct state;
   struct schedule;
+  reverse_schedule& reverse_schedule_of(const std::vector<int>& fields, int depth,
+                                              reverse_to to);
   halo_exchange(const decomposition& decomp, std::vector<field_layout> layouts,
                 std::vector<std::string> names, field_set fields, const exchange_options& options);
   void finish(const decomposition& decomp, field_set fields, state& s);

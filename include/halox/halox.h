@@ -223,6 +223,23 @@ halox_status halox_exchange_subset(halox_exchange ex, int count, const int* indi
 /* The index of the field named `name` (HALOX_ERROR_USAGE when none is). */
 halox_status halox_field_index(halox_exchange ex, const char* name, int* index);
 
+/* ---- Reverse calls (adding into halos, docs/library.md#adding-into-halos):
+ * every copy of a point in a halo combined into the point's owner with `op`,
+ * or, with every_holder non-zero, into every rank that holds the point (the
+ * same total everywhere). Fields: the `count` of `indices` at `depth`, as
+ * halox_start_subset takes them; count 0 and indices NULL: every field at
+ * `depth` (0: each field's whole halo). Copies are combined in one fixed
+ * order (z, then y, then x; along an axis the owner's value, then the copy
+ * below, then the copy above): the same bits whatever the transport,
+ * algorithm or grouping. Split phase like halox_start/halox_wait; a reverse
+ * call may be in flight beside a forward call of other fields. */
+typedef enum halox_reduction { HALOX_SUM = 1, HALOX_MIN = 2, HALOX_MAX = 3 } halox_reduction;
+halox_status halox_reverse_start(halox_exchange ex, halox_reduction op, int count,
+                                 const int* indices, int depth, int every_holder);
+halox_status halox_reverse_wait(halox_exchange ex);
+halox_status halox_reverse(halox_exchange ex, halox_reduction op, int count, const int* indices,
+                           int depth, int every_holder);
+
 /* Sets *ex to NULL. Not collective; an exchange in flight is completed first. */
 halox_status halox_exchange_destroy(halox_exchange* ex);
 

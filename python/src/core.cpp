@@ -578,6 +578,19 @@ std::optional<std::vector<int>> agreed_call(py_exchange& s, nb::handle fields, i
   return chosen;
 }
 
+void start_reverse(py_exchange& s, const std::string& op, nb::handle fields, int depth,
+                   bool every_holder) {
+  const halox::reduction how = halox::parse_reduction(op);
+  const halox::reverse_to to =
+      every_holder ? halox::reverse_to::every_holder : halox::reverse_to::owner;
+  auto call = agreed_call(s, fields, depth);
+  nb::gil_scoped_release release;
+  if (call)
+    s.ex->start_reverse(how, *call, depth, to);
+  else
+    s.ex->start_reverse(how, to);
+}
+
 void init_grid(py_grid* self, nb::handle extent, nb::handle halo, nb::handle halo_lo,
                nb::handle halo_hi) {
   ivec3 n = ivec3_of(extent, "extent", false);
@@ -926,6 +939,34 @@ void bind_exchange(nb::module_& m) {
             s.ex->wait();
           },
           "Completes the exchange.")
+      .def(
+          "reverse",
+          [](py_exchange& s, const std::string& op, nb::handle fields, int depth,
+             bool every_holder) {
+            start_reverse(s, op, fields, depth, every_holder);
+            nb::gil_scoped_release release;
+            s.ex->wait_reverse();
+          },
+          "op"_a = "sum", "fields"_a = nb::none(), "depth"_a = 0, "every_holder"_a = false,
+          "The reverse of exchange(): every copy of a point in a halo combined into the point's "
+          "owner. op: sum | min | max; fields, depth: as for exchange(); every_holder: every "
+          "rank that holds the point, owner or not, ends with the same total. Copies combine in "
+          "one fixed order (z, then y, then x; along an axis the owner's value, then the copy "
+          "below, then the copy above), so the result is bitwise the same whatever the "
+          "transport, algorithm or grouping.")
+      .def(
+          "start_reverse",
+          [](py_exchange& s, const std::string& op, nb::handle fields, int depth,
+             bool every_holder) { start_reverse(s, op, fields, depth, every_holder); },
+          "op"_a = "sum", "fields"_a = nb::none(), "depth"_a = 0, "every_holder"_a = false,
+          "Puts the first step of a reverse call in flight (as reverse()); then wait_reverse().")
+      .def(
+          "wait_reverse",
+          [](py_exchange& s) {
+            nb::gil_scoped_release release;
+            s.ex->wait_reverse();
+          },
+          "Completes a reverse call.")
       .def(
           "prepare",
           [](py_exchange& s, nb::handle fields, int depth) {

@@ -234,6 +234,7 @@ halox_status halox_exchange_destroy(halox_exchange* ex) {
     std::unique_ptr<halox_exchange_s> owned(*ex);
     *ex = nullptr;
     if (owned->in_flight) owned->exchange->wait();
+    if (owned->reverse_in_flight) owned->exchange->wait_reverse();
   });
 }
 

@@ -37,6 +37,7 @@ struct halox_exchange_s {
   std::shared_ptr<halox::shared_field_memory> shared;  // node-shared fields, if any
   std::optional<halox::halo_exchange> exchange;
   bool in_flight = false;
+  bool reverse_in_flight = false;
 };
 
 namespace halox::capi {

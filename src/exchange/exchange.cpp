@@ -7,10 +7,12 @@
 #include <array>
 #include <limits>
 #include <map>
+#include <tuple>
 #include <stdexcept>
 
 #include "common/stage_timer.hpp"
 #include "common/yielding_mpi.hpp"
+#include "exchange/reverse.hpp"
 #include "halox/common/error.hpp"
 #include "halox/extend/registry.hpp"
 #include "halox/programs/topology.hpp"
@@ -157,13 +159,20 @@ struct halo_exchange::state {
   bool started = false;
   setup_times setup;
   std::unique_ptr<stage_timer::recorder> recording;  // null: not recording
+  // Reverse calls: by fields, depth and whether every holder gets the total.
+  std::map<std::tuple<std::vector<int>, int, bool>, std::unique_ptr<reverse_schedule>> reverses;
+  reverse_schedule* reverse_running = nullptr;
+  std::vector<int> reverse_running_fields;
+  MPI_Comm reverse_comm = MPI_COMM_NULL;  // its messages' own, made with its first schedule
 
   ~state() {
     schedules.clear();
+    reverses.clear();
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized) return;
     if (node.comm != MPI_COMM_NULL) MPI_Comm_free(&node.comm);
+    if (reverse_comm != MPI_COMM_NULL) MPI_Comm_free(&reverse_comm);
     // comm is freed with decomp.
   }
 };
@@ -465,8 +474,25 @@ std::vector<transport_stats> halo_exchange::stats() const {
   return total;
 }
 
+namespace {
+
+// The first field of `a` that `b` names too, or -1 (both ascending).
+int shared_field(const std::vector<int>& a, const std::vector<int>& b) {
+  for (int f : a)
+    if (std::ranges::binary_search(b, f)) return f;
+  return -1;
+}
+
+}  // namespace
+
 void halo_exchange::start() {
   if (state_->running) throw std::logic_error("halo_exchange::start called twice without wait");
+  if (state_->reverse_running)
+    if (int f = shared_field(state_->whole->plan.moved, state_->reverse_running_fields); f >= 0)
+      throw usage_error(fmt::format(
+          "halo_exchange::start: field '{}' is in a reverse call still in flight (wait_reverse "
+          "first)",
+          state_->names[static_cast<size_t>(f)]));
   state_->running = state_->whole;
   if (state_->whole->plan.stages.empty()) return;
   const stage_timer::stage_scope timed(state_->recording.get(), 0);
@@ -476,6 +502,12 @@ void halo_exchange::start() {
 void halo_exchange::start(const std::vector<int>& fields, int depth) {
   if (state_->running) throw std::logic_error("halo_exchange::start called twice without wait");
   schedule& sched = schedule_of(fields, depth);
+  if (state_->reverse_running)
+    if (int f = shared_field(sched.plan.moved, state_->reverse_running_fields); f >= 0)
+      throw usage_error(fmt::format(
+          "halo_exchange::start: field '{}' is in a reverse call still in flight (wait_reverse "
+          "first)",
+          state_->names[static_cast<size_t>(f)]));
   state_->running = &sched;
   if (sched.plan.stages.empty()) return;
   const stage_timer::stage_scope timed(&sched == state_->whole ? state_->recording.get() : nullptr,
@@ -609,6 +641,90 @@ halo_exchange::schedule& halo_exchange::schedule_of(const std::vector<int>& fiel
       make_transport(s.choice, {sched->plan, s.comm, s.fields, s.node, s.waits, s.knobs});
   at->second = std::move(sched);
   return *at->second;
+}
+
+reverse_schedule& halo_exchange::reverse_schedule_of(const std::vector<int>& fields, int depth,
+                                                     reverse_to to) {
+  state& s = *state_;
+  const exchange_plan& whole = s.whole->plan;
+  std::vector<int> moved = checked_subset(fields, depth, whole, s.names);
+  const bool every_holder = to == reverse_to::every_holder;
+  auto [at, fresh] = s.reverses.try_emplace({moved, depth, every_holder});
+  if (!fresh) return *at->second;
+  // Built once, collectively: the ranks agree on the call and on which axes
+  // every holder can combine in one round.
+  std::string problem;
+  if (s.fields.device)
+    problem = "reverse calls take fields in host memory; these are in CUDA device memory";
+  std::array<int, 3> one_round{};
+  const std::array<bool, 3> mine = one_round_axes(whole.layouts, moved, depth);
+  for (int k = 0; k < 3; ++k) one_round[static_cast<size_t>(k)] = mine[static_cast<size_t>(k)];
+  try {
+    yielding_allreduce(MPI_IN_PLACE, one_round.data(), 3, MPI_INT, MPI_MIN, s.comm);
+    exchange_plan described;
+    described.layouts = whole.layouts;
+    described.moved = moved;
+    described.nfields = static_cast<int>(moved.size());
+    described.depth = depth;
+    require_agreement(s.comm,
+                      fmt::format("reverse ({}) of {} field(s) at depth {}: {}",
+                                  every_holder ? "every holder" : "owner", moved.size(), depth,
+                                  describe_fields(described)),
+                      problem);
+  } catch (...) {
+    s.reverses.erase(at);
+    throw;
+  }
+  if (s.reverse_comm == MPI_COMM_NULL) MPI_Comm_dup(s.comm, &s.reverse_comm);
+  at->second = std::make_unique<reverse_schedule>(
+      reverse_steps(s.decomp, whole.layouts, moved, depth, every_holder,
+                    {one_round[0] != 0, one_round[1] != 0, one_round[2] != 0}),
+      whole.layouts, !every_holder);
+  return *at->second;
+}
+
+void halo_exchange::start_reverse(reduction op, reverse_to to) {
+  std::vector<int> all(state_->whole->plan.layouts.size());
+  for (size_t f = 0; f < all.size(); ++f) all[f] = static_cast<int>(f);
+  start_reverse(op, all, 0, to);
+}
+
+void halo_exchange::start_reverse(reduction op, const std::vector<int>& fields, int depth,
+                                  reverse_to to) {
+  state& s = *state_;
+  if (s.reverse_running)
+    throw std::logic_error("halo_exchange::start_reverse called twice without wait_reverse");
+  std::vector<int> moved;
+  try {
+    moved = checked_subset(fields, depth, s.whole->plan, s.names);
+  } catch (const usage_error& e) {
+    throw usage_error(fmt::format("halo_exchange::start_reverse: {}", e.what()));
+  }
+  if (s.running)
+    if (int f = shared_field(s.running->plan.moved, moved); f >= 0)
+      throw usage_error(fmt::format(
+          "halo_exchange::start_reverse: field '{}' is in a forward exchange still in flight "
+          "(wait first)",
+          s.names[static_cast<size_t>(f)]));
+  reverse_schedule& sched = reverse_schedule_of(moved, depth, to);
+  s.reverse_running = &sched;
+  s.reverse_running_fields = std::move(moved);
+  sched.start(s.fields, op, s.reverse_comm, s.waits);
+}
+
+void halo_exchange::wait_reverse() {
+  state& s = *state_;
+  if (!s.reverse_running)
+    throw std::logic_error("halo_exchange::wait_reverse called without start_reverse");
+  reverse_schedule* sched = s.reverse_running;
+  s.reverse_running = nullptr;
+  s.reverse_running_fields.clear();
+  sched->wait();
+}
+
+size_t halo_exchange::reverse_message_count(const std::vector<int>& fields, int depth,
+                                            reverse_to to) {
+  return reverse_schedule_of(fields, depth, to).message_count();
 }
 
 void halo_exchange::record_stages(bool on) {

@@ -330,6 +330,84 @@ static void located_checked(int size) {
   free(node);
 }
 
+/* Along one axis, the copies of local point i of a periodic grid of n points
+ * per rank (at least 2): a cell field with halo 1 each side, or a node field
+ * with halo 0 below and 1 above (the shared face held by the rank below). */
+static int copies(int i, int n, int node) {
+  if (node) return i == 0 || i == n ? 2 : 1;
+  if (i == -1 || i == n) return 2;
+  return 1 + (i == 0) + (i == n - 1);
+}
+
+/* Reverse calls: ones summed (every point's count of copies), and max. */
+static void reverse_checked(void) {
+  int global[3] = {N, N, N}, periodic[3] = {1, 1, 1};
+  halox_decomposition d = NULL;
+  EXPECT(halox_decomposition_create(&d, MPI_COMM_WORLD, global, NULL, periodic) == HALOX_SUCCESS);
+  int n[3], offset[3];
+  EXPECT(halox_subdomain(d, n, offset) == HALOX_SUCCESS);
+  const int a[3] = {n[0] + 2, n[1] + 2, n[2] + 2}, b[3] = {n[0] + 1, n[1] + 1, n[2] + 1};
+  double* cell = calloc((size_t)(a[0] * a[1] * a[2]), sizeof(double));
+  float* node = calloc((size_t)(b[0] * b[1] * b[2]), sizeof(float));
+  halox_field_spec fields[2] = {{cell, HALOX_DOUBLE, HALOX_CELL, {1, 1, 1, 1, 1, 1}, {a[0], a[1], a[2]}, "rho"},
+                                {node, HALOX_FLOAT, HALOX_NODE, {0, 1, 0, 1, 0, 1}, {b[0], b[1], b[2]}, "fx"}};
+  halox_options options = HALOX_OPTIONS_INIT;
+  halox_exchange ex = NULL;
+  EXPECT(halox_exchange_create_fields(&ex, d, NULL, 2, fields, &options) == HALOX_SUCCESS);
+  for (int every = 0; every <= 1; ++every) {
+    for (int i = 0; i < a[0] * a[1] * a[2]; ++i) cell[i] = 1;
+    for (int i = 0; i < b[0] * b[1] * b[2]; ++i) node[i] = 1;
+    EXPECT(halox_reverse(ex, HALOX_SUM, 0, NULL, 0, every) == HALOX_SUCCESS);
+    int wrong = 0;
+    for (int z = -1; z <= n[2]; ++z)
+      for (int y = -1; y <= n[1]; ++y)
+        for (int x = -1; x <= n[0]; ++x) {
+          const int p[3] = {x, y, z};
+          int inside = 1, halo_node = 0, count = 1, node_count = 1;
+          for (int k = 0; k < 3; ++k) {
+            inside = inside && p[k] >= 0 && p[k] < n[k];
+            halo_node = halo_node || p[k] < 0;
+            count *= copies(p[k], n[k], 0);
+            node_count *= copies(p[k], n[k], 1);
+          }
+          const double c = cell[(x + 1) + a[0] * ((y + 1) + a[1] * (z + 1))];
+          if (c != (inside || every ? count : 1)) ++wrong;
+          if (!halo_node) {
+            int owned = 1;
+            for (int k = 0; k < 3; ++k) owned = owned && p[k] < n[k];
+            const float v = node[x + b[0] * (y + b[1] * z)];
+            if (v != (float)(owned || every ? node_count : 1)) ++wrong;
+          }
+        }
+    EXPECT(wrong == 0);
+  }
+  /* max of the rho field alone, split phase: the halos' 7 reach the owners' edges */
+  for (int i = 0; i < a[0] * a[1] * a[2]; ++i) cell[i] = 7;
+  for (int z = 0; z < n[2]; ++z)
+    for (int y = 0; y < n[1]; ++y)
+      for (int x = 0; x < n[0]; ++x) cell[(x + 1) + a[0] * ((y + 1) + a[1] * (z + 1))] = 1;
+  const int rho[1] = {0};
+  EXPECT(halox_reverse_start(ex, HALOX_MAX, 1, rho, 1, 0) == HALOX_SUCCESS);
+  EXPECT(halox_reverse_wait(ex) == HALOX_SUCCESS);
+  int wrong = 0;
+  for (int z = 0; z < n[2]; ++z)
+    for (int y = 0; y < n[1]; ++y)
+      for (int x = 0; x < n[0]; ++x) {
+        const int edge = x == 0 || y == 0 || z == 0 || x == n[0] - 1 || y == n[1] - 1 || z == n[2] - 1;
+        if (cell[(x + 1) + a[0] * ((y + 1) + a[1] * (z + 1))] != (edge ? 7 : 1)) ++wrong;
+      }
+  EXPECT(wrong == 0);
+  EXPECT_ERROR(halox_reverse(ex, (halox_reduction)9, 0, NULL, 0, 0), HALOX_ERROR_USAGE,
+               "not HALOX_SUM, HALOX_MIN or HALOX_MAX");
+  EXPECT_ERROR(halox_reverse(ex, HALOX_SUM, 1, rho, 2, 0), HALOX_ERROR_USAGE, "deeper than the halo");
+  EXPECT_ERROR(halox_reverse(ex, HALOX_SUM, 0, rho, 0, 0), HALOX_ERROR_USAGE, "count 0");
+  EXPECT_ERROR(halox_reverse_wait(ex), HALOX_ERROR_STATE, "no reverse call is in flight");
+  EXPECT(halox_exchange_destroy(&ex) == HALOX_SUCCESS);
+  EXPECT(halox_decomposition_destroy(&d) == HALOX_SUCCESS);
+  free(cell);
+  free(node);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -348,6 +426,7 @@ int main(int argc, char** argv) {
   }
   bad_calls(d);
   located_checked(size);
+  reverse_checked();
   /* the Fortran communicator form */
   halox_decomposition df = NULL;
   EXPECT(halox_decomposition_create_f(&df, MPI_Comm_c2f(MPI_COMM_WORLD), global, NULL, NULL) ==

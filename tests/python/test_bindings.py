@@ -42,6 +42,15 @@ def test_staggered_fields_under_mpiexec(ranks):
     assert len(re.findall(r"\d+ passed", done.stdout)) == ranks, done.stdout[-3000:]
 
 
+# Reverse calls on fields of every location; a few seconds at each size.
+@pytest.mark.parametrize("ranks", [1, 2, 4])
+def test_reverse_fields_under_mpiexec(ranks):
+    done = run(ranks, [sys.executable, "-m", "pytest", "-q", "--color=no", "-p", "no:cacheprovider",
+                       str(MPI_TESTS / "reverse_fields.py")], timeout=300)
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
+    assert len(re.findall(r"\d+ passed", done.stdout)) == ranks, done.stdout[-3000:]
+
+
 def heat3d_line(done: subprocess.CompletedProcess) -> str:
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [l for l in done.stdout.splitlines() if l.startswith("heat3d ")]

@@ -1,0 +1,382 @@
+#include "exchange/reverse.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "halox/common/error.hpp"
+
+namespace halox {
+
+reduction parse_reduction(const std::string& name) {
+  for (const reduction op : all_reductions)
+    if (to_string(op) == name) return op;
+  throw usage_error(fmt::format("unknown reduction '{}' (expected sum, min, max)", name));
+}
+
+std::string to_string(reduction op) {
+  switch (op) {
+    case reduction::sum: return "sum";
+    case reduction::min: return "min";
+    case reduction::max: return "max";
+  }
+  return "?";
+}
+
+namespace {
+
+// The axes in the order a reverse call combines them.
+constexpr int axis_order[3] = {2, 1, 0};
+
+struct span1 {
+  int lo = 0, hi = 0;
+};
+
+box make_box(const std::array<span1, 3>& s) {
+  return {{s[0].lo, s[1].lo, s[2].lo}, {s[0].hi, s[1].hi, s[2].hi}};
+}
+
+size_t bytes_of(const std::vector<field_box>& boxes, const std::vector<field_layout>& layouts) {
+  size_t total = 0;
+  for (const auto& b : boxes)
+    total += static_cast<size_t>(b.region.volume()) *
+             layouts[static_cast<size_t>(b.field)].element_bytes;
+  return total;
+}
+
+// Along `axis`, the send and receive spans toward each side for a step kind
+// (n points owned, w the widths the call fills).
+void axis_spans(reverse_step::kind what, int n, int w_lo, int w_hi, span1& send_lo,
+                span1& recv_lo, span1& send_hi, span1& recv_hi) {
+  using k = reverse_step::kind;
+  switch (what) {
+    case k::into_owner:  // my halo to its owner; the copies of my points land on them
+      send_lo = {-w_lo, 0}, recv_lo = {0, w_hi};
+      send_hi = {n, n + w_hi}, recv_hi = {n - w_lo, n};
+      return;
+    case k::every_holder:  // what both of us hold, both ways
+      send_lo = recv_lo = {-w_lo, w_hi};
+      send_hi = recv_hi = {n - w_lo, n + w_hi};
+      return;
+    case k::from_owner:  // a forward step
+      send_lo = {0, w_hi}, recv_lo = {-w_lo, 0};
+      send_hi = {n - w_lo, n}, recv_hi = {n, n + w_hi};
+      return;
+  }
+}
+
+reverse_step make_step(const decomposition& d, const std::vector<field_layout>& layouts,
+                       const std::vector<int>& moved, int depth, int axis, int order_position,
+                       reverse_step::kind what) {
+  const neighbour_sides sides = sides_of(d);
+  reverse_step step;
+  step.axis = axis;
+  step.what = what;
+  ivec3 down{0, 0, 0}, up{0, 0, 0};
+  down[axis] = -1;
+  up[axis] = +1;
+  if (sides.lo[axis]) step.lo.peer = *d.neighbor(down);
+  if (sides.hi[axis]) step.hi.peer = *d.neighbor(up);
+  // Toward -axis: tag 2 axis; toward +axis: 2 axis + 1.
+  step.lo.send_tag = 2 * axis, step.lo.recv_tag = 2 * axis + 1;
+  step.hi.send_tag = 2 * axis + 1, step.hi.recv_tag = 2 * axis;
+  for (int f : moved) {
+    const field_layout& l = layouts[static_cast<size_t>(f)];
+    const halo_widths w = filled_widths(l, depth);
+    const ivec3& n = l.grid.interior;
+    std::array<span1, 3> send_lo, recv_lo, send_hi, recv_hi;
+    for (int j = 0; j < 3; ++j) {
+      if (j == axis) continue;
+      // Other axes: every point held where a neighbour is, except that a step into
+      // the owner spans only the owned points of the axes combined before it.
+      bool combined_before = false;
+      for (int p = 0; p < order_position; ++p) combined_before |= axis_order[p] == j;
+      span1 s{0, n[j]};
+      if (!(what == reverse_step::kind::into_owner && combined_before)) {
+        if (sides.lo[j]) s.lo = -w.lo[j];
+        if (sides.hi[j]) s.hi = n[j] + w.hi[j];
+      }
+      send_lo[j] = recv_lo[j] = send_hi[j] = recv_hi[j] = s;
+    }
+    axis_spans(what, n[axis], w.lo[axis], w.hi[axis], send_lo[axis], recv_lo[axis],
+               send_hi[axis], recv_hi[axis]);
+    auto add = [&](std::vector<field_box>& to, const std::array<span1, 3>& s, const ivec3& dir) {
+      const box b = make_box(s);
+      if (!b.empty()) to.push_back({f, b, dir});
+    };
+    if (step.lo.peer >= 0) {
+      add(step.lo.send, send_lo, down);
+      add(step.lo.recv, recv_lo, down);
+    }
+    if (step.hi.peer >= 0) {
+      add(step.hi.send, send_hi, up);
+      add(step.hi.recv, recv_hi, up);
+    }
+  }
+  for (auto* s : {&step.lo, &step.hi}) {
+    s->send_bytes = bytes_of(s->send, layouts);
+    s->recv_bytes = bytes_of(s->recv, layouts);
+  }
+  return step;
+}
+
+template <class T>
+T combine(reduction op, T a, T b) {
+  switch (op) {
+    case reduction::sum: return a + b;
+    case reduction::min: return b < a ? b : a;
+    case reduction::max: return a < b ? b : a;
+  }
+  return a;
+}
+
+// Calls row(field_offset, buffer_offset, count) for each x-run of `sub`, a
+// part of `whole` (the box the buffer holds, x-fastest), in elements.
+template <class Row>
+void for_rows(const local_grid& g, const box& whole, const box& sub, Row&& row) {
+  const auto wx = static_cast<size_t>(whole.extent(0));
+  const auto wy = static_cast<size_t>(whole.extent(1));
+  const auto count = static_cast<size_t>(sub.extent(0));
+  for (int z = sub.lo[2]; z < sub.hi[2]; ++z)
+    for (int y = sub.lo[1]; y < sub.hi[1]; ++y) {
+      const size_t in_buffer = static_cast<size_t>(sub.lo[0] - whole.lo[0]) +
+                               wx * (static_cast<size_t>(y - whole.lo[1]) +
+                                     wy * static_cast<size_t>(z - whole.lo[2]));
+      row(g.index(sub.lo[0], y, z), in_buffer, count);
+    }
+}
+
+// The received copies of `region` combined into the field: into the owner's
+// value (mine first) on my points, or the owner's first on my halo points.
+template <class T>
+void combine_box(T* field, const field_layout& l, const T* buffer, const box& region, int axis,
+                 reduction op, reverse_step::kind what) {
+  const int n = l.grid.interior[axis];
+  auto run = [&](const box& sub, bool owners_first) {
+    if (sub.empty()) return;
+    for_rows(l.grid, region, sub, [&](size_t at, size_t from, size_t count) {
+      T* f = field + at;
+      const T* r = buffer + from;
+      if (owners_first)
+        for (size_t i = 0; i < count; ++i) f[i] = combine(op, r[i], f[i]);
+      else
+        for (size_t i = 0; i < count; ++i) f[i] = combine(op, f[i], r[i]);
+    });
+  };
+  if (what == reverse_step::kind::from_owner) {
+    for_rows(l.grid, region, region, [&](size_t at, size_t from, size_t count) {
+      std::memcpy(field + at, buffer + from, count * sizeof(T));
+    });
+    return;
+  }
+  box below = region, mine = region, above = region;
+  below.hi[axis] = std::clamp(region.hi[axis], region.lo[axis], 0);
+  mine.lo[axis] = std::clamp(0, region.lo[axis], region.hi[axis]);
+  mine.hi[axis] = std::clamp(n, mine.lo[axis], region.hi[axis]);
+  above.lo[axis] = std::clamp(n, region.lo[axis], region.hi[axis]);
+  run(below, true);
+  run(mine, false);
+  run(above, true);
+}
+
+void pack(const std::vector<field_box>& boxes, const std::vector<field_layout>& layouts,
+          const field_set& fields, std::byte* out) {
+  for (const auto& b : boxes) {
+    const field_layout& l = layouts[static_cast<size_t>(b.field)];
+    const size_t e = l.element_bytes;
+    const std::byte* field = fields.pointers[static_cast<size_t>(b.field)];
+    for_rows(l.grid, b.region, b.region, [&](size_t at, size_t from, size_t count) {
+      std::memcpy(out + from * e, field + at * e, count * e);
+    });
+    out += static_cast<size_t>(b.region.volume()) * e;
+  }
+}
+
+void unpack(const std::vector<field_box>& boxes, const std::vector<field_layout>& layouts,
+            const field_set& fields, const std::byte* in, int axis, reduction op,
+            reverse_step::kind what) {
+  for (const auto& b : boxes) {
+    const field_layout& l = layouts[static_cast<size_t>(b.field)];
+    std::byte* field = fields.pointers[static_cast<size_t>(b.field)];
+    if (l.element_bytes == sizeof(float))
+      combine_box(reinterpret_cast<float*>(field), l, reinterpret_cast<const float*>(in),
+                  b.region, axis, op, what);
+    else
+      combine_box(reinterpret_cast<double*>(field), l, reinterpret_cast<const double*>(in),
+                  b.region, axis, op, what);
+    in += static_cast<size_t>(b.region.volume()) * l.element_bytes;
+  }
+}
+
+}  // namespace
+
+std::array<bool, 3> one_round_axes(const std::vector<field_layout>& layouts,
+                                   const std::vector<int>& moved, int depth) {
+  std::array<bool, 3> ok{true, true, true};
+  for (int f : moved) {
+    const field_layout& l = layouts[static_cast<size_t>(f)];
+    const halo_widths w = filled_widths(l, depth);
+    for (int k = 0; k < 3; ++k)
+      if (w.lo[k] + w.hi[k] > l.grid.interior[k]) ok[static_cast<size_t>(k)] = false;
+  }
+  return ok;
+}
+
+std::vector<reverse_step> reverse_steps(const decomposition& d,
+                                        const std::vector<field_layout>& layouts,
+                                        const std::vector<int>& moved, int depth,
+                                        bool every_holder, const std::array<bool, 3>& one_round) {
+  using k = reverse_step::kind;
+  std::vector<reverse_step> steps;
+  for (int p = 0; p < 3; ++p) {
+    const int axis = axis_order[p];
+    std::vector<k> kinds;
+    if (!every_holder)
+      kinds = {k::into_owner};
+    else if (one_round[static_cast<size_t>(axis)])
+      kinds = {k::every_holder};
+    else
+      kinds = {k::into_owner, k::from_owner};
+    for (k what : kinds) {
+      // Every-holder calls combine every point held: the owned-only spans of
+      // an into-owner step apply to reverse calls alone.
+      reverse_step step = make_step(d, layouts, moved, depth, axis, every_holder ? 0 : p, what);
+      if (step.lo.peer >= 0 || step.hi.peer >= 0) steps.push_back(std::move(step));
+    }
+  }
+  return steps;
+}
+
+namespace {
+
+// The runs of `region` (x-rows, in bytes from the field's first point) that lie
+// outside the field's own points.
+void add_halo_runs(const field_layout& l, int field, const box& region,
+                   std::vector<halo_run>& out) {
+  const ivec3& n = l.grid.interior;
+  const size_t e = l.element_bytes;
+  for (int z = region.lo[2]; z < region.hi[2]; ++z)
+    for (int y = region.lo[1]; y < region.hi[1]; ++y) {
+      const bool halo_row = y < 0 || y >= n[1] || z < 0 || z >= n[2];
+      auto add = [&](int x0, int x1) {
+        if (x1 > x0) out.push_back({field, l.grid.index(x0, y, z) * e, static_cast<size_t>(x1 - x0) * e});
+      };
+      if (halo_row) {
+        add(region.lo[0], region.hi[0]);
+      } else {
+        add(region.lo[0], std::min(region.hi[0], 0));
+        add(std::max(region.lo[0], n[0]), region.hi[0]);
+      }
+    }
+}
+
+}  // namespace
+
+reverse_schedule::reverse_schedule(std::vector<reverse_step> steps,
+                                   const std::vector<field_layout>& layouts, bool keep_halos)
+    : steps_(std::move(steps)), layouts_(&layouts) {
+  if (keep_halos) {
+    for (const auto& s : steps_)
+      for (const auto* side : {&s.lo, &s.hi})
+        for (const auto& b : side->recv)
+          add_halo_runs(layouts[static_cast<size_t>(b.field)], b.field, b.region, kept_);
+    size_t bytes = 0;
+    for (const auto& r : kept_) bytes += r.bytes;
+    kept_values_.resize(bytes);
+  }
+  size_t send_lo = 0, send_hi = 0, recv_lo = 0, recv_hi = 0;
+  for (const auto& s : steps_) {
+    send_lo = std::max(send_lo, s.lo.send_bytes);
+    send_hi = std::max(send_hi, s.hi.send_bytes);
+    recv_lo = std::max(recv_lo, s.lo.recv_bytes);
+    recv_hi = std::max(recv_hi, s.hi.recv_bytes);
+  }
+  send_lo_.resize(send_lo);
+  send_hi_.resize(send_hi);
+  recv_lo_.resize(recv_lo);
+  recv_hi_.resize(recv_hi);
+}
+
+size_t reverse_schedule::message_count() const {
+  size_t count = 0;
+  for (const auto& s : steps_) count += (s.lo.send_bytes > 0) + (s.hi.send_bytes > 0);
+  return count;
+}
+
+size_t reverse_schedule::bytes_sent() const {
+  size_t bytes = 0;
+  for (const auto& s : steps_) bytes += s.lo.send_bytes + s.hi.send_bytes;
+  return bytes;
+}
+
+void reverse_schedule::start(const field_set& fields, reduction op, MPI_Comm comm,
+                             const wait_policy& waits) {
+  fields_ = &fields;
+  op_ = op;
+  comm_ = comm;
+  waits_ = &waits;
+  next_ = 0;
+  std::byte* kept = kept_values_.data();
+  for (const auto& r : kept_) {
+    std::memcpy(kept, fields.pointers[static_cast<size_t>(r.field)] + r.offset, r.bytes);
+    kept += r.bytes;
+  }
+  if (!steps_.empty()) post(0);
+}
+
+void reverse_schedule::post(size_t step) {
+  const reverse_step& s = steps_[step];
+  requests_.clear();
+  // Receives first, then the packed sends: both sides post before they wait.
+  if (s.lo.recv_bytes > 0) {
+    requests_.emplace_back();
+    MPI_Irecv(recv_lo_.data(), static_cast<int>(s.lo.recv_bytes), MPI_BYTE, s.lo.peer,
+              s.lo.recv_tag, comm_, &requests_.back());
+  }
+  if (s.hi.recv_bytes > 0) {
+    requests_.emplace_back();
+    MPI_Irecv(recv_hi_.data(), static_cast<int>(s.hi.recv_bytes), MPI_BYTE, s.hi.peer,
+              s.hi.recv_tag, comm_, &requests_.back());
+  }
+  if (s.lo.send_bytes > 0) {
+    pack(s.lo.send, *layouts_, *fields_, send_lo_.data());
+    requests_.emplace_back();
+    MPI_Isend(send_lo_.data(), static_cast<int>(s.lo.send_bytes), MPI_BYTE, s.lo.peer,
+              s.lo.send_tag, comm_, &requests_.back());
+  }
+  if (s.hi.send_bytes > 0) {
+    pack(s.hi.send, *layouts_, *fields_, send_hi_.data());
+    requests_.emplace_back();
+    MPI_Isend(send_hi_.data(), static_cast<int>(s.hi.send_bytes), MPI_BYTE, s.hi.peer,
+              s.hi.send_tag, comm_, &requests_.back());
+  }
+}
+
+void reverse_schedule::complete(size_t step) {
+  const reverse_step& s = steps_[step];
+  waits_->wait_all(requests_, {}, [&](size_t i) {
+    return fmt::format("a reverse-exchange message of the {} step (peers {} below, {} above)",
+                       "xyz"[s.axis], s.lo.peer, s.hi.peer);
+  });
+  // Below first, then above: the documented order of the copies.
+  if (s.lo.recv_bytes > 0)
+    unpack(s.lo.recv, *layouts_, *fields_, recv_lo_.data(), s.axis, op_, s.what);
+  if (s.hi.recv_bytes > 0)
+    unpack(s.hi.recv, *layouts_, *fields_, recv_hi_.data(), s.axis, op_, s.what);
+}
+
+void reverse_schedule::wait() {
+  for (; next_ < steps_.size(); ++next_) {
+    complete(next_);
+    if (next_ + 1 < steps_.size()) post(next_ + 1);
+  }
+  const std::byte* kept = kept_values_.data();
+  for (const auto& r : kept_) {
+    std::memcpy(fields_->pointers[static_cast<size_t>(r.field)] + r.offset, kept, r.bytes);
+    kept += r.bytes;
+  }
+  fields_ = nullptr;
+}
+
+}  // namespace halox
