@@ -679,7 +679,9 @@ reverse_schedule& halo_exchange::reverse_schedule_of(const std::vector<int>& fie
   at->second = std::make_unique<reverse_schedule>(
       reverse_steps(s.decomp, whole.layouts, moved, depth, every_holder,
                     {one_round[0] != 0, one_round[1] != 0, one_round[2] != 0}),
-      whole.layouts, !every_holder);
+      whole.layouts, !every_holder,
+      // With a single-copy transport for the node, so do the reverse calls' node peers.
+      s.choice.local().reach == transport_reach::same_node ? &s.node : nullptr, s.waits);
   return *at->second;
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "halox/common/error.hpp"
+#include "transport/common/node_signals.hpp"
 
 namespace halox {
 
@@ -132,19 +133,30 @@ T combine(reduction op, T a, T b) {
 }
 
 // Calls row(field_offset, buffer_offset, count) for each x-run of `sub`, a
-// part of `whole` (the box the buffer holds, x-fastest), in elements.
+// part of `whole` (the box the buffer holds, x-fastest), in elements. The
+// offsets step by the rows' strides: an x slab is rows of a point or two.
 template <class Row>
 void for_rows(const local_grid& g, const box& whole, const box& sub, Row&& row) {
-  const auto wx = static_cast<size_t>(whole.extent(0));
-  const auto wy = static_cast<size_t>(whole.extent(1));
+  if (sub.empty()) return;
+  const size_t wx = static_cast<size_t>(whole.extent(0));
+  const size_t buffer_plane = wx * static_cast<size_t>(whole.extent(1));
+  const size_t field_row = static_cast<size_t>(g.allocated()[0]);
+  const size_t field_plane = field_row * static_cast<size_t>(g.allocated()[1]);
   const auto count = static_cast<size_t>(sub.extent(0));
-  for (int z = sub.lo[2]; z < sub.hi[2]; ++z)
+  size_t field_at = g.index(sub.lo[0], sub.lo[1], sub.lo[2]);
+  size_t buffer_at = static_cast<size_t>(sub.lo[0] - whole.lo[0]) +
+                     wx * static_cast<size_t>(sub.lo[1] - whole.lo[1]) +
+                     buffer_plane * static_cast<size_t>(sub.lo[2] - whole.lo[2]);
+  for (int z = sub.lo[2]; z < sub.hi[2]; ++z) {
+    size_t f = field_at, b = buffer_at;
     for (int y = sub.lo[1]; y < sub.hi[1]; ++y) {
-      const size_t in_buffer = static_cast<size_t>(sub.lo[0] - whole.lo[0]) +
-                               wx * (static_cast<size_t>(y - whole.lo[1]) +
-                                     wy * static_cast<size_t>(z - whole.lo[2]));
-      row(g.index(sub.lo[0], y, z), in_buffer, count);
+      row(f, b, count);
+      f += field_row;
+      b += wx;
     }
+    field_at += field_plane;
+    buffer_at += buffer_plane;
+  }
 }
 
 // Element by element: most rows of a reverse step are a few points long (an
@@ -169,9 +181,12 @@ void combine_box(T* field, const field_layout& l, const T* buffer, const box& re
   const int n = l.grid.interior[axis];
   auto run = [&](const box& sub, bool owners_first) {
     if (sub.empty()) return;
+    const size_t ahead = 8 * static_cast<size_t>(l.grid.allocated()[0]);
     for_rows(l.grid, region, sub, [&](size_t at, size_t from, size_t count) {
       T* f = field + at;
       const T* r = buffer + from;
+      // Short rows: each is a cache line of its own; ask for a later one now.
+      if (count * sizeof(T) < 64) __builtin_prefetch(f + ahead, 1);
       if (owners_first)
         for (size_t i = 0; i < count; ++i) f[i] = combine(op, r[i], f[i]);
       else
@@ -190,21 +205,6 @@ void combine_box(T* field, const field_layout& l, const T* buffer, const box& re
   run(below, true);
   run(mine, false);
   run(above, true);
-}
-
-void pack(const std::vector<field_box>& boxes, const std::vector<field_layout>& layouts,
-          const field_set& fields, std::byte* out) {
-  for (const auto& b : boxes) {
-    const field_layout& l = layouts[static_cast<size_t>(b.field)];
-    std::byte* field = fields.pointers[static_cast<size_t>(b.field)];
-    if (l.element_bytes == sizeof(float))
-      copy_rows(l.grid, b.region, reinterpret_cast<float*>(out), reinterpret_cast<float*>(field),
-                true);
-    else
-      copy_rows(l.grid, b.region, reinterpret_cast<double*>(out),
-                reinterpret_cast<double*>(field), true);
-    out += static_cast<size_t>(b.region.volume()) * l.element_bytes;
-  }
 }
 
 void unpack(const std::vector<field_box>& boxes, const std::vector<field_layout>& layouts,
@@ -287,9 +287,34 @@ void add_halo_runs(const field_layout& l, int field, const box& region,
 
 }  // namespace
 
+reverse_schedule::~reverse_schedule() = default;
+
 reverse_schedule::reverse_schedule(std::vector<reverse_step> steps,
-                                   const std::vector<field_layout>& layouts, bool keep_halos)
+                                   const std::vector<field_layout>& layouts, bool keep_halos,
+                                   const node_membership* node, const wait_policy& waits)
     : steps_(std::move(steps)), layouts_(&layouts) {
+  on_node_.resize(steps_.size());
+  if (node) {
+    size_t lo_bytes = 0, hi_bytes = 0;
+    std::vector<int> peers;
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      const reverse_step& s = steps_[i];
+      if (s.lo.peer >= 0 && node->on_node(s.lo.peer))
+        on_node_[i].lo = node->node_rank_of[static_cast<size_t>(s.lo.peer)];
+      if (s.hi.peer >= 0 && node->on_node(s.hi.peer))
+        on_node_[i].hi = node->node_rank_of[static_cast<size_t>(s.hi.peer)];
+      for (int r : {on_node_[i].lo, on_node_[i].hi})
+        if (r >= 0 && std::ranges::find(peers, r) == peers.end()) peers.push_back(r);
+      lo_bytes = std::max(lo_bytes, s.lo.send_bytes);
+      hi_bytes = std::max(hi_bytes, s.hi.send_bytes);
+    }
+    // The part toward +axis starts at the same offset in every outbox of the node.
+    unsigned long long agreed = lo_bytes;
+    MPI_Allreduce(MPI_IN_PLACE, &agreed, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, node->comm);
+    hi_offset_ = (static_cast<size_t>(agreed) + 63) / 64 * 64;
+    signals_ = std::make_unique<node_signals>(*node, waits, "reverse", hi_offset_ + hi_bytes,
+                                              peers);
+  }
   if (keep_halos) {
     for (const auto& s : steps_)
       for (const auto* side : {&s.lo, &s.hi})
@@ -324,8 +349,26 @@ size_t reverse_schedule::bytes_sent() const {
   return bytes;
 }
 
+void reverse_schedule::build_packs(const field_set& fields) {
+  layout_plan_.layouts = *layouts_;
+  packs_.assign(steps_.size(), {});
+  std::byte* outbox = signals_ ? signals_->payload(signals_->me()) : nullptr;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const reverse_step& s = steps_[i];
+    std::byte* to_lo = on_node_[i].lo >= 0 ? outbox : send_lo_.data();
+    std::byte* to_hi = on_node_[i].hi >= 0 ? outbox + hi_offset_ : send_hi_.data();
+    auto* pointers = const_cast<std::byte* const*>(fields.pointers.data());
+    if (s.lo.send_bytes > 0) add_pack(packs_[i][0], to_lo, s.lo.send, pointers, layout_plan_);
+    if (s.hi.send_bytes > 0) add_pack(packs_[i][1], to_hi, s.hi.send, pointers, layout_plan_);
+    // Slabs across x are rows of a point or two, each on a cache line of its own.
+    for (auto& list : packs_[i]) list.fetch_ahead(list.can_fetch_ahead());
+  }
+  packed_for_ = fields.pointers;
+}
+
 void reverse_schedule::start(const field_set& fields, reduction op, MPI_Comm comm,
                              const wait_policy& waits) {
+  if (fields.pointers != packed_for_) build_packs(fields);
   fields_ = &fields;
   op_ = op;
   comm_ = comm;
@@ -341,26 +384,41 @@ void reverse_schedule::start(const field_set& fields, reduction op, MPI_Comm com
 
 void reverse_schedule::post(size_t step) {
   const reverse_step& s = steps_[step];
+  const node_sides& node = on_node_[step];
   requests_.clear();
+  if (signals_) {
+    // The outbox is this step's: its last readers are done with the step before.
+    for (int r : last_readers_) signals_->wait_done(r, seq_);
+    last_readers_.clear();
+    if (node.lo >= 0) {
+      packs_[step][0].run();
+      last_readers_.push_back(node.lo);
+    }
+    if (node.hi >= 0) {
+      packs_[step][1].run();
+      last_readers_.push_back(node.hi);
+    }
+    signals_->raise_ready(++seq_);
+  }
   // Receives first, then the packed sends: both sides post before they wait.
-  if (s.lo.recv_bytes > 0) {
+  if (s.lo.recv_bytes > 0 && node.lo < 0) {
     requests_.emplace_back();
     MPI_Irecv(recv_lo_.data(), static_cast<int>(s.lo.recv_bytes), MPI_BYTE, s.lo.peer,
               s.lo.recv_tag, comm_, &requests_.back());
   }
-  if (s.hi.recv_bytes > 0) {
+  if (s.hi.recv_bytes > 0 && node.hi < 0) {
     requests_.emplace_back();
     MPI_Irecv(recv_hi_.data(), static_cast<int>(s.hi.recv_bytes), MPI_BYTE, s.hi.peer,
               s.hi.recv_tag, comm_, &requests_.back());
   }
-  if (s.lo.send_bytes > 0) {
-    pack(s.lo.send, *layouts_, *fields_, send_lo_.data());
+  if (s.lo.send_bytes > 0 && node.lo < 0) {
+    packs_[step][0].run();
     requests_.emplace_back();
     MPI_Isend(send_lo_.data(), static_cast<int>(s.lo.send_bytes), MPI_BYTE, s.lo.peer,
               s.lo.send_tag, comm_, &requests_.back());
   }
-  if (s.hi.send_bytes > 0) {
-    pack(s.hi.send, *layouts_, *fields_, send_hi_.data());
+  if (s.hi.send_bytes > 0 && node.hi < 0) {
+    packs_[step][1].run();
     requests_.emplace_back();
     MPI_Isend(send_hi_.data(), static_cast<int>(s.hi.send_bytes), MPI_BYTE, s.hi.peer,
               s.hi.send_tag, comm_, &requests_.back());
@@ -373,11 +431,22 @@ void reverse_schedule::complete(size_t step) {
     return fmt::format("a reverse-exchange message of the {} step (peers {} below, {} above)",
                        "xyz"[s.axis], s.lo.peer, s.hi.peer);
   });
+  // A peer on the node: what it sent toward us, read in its outbox.
+  const node_sides& node = on_node_[step];
+  const std::byte* from_lo = recv_lo_.data();
+  const std::byte* from_hi = recv_hi_.data();
+  if (node.lo >= 0) {
+    signals_->wait_ready(node.lo, seq_);
+    from_lo = signals_->payload(node.lo) + hi_offset_;
+  }
+  if (node.hi >= 0) {
+    signals_->wait_ready(node.hi, seq_);
+    from_hi = signals_->payload(node.hi);
+  }
   // Below first, then above: the documented order of the copies.
-  if (s.lo.recv_bytes > 0)
-    unpack(s.lo.recv, *layouts_, *fields_, recv_lo_.data(), s.axis, op_, s.what);
-  if (s.hi.recv_bytes > 0)
-    unpack(s.hi.recv, *layouts_, *fields_, recv_hi_.data(), s.axis, op_, s.what);
+  if (s.lo.recv_bytes > 0) unpack(s.lo.recv, *layouts_, *fields_, from_lo, s.axis, op_, s.what);
+  if (s.hi.recv_bytes > 0) unpack(s.hi.recv, *layouts_, *fields_, from_hi, s.axis, op_, s.what);
+  if (signals_) signals_->raise_done(seq_);
 }
 
 void reverse_schedule::wait() {

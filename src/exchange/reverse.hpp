@@ -28,16 +28,23 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <array>
+#include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "halox/decomposition.hpp"
 #include "halox/extend/wait_policy.hpp"
 #include "halox/field.hpp"
 #include "halox/field_memory.hpp"
+#include "halox/extend/pack.hpp"
+#include "halox/extend/transport.hpp"
 #include "halox/plan.hpp"
 #include "halox/reduction.hpp"
 
 namespace halox {
+
+class node_signals;
 
 // One axis step of a reverse call.
 struct reverse_step {
@@ -82,8 +89,13 @@ class reverse_schedule {
   // keep_halos: the halo points the steps combine into on the way (the copies
   // that are owned along one axis but not along another) get their own values
   // back at the end, so that only the owners' points change.
+  // node: where given, the steps' peers on this rank's node read what this
+  // rank sends straight from its outbox in node-shared memory (one copy
+  // less than a message, no MPI), the others get messages. Collective over
+  // node->comm then.
   reverse_schedule(std::vector<reverse_step> steps, const std::vector<field_layout>& layouts,
-                   bool keep_halos);
+                   bool keep_halos, const node_membership* node, const wait_policy& waits);
+  ~reverse_schedule();
   reverse_schedule(const reverse_schedule&) = delete;
   reverse_schedule& operator=(const reverse_schedule&) = delete;
 
@@ -100,8 +112,25 @@ class reverse_schedule {
   std::vector<reverse_step> steps_;
   const std::vector<field_layout>* layouts_;
   std::vector<std::byte> send_lo_, send_hi_, recv_lo_, recv_hi_;
+  // The packs of each step toward -axis and +axis, built for the fields'
+  // addresses at the first call (and again when a field moved).
+  void build_packs(const field_set& fields);
+  exchange_plan layout_plan_;  // the layouts, as the pack kernels take them
+  std::vector<std::array<copy_list, 2>> packs_;
+  std::vector<std::byte*> packed_for_;
   std::vector<halo_run> kept_;  // halo runs restored at the end, and their values
   std::vector<std::byte> kept_values_;
+  // The node path: each step's peers by node rank (-1: by message), the
+  // outbox (the part toward -axis at 0, toward +axis at hi_offset_, agreed by
+  // the node), the step count so far and who read the last step's outbox.
+  struct node_sides {
+    int lo = -1, hi = -1;
+  };
+  std::vector<node_sides> on_node_;
+  std::unique_ptr<node_signals> signals_;
+  size_t hi_offset_ = 0;
+  uint64_t seq_ = 0;
+  std::vector<int> last_readers_;
   // The call in flight.
   const field_set* fields_ = nullptr;
   reduction op_ = reduction::sum;

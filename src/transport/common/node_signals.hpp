@@ -46,6 +46,7 @@ class node_signals {
   void wait_done(int node_rank, uint64_t seq) const;
   void wait_pushed(int node_rank, uint64_t seq) const;
 
+  int me() const { return me_; }  // this rank's node rank
   // The payload of node rank `node_rank` (64-byte aligned, page-aligned in its segment).
   std::byte* payload(int node_rank) const { return payload_[static_cast<size_t>(node_rank)]; }
 
