@@ -282,6 +282,20 @@ class halo_exchange {
   size_t reverse_message_count(const std::vector<int>& fields, int depth = 0,
                                reverse_to to = reverse_to::owner);
 
+  // A call with an algorithm of its own (standard, staged, faces) instead of
+  // the exchange's: one exchange serves a code whose calls want different
+  // ones (faces for a star stencil's update, standard where corners are
+  // read). Its schedule is built at its first call, as a subset's is.
+  void start(const std::vector<int>& fields, int depth, algorithm alg);
+  void exchange(const std::vector<int>& fields, int depth, algorithm alg) {
+    start(fields, depth, alg);
+    wait();
+  }
+  void exchange(std::initializer_list<std::string_view> names, int depth, algorithm alg) {
+    start(fields_named(names), depth, alg);
+    wait();
+  }
+
   // Builds a subset call's schedule now (collective) instead of at its first call.
   void prepare(const std::vector<int>& fields, int depth = 0);
   // The indices of the fields with these names; throws usage_error for a
@@ -332,7 +346,7 @@ class halo_exchange {
   halo_exchange(const decomposition& decomp, std::vector<field_layout> layouts,
                 std::vector<std::string> names, field_set fields, const exchange_options& options);
   void finish(const decomposition& decomp, field_set fields, state& s);
-  schedule& schedule_of(const std::vector<int>& fields, int depth);
+  schedule& schedule_of(const std::vector<int>& fields, int depth, algorithm alg);
   // The fastest of the candidates the auto flags open, agreed by all ranks.
   static exchange_options measured_choice(const decomposition& decomp,
                                           const std::vector<field_layout>& layouts,

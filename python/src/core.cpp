@@ -578,6 +578,24 @@ std::optional<std::vector<int>> agreed_call(py_exchange& s, nb::handle fields, i
   return chosen;
 }
 
+// A forward call: all fields or a subset, with the exchange's algorithm or the call's own.
+void start_call(py_exchange& s, nb::handle fields, int depth, nb::handle algorithm) {
+  std::optional<halox::algorithm> alg;
+  if (!algorithm.is_none()) alg = halox::parse_algorithm(nb::cast<std::string>(algorithm));
+  auto call = agreed_call(s, fields, depth);
+  if (alg && !call) {
+    call.emplace();
+    for (int f = 0; f < static_cast<int>(s.ex->plan().layouts.size()); ++f) call->push_back(f);
+  }
+  nb::gil_scoped_release release;
+  if (call && alg)
+    s.ex->start(*call, depth, *alg);
+  else if (call)
+    s.ex->start(*call, depth);
+  else
+    s.ex->start();
+}
+
 void start_reverse(py_exchange& s, const std::string& op, nb::handle fields, int depth,
                    bool every_holder) {
   const halox::reduction how = halox::parse_reduction(op);
@@ -907,29 +925,22 @@ void bind_exchange(nb::module_& m) {
            "same on every rank, when any rank's arguments are wrong.")
       .def(
           "exchange",
-          [](py_exchange& s, nb::handle fields, int depth) {
-            auto call = agreed_call(s, fields, depth);
+          [](py_exchange& s, nb::handle fields, int depth, nb::handle algorithm) {
+            start_call(s, fields, depth, algorithm);
             nb::gil_scoped_release release;
-            if (call)
-              s.ex->exchange(*call, depth);
-            else
-              s.ex->exchange();
+            s.ex->wait();
           },
-          "fields"_a = nb::none(), "depth"_a = 0,
+          "fields"_a = nb::none(), "depth"_a = 0, "algorithm"_a = nb::none(),
           "start() then wait(): every halo point holds its neighbour's value. fields: names or "
           "indices of a subset (None: all); depth: the halo width to fill, in cells (0: each "
-          "field's whole halo). Every rank makes the same calls.")
+          "field's whole halo); algorithm: this call's own (standard | staged | faces; None: the "
+          "exchange's). Every rank makes the same calls.")
       .def(
           "start",
-          [](py_exchange& s, nb::handle fields, int depth) {
-            auto call = agreed_call(s, fields, depth);
-            nb::gil_scoped_release release;
-            if (call)
-              s.ex->start(*call, depth);
-            else
-              s.ex->start();
+          [](py_exchange& s, nb::handle fields, int depth, nb::handle algorithm) {
+            start_call(s, fields, depth, algorithm);
           },
-          "fields"_a = nb::none(), "depth"_a = 0,
+          "fields"_a = nb::none(), "depth"_a = 0, "algorithm"_a = nb::none(),
           "Puts the first step in flight (of all fields, or a subset at a depth, as exchange()); "
           "overlap interior work, then wait().")
       .def(

@@ -147,7 +147,8 @@ struct halo_exchange::state {
   int per_message = 0;             // fields per message, as the options resolve
   transport_tuning knobs;          // the knobs as built, for the subsets' schedules
   // The whole exchange first; then each subset and depth called, by key.
-  std::map<std::pair<std::vector<int>, int>, std::unique_ptr<schedule>> schedules;
+  // By fields, depth and algorithm (the exchange's, or one a call asked for).
+  std::map<std::tuple<std::vector<int>, int, algorithm>, std::unique_ptr<schedule>> schedules;
   schedule* whole = nullptr;
   schedule* running = nullptr;  // started, not yet waited for
   field_set fields;
@@ -353,7 +354,7 @@ halo_exchange::halo_exchange(const decomposition& decomp, std::vector<field_layo
   auto whole = std::make_unique<schedule>();
   whole->plan.layouts = std::move(layouts);
   s.whole = whole.get();
-  s.schedules[{{}, 0}] = std::move(whole);
+  s.schedules[{{}, 0, s.options.alg}] = std::move(whole);
   finish(decomp, std::move(fields), s);
   s.setup.total_s = MPI_Wtime() - begun;
 }
@@ -500,8 +501,12 @@ void halo_exchange::start() {
 }
 
 void halo_exchange::start(const std::vector<int>& fields, int depth) {
+  start(fields, depth, state_->options.alg);
+}
+
+void halo_exchange::start(const std::vector<int>& fields, int depth, algorithm alg) {
   if (state_->running) throw std::logic_error("halo_exchange::start called twice without wait");
-  schedule& sched = schedule_of(fields, depth);
+  schedule& sched = schedule_of(fields, depth, alg);
   if (state_->reverse_running)
     if (int f = shared_field(sched.plan.moved, state_->reverse_running_fields); f >= 0)
       throw usage_error(fmt::format(
@@ -538,7 +543,7 @@ void halo_exchange::wait() {
 void halo_exchange::prepare(const std::vector<int>& fields, int depth) {
   if (state_->running)
     throw std::logic_error("halo_exchange::prepare called between start and wait");
-  (void)schedule_of(fields, depth);
+  (void)schedule_of(fields, depth, state_->options.alg);
 }
 
 std::vector<int> halo_exchange::fields_named(const std::vector<std::string>& names) const {
@@ -602,12 +607,14 @@ std::vector<int> halo_exchange::check_subset(const std::vector<int>& fields, int
   return checked_subset(fields, depth, state_->whole->plan, state_->names);
 }
 
-halo_exchange::schedule& halo_exchange::schedule_of(const std::vector<int>& fields, int depth) {
+halo_exchange::schedule& halo_exchange::schedule_of(const std::vector<int>& fields, int depth,
+                                                     algorithm alg) {
   state& s = *state_;
   const std::vector<int> moved = checked_subset(fields, depth, s.whole->plan, s.names);
   // Every field at its whole halo is the exchange as built.
-  if (depth == 0 && moved.size() == s.whole->plan.layouts.size()) return *s.whole;
-  auto [at, fresh] = s.schedules.try_emplace({moved, depth});
+  if (depth == 0 && moved.size() == s.whole->plan.layouts.size() && alg == s.options.alg)
+    return *s.whole;
+  auto [at, fresh] = s.schedules.try_emplace({moved, depth, alg});
   if (!fresh) return *at->second;
   // Built once, collectively, as the whole exchange was: its transport, algorithm and knobs.
   std::string problem;
@@ -616,7 +623,7 @@ halo_exchange::schedule& halo_exchange::schedule_of(const std::vector<int>& fiel
   request.layouts = s.whole->plan.layouts;
   request.moved = moved;
   request.depth = depth;
-  request.alg = s.options.alg;
+  request.alg = alg;
   request.mode = s.options.mode;
   // Blocks sized for the subset's own fields, as an exchange of them alone
   // would size them (collective), unless the options fixed them.

@@ -379,6 +379,37 @@ INSTANTIATE_TEST_SUITE_P(
                      testing::Values(algorithm::standard, algorithm::staged, algorithm::faces)),
     param_name);
 
+// One exchange, an algorithm per call: a call that asks for faces (or staged)
+// leaves what an exchange built with it leaves, and the exchange's own
+// algorithm still serves the calls that name none.
+TEST(Staggered, AnAlgorithmPerCall) {
+  for (const auto& dims : rank_grids())
+    for (const auto& periodic : periodicities()) {
+      auto d = make_cart_decomposition(MPI_COMM_WORLD, dims, periodic, false);
+      const subdomain sub = subdomain_of_global(d, global_cells(d.dims()));
+      case_fields c(d, sub, mixed_fields(), false);
+      halo_exchange ex(d, sub, c.fields, {.alg = algorithm::standard});
+      std::string error;
+      int epoch = 0;
+      for (algorithm alg : {algorithm::faces, algorithm::staged, algorithm::standard})
+        for (const std::vector<int>& moved : {std::vector<int>{0, 1, 4}, std::vector<int>{}}) {
+          if (!error.empty()) break;
+          c.fill_all(++epoch, d.rank());
+          std::vector<int> all(c.fields.size());
+          for (size_t f = 0; f < all.size(); ++f) all[f] = static_cast<int>(f);
+          ex.exchange(moved.empty() ? all : moved, moved.empty() ? 0 : 1, alg);
+          error = c.check_all(d, alg, moved.empty() ? 0 : 1, moved, epoch);
+          if (!error.empty()) error = to_string(alg) + ": " + error;
+        }
+      // The whole exchange as built, faces and staged of all fields, and faces,
+      // staged and standard of the subset: 1 + 2 + 3 schedules.
+      if (error.empty() && ex.schedules_built() != 6)
+        error = fmt::format("{} schedules built, expected 6", ex.schedules_built());
+      const std::string agreed = agree_on_error(MPI_COMM_WORLD, error);
+      ASSERT_TRUE(agreed.empty()) << agreed;
+    }
+}
+
 // Cell fields of one halo on an open grid: standard and staged leave the very
 // same halos, edges and corners beside the open boundaries untouched.
 TEST(Staggered, StandardAndStagedLeaveTheSameHalosOnOpenGrids) {

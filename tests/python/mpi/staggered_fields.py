@@ -201,6 +201,23 @@ def test_subsets_at_depths_fill_only_their_fields_and_depth(boundary, algorithm)
     assert ex.schedules_built == 1 + len({(str(c), d) for c, d in SUBSET_CALLS})
 
 
+@pytest.mark.parametrize("boundary", ["periodic", "open"])
+def test_an_algorithm_per_call(boundary):
+    decomp, sub = split_decomposition(PERIODIC[boundary])
+    case = Case(decomp, sub)
+    ex = halox.HaloExchange(decomp, sub.extent, case.fields, algorithm="standard")
+    for epoch, (chosen, depth, algorithm) in enumerate(
+            [(None, 0, "faces"), (["density", "xvel"], 1, "staged"), (None, 0, None),
+             (["w"], 2, "faces")], start=1):
+        case.fill(epoch)
+        ex.exchange(chosen, depth=depth, algorithm=algorithm)
+        moved = None if chosen is None else {ex.field_names.index(c) for c in chosen}
+        bad = case.wrong(epoch, depth, moved, algorithm or "standard")
+        assert agreed(not bad), f"rank {comm.rank}: {bad} differ after {chosen} by {algorithm}"
+    with pytest.raises(ValueError, match="unknown algorithm 'diagonal'"):
+        ex.exchange(algorithm="diagonal")
+
+
 def test_a_code_numbering_its_ranks_x_fastest_is_adopted():
     dims = rank_grid()
     code_coords = (comm.rank % dims[0], comm.rank // dims[0] % dims[1],
