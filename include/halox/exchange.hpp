@@ -58,7 +58,6 @@
 #include "halox/field_memory.hpp"
 #include "halox/grid.hpp"
 #include "halox/plan.hpp"
-#include "halox/reduction.hpp"
 #include "halox/transport/choice.hpp"
 #include "halox/transport/tuning.hpp"
 
@@ -131,6 +130,16 @@ std::string choice_json(const exchange_options& options);
 // malformed JSON, a missing or mistyped member, or an unknown or unavailable
 // transport, algorithm or field mode.
 void apply_choice_json(std::string_view json, exchange_options& options);
+
+// How a reverse call combines the copies of a point (start_reverse below).
+enum class reduction { sum, min, max };
+inline constexpr reduction all_reductions[] = {reduction::sum, reduction::min, reduction::max};
+reduction parse_reduction(const std::string& name);  // "sum" | "min" | "max"; throws usage_error
+std::string to_string(reduction op);
+
+// Where a reverse call leaves the combined value: in the owner only (every
+// other copy keeps its contribution), or in every rank that holds the point.
+enum class reverse_to { owner, every_holder };
 
 class reverse_schedule;  // the library's own (src/exchange/reverse.hpp)
 
@@ -234,7 +243,7 @@ class halo_exchange {
     wait();
   }
   // Reverse calls: every copy of a point in a halo combined into the point's
-  // owner with `op` (sum, min, max; halox/reduction.hpp), for every field at
+  // owner with `op` (sum, min, max; halox::reduction), for every field at
   // its whole halo or for a subset at a depth (the points a forward call of
   // the same fields and depth fills send their values back). With
   // reverse_to::every_holder every rank that holds the point, owner or not,

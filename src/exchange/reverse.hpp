@@ -40,7 +40,7 @@
 #include "halox/extend/pack.hpp"
 #include "halox/extend/transport.hpp"
 #include "halox/plan.hpp"
-#include "halox/reduction.hpp"
+#include "halox/exchange.hpp"
 
 namespace halox {
 
