@@ -2,12 +2,13 @@
 # `make bench`: the default sweep (examples/sweeps/default.toml: 2 ranks pinned to cores, 64^3
 # cells per rank, halo 1 and 5, 1 and 8 fields, every transport x algorithm x field mode,
 # interleaved rounds until every cell's ratio settles, on the rank grid of MPI_Dims_create and
-# on one split along z), then one set of tables - the chosen-results layout with speed-ups over
-# the plain-MPI baseline, taken round by round, and the efficiency against the single-copy
-# floor - and a Markdown report with PNG plots under results/; the last line says which cells
-# were unstable, if any. HALOX_BENCH_TIME (seconds per configuration and round) and
-# HALOX_BENCH_ROUNDS (a count, or auto) shorten or lengthen the measurement; HALOX_CARTEX adds
-# the real cartex programs and the baselines' fidelity to them.
+# on one split along z), then one screen - per rank grid and shape the variant to use here, its
+# time, speed-up over the plain-MPI baseline (taken round by round), efficiency against the floor
+# of the lines and how far to trust it, the causes of instability - and a Markdown report with
+# every table and PNG plots under results/ (HALOX_BENCH_TABLES=1 prints the tables too).
+# HALOX_BENCH_TIME (seconds per configuration and round) and HALOX_BENCH_ROUNDS (a count, or
+# auto) shorten or lengthen the measurement; HALOX_CARTEX adds the real cartex programs and the
+# baselines' fidelity to them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 mpi=${HALOX_MPI:-openmpi}
@@ -27,7 +28,7 @@ status=0
   --output "$out" "${overrides[@]}" || status=$?
 echo
 if [[ -s $out ]]; then
-  "$halox" report "$out" --efficiency --save "${out%.jsonl}"
-  echo "records: $out"
+  [[ -n ${HALOX_BENCH_TABLES:-} ]] && "$halox" report "$out" --efficiency
+  "$halox" report "$out" --summary --save "${out%.jsonl}"
 fi
 exit "$status"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
+import shlex
 import sys
 
 from . import calibrate as cal
@@ -85,6 +86,12 @@ def _add_report(sub) -> None:
                         "reading, the rest) on the slowest and the median rank, with the "
                         "exchange's setup time (--save writes them, with a plot per rank grid, "
                         "whenever the records carry them)")
+    r.add_argument("--summary", action="store_true",
+                   help="halox-bench: instead of the tables, one screen: per rank grid and "
+                        "shape the variant to use, its time, speed-up over the baseline with "
+                        "the range over rounds, efficiency and how far to trust it (stable, "
+                        "noisy, unreliable), the causes of instability and how the automatic "
+                        "choice fared (what make bench prints; --save still writes every table)")
     r.add_argument("--markdown", action="store_true", help="GitHub markdown tables")
     r.add_argument("--plot", metavar="OUT.png", help="also write a bar plot of the chosen layout")
     r.add_argument("--save", metavar="DIR",
@@ -216,6 +223,8 @@ def report_main(args) -> int:
     if loaded.records and not records:
         return _fail(prog, f"none of the {len(loaded.records)} records match the selection")
     args.baseline = report_fidelity.reference(records, args.baseline)
+    if args.summary:
+        return _summary(prog, loaded, records, args)
     parts = _report_parts(prog, loaded, records, args)
     if records and args.model:
         render = rep.render_markdown if args.markdown else rep.render_text
@@ -243,6 +252,28 @@ def report_main(args) -> int:
     closing = rep.closing_lines(records, args.baseline) if records else []
     if closing:
         print("\n" + "\n".join(closing))
+    return 0
+
+
+def _summary(prog: str, loaded: rec.LoadResult, records: list, args) -> int:
+    """--summary: the one screen (report_summary.py), and the full report written by --save."""
+    from . import report_summary
+    if not records:
+        return _fail(prog, "--summary needs halox-bench records")
+    path = None
+    if args.save:
+        try:
+            path, _ = document.write(loaded, records, args.save, files=args.files,
+                                     metric=args.metric, baseline=args.baseline,
+                                     efficiency=True, layout=args.layout,
+                                     self_copy=args.self_copy, crossing=args.crossing)
+        except OSError as e:
+            return _fail(prog, f"cannot write to {args.save}: {e.strerror}")
+    files = " ".join(shlex.quote(f) for f in args.files)
+    print("\n".join(report_summary.summary_lines(records, args.baseline,
+                                                 str(path) if path else None, files)))
+    if loaded.failures:
+        print(f"{len(loaded.failures)} runs failed: halox report {files} lists them")
     return 0
 
 

@@ -370,16 +370,13 @@ def closing_lines(records: Sequence[Record], baseline: str | None = None) -> lis
     return stability.closing_summary(unstable, len(verdicts), spread, cpus, during)
 
 
-# Without rounds to compare, variants this close to the fastest tie with it.
-TIE_WITHOUT_ROUNDS = 0.02
-
-
 def fastest_notes(cells: dict[tuple, list[Record]], verdicts: dict, shape_keys: Sequence,
                   shape_labels: dict) -> list[str]:
     """Per shape, the named variant with the highest (xN) and those it does not beat: a variant
-    whose range of per-round ratios reaches the fastest's lowest round (or, measured in one
-    round, comes within 2 %) ties with it, so that a launch that ranks them the other way round
-    says the same thing."""
+    within 2 % of the fastest in its median (xN) and in the median round (the median over the
+    rounds of the two's per-round ratios: report_summary.TIE_WITHIN) ties with it; at most two
+    are named, the others counted."""
+    from . import report_summary as summ
     parts = []
     for k in shape_keys:
         ratios = {v: verdicts[(v, kk)][0] for (v, kk) in cells
@@ -389,22 +386,22 @@ def fastest_notes(cells: dict[tuple, list[Record]], verdicts: dict, shape_keys: 
             continue
         best = max(ratios, key=lambda v: ratios[v].median)
         top = ratios[best]
-
-        def ties(r: stability.RoundRatios) -> bool:
-            if len(top.per_round) > 1 and len(r.per_round) > 1:
-                return r.max >= top.min
-            return r.median >= top.median * (1 - TIE_WITHOUT_ROUNDS)
-
-        tied = sorted((v for v in ratios if v != best and ties(ratios[v])),
+        tied = sorted((v for v in ratios if v != best and
+                       summ.paired_ratios(top, ratios[v]) >= 1 - summ.TIE_WITHIN and
+                       ratios[v].median >= (1 - summ.TIE_WITHIN) * top.median),
                       key=lambda v: -ratios[v].median)
         text = f"{shape_labels[k]} {best} x{top.median:.2f}"
         if tied:
-            text += " tied with " + ", ".join(f"{v} x{ratios[v].median:.2f}" for v in tied)
+            text += " tied with " + ", ".join(f"{v} x{ratios[v].median:.2f}"
+                                              for v in tied[:summ.MAX_TIES])
+            if len(tied) > summ.MAX_TIES:
+                text += f" and {len(tied) - summ.MAX_TIES} more"
         parts.append(text)
     if not parts:
         return []
-    return ["fastest named variant per column (a variant ties when its rounds' ratios reach "
-            "the fastest's lowest round, or within 2 % with one round): " + "; ".join(parts)]
+    return ["fastest named variant per column (a variant ties when it is within 2 % of the "
+            "fastest in its median (xN) and in the median round, each round against the same "
+            "round): " + "; ".join(parts)]
 
 
 def stability_notes(cells: dict[tuple, list[Record]], verdicts: dict

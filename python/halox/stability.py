@@ -317,17 +317,12 @@ def cause_text(cause: str, s: ProbeSpread, disagree: float, cpus: int | None) ->
             "rerun with --rounds auto or a longer --time")
 
 
-def closing_summary(unstable: Sequence[tuple[str, Stability]], cells: int, s: ProbeSpread,
-                    cpus: int | None = None, during: str = "") -> list[str]:
-    """The summary a run or report ends with when cells are unstable ([] when none): the causes
-    ranked by the cells they marked, each with what helps against it, the three worst cells, and
-    where every cell's reasons are; no line longer than SUMMARY_WIDTH. `s` is the spread of the
-    probes of the launch that moved most (`during` names it)."""
-    if not unstable:
-        return []
+def rank_causes(verdicts: Iterable[Stability]) -> tuple[list[str], dict[str, int], float]:
+    """The causes ordered by the cells they marked (ties in the order of CAUSES), the cells each
+    marked, and the most the rounds disagreed where that was the only cause."""
     marked = {c: 0 for c in CAUSES}
     disagree = 0.0
-    for _, st in unstable:
+    for st in verdicts:
         seen = {"moved" if c == "launch_moved" else c for c in st.causes}
         # Rounds that disagree are a cause of their own only where the probe saw nothing else.
         if st.causes != ["rounds"]:
@@ -336,11 +331,26 @@ def closing_summary(unstable: Sequence[tuple[str, Stability]], cells: int, s: Pr
             disagree = max(disagree, st.rounds_disagree)
         for c in seen:
             marked[c] += 1
-    ranked = sorted((c for c in CAUSES if marked[c]), key=lambda c: -marked[c])
+    return sorted((c for c in CAUSES if marked[c]), key=lambda c: -marked[c]), marked, disagree
+
+
+def closing_summary(unstable: Sequence[tuple[str, Stability]], cells: int, s: ProbeSpread,
+                    cpus: int | None = None, during: str = "", width: int = SUMMARY_WIDTH,
+                    brief: bool = False) -> list[str]:
+    """The summary a run or report ends with when cells are unstable ([] when none): the causes
+    ranked by the cells they marked, each with what helps against it, the three worst cells, and
+    where every cell's reasons are (`brief`: the causes only); no line longer than `width`. `s`
+    is the spread of the probes of the launch that moved most (`during` names it)."""
+    if not unstable:
+        return []
+    ranked, marked, disagree = rank_causes(st for _, st in unstable)
     out = [f"{len(unstable)} of {cells} cells unstable{during}; the causes, most cells first:"]
     for i, c in enumerate(ranked, 1):
-        out += wrap(f"  {i}. {marked[c]} cells: {cause_text(c, s, disagree, cpus)}", indent=" " * 7)
+        out += wrap(f"  {i}. {marked[c]} cells: {cause_text(c, s, disagree, cpus)}", width,
+                    indent=" " * 7)
+    if brief:
+        return out
     worst = sorted(unstable, key=lambda u: -(len(u[1].causes) + u[1].rounds_disagree))[:3]
-    out += wrap("  worst: " + "; ".join(f"{name} ({st.reasons[0]})" for name, st in worst))
+    out += wrap("  worst: " + "; ".join(f"{name} ({st.reasons[0]})" for name, st in worst), width)
     out.append("  every cell's reasons: the records (stability.reasons) and the Markdown report of halox report")
     return out

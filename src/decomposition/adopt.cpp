@@ -52,26 +52,53 @@ tile tile_of(const decomposition& d, const subdomain& s) {
   return t;
 }
 
-// The coordinates the code's offsets imply, where its sub-domains are even.
+// The coordinates the code's offsets imply, where its sub-domains are even ("" where not).
 std::string implied_coords(const tile& t) {
   ivec3 c{0, 0, 0};
   for (int k = 0; k < 3; ++k) {
-    if (t.extent[k] <= 0 || t.offset[k] % t.extent[k] != 0) return "?";
+    if (t.extent[k] <= 0 || t.offset[k] % t.extent[k] != 0) return {};
     c[k] = t.offset[k] / t.extent[k];
   }
   return dims_text(c, ',');
 }
 
-std::string mismatch(const decomposition& d, int rank, const tile& t, const std::string& what) {
+std::string coords_text(const tile& t) {
+  return dims_text({t.coords[0], t.coords[1], t.coords[2]}, ',');
+}
+
+std::string offset_text(const tile& t) {
+  return dims_text({t.offset[0], t.offset[1], t.offset[2]}, ',');
+}
+
+// Where the code put a rank's cells, when that disagrees with where the decomposition put the
+// rank ("" when the two agree: nothing to say about it).
+std::string misplaced(int rank, const tile& t) {
+  const std::string implied = implied_coords(t);
+  if (implied == coords_text(t)) return {};
+  return fmt::format("rank {} sits at coordinates ({}) but holds cells from ({}) on, {}", rank,
+                     coords_text(t), offset_text(t),
+                     implied.empty() ? "which no position on the grid of the code's extents has"
+                                     : fmt::format("which the code's extents put at coordinates ({})",
+                                                   implied));
+}
+
+std::string mismatch(const decomposition& d, const std::string& what) {
   return fmt::format(
       "the code's sub-domains do not tile the grid as this decomposition places the ranks "
-      "(ranks numbered {}, {} fastest, on a {} grid): rank {} sits at coordinates ({}) but holds "
-      "cells from ({}) on, which the code's extents put at coordinates ({}); {}. A code that "
-      "numbers its ranks in another order adopts it: adopt_decomposition(comm, dims, periodic, "
+      "(ranks numbered {}, {} fastest, on a {} grid): {}. A code that numbers its ranks in "
+      "another order adopts it: adopt_decomposition(comm, dims, periodic, "
       "rank_order::parse(\"XYZ\")) for x fastest",
       d.order().name(), static_cast<char>('x' + d.order().fastest_first[0]), dims_text(d.dims()),
-      rank, dims_text({t.coords[0], t.coords[1], t.coords[2]}, ','),
-      dims_text({t.offset[0], t.offset[1], t.offset[2]}, ','), implied_coords(t), what);
+      what);
+}
+
+// The rank's own placement (where it is wrong), then what is wrong with it.
+std::string own_mismatch(const decomposition& d, const tile& me, const std::string& what) {
+  const std::string placed = misplaced(d.rank(), me);
+  if (placed.empty())
+    return mismatch(d, fmt::format("rank {} at coordinates ({}) holds cells from ({}) on; {}",
+                                   d.rank(), coords_text(me), offset_text(me), what));
+  return mismatch(d, placed + "; " + what);
 }
 
 // This rank's own checks: extents, the first and last rank of each dimension.
@@ -81,12 +108,11 @@ std::string own_problem(const decomposition& d, const tile& me) {
     if (me.extent[k] < 1)
       return fmt::format("rank {} holds {} cells in {}", d.rank(), me.extent[k], names[k]);
     if (d.coords()[k] == 0 && me.offset[k] != 0)
-      return mismatch(d, d.rank(), me,
-                      fmt::format("the first rank in {} must start at 0", names[k]));
+      return own_mismatch(d, me, fmt::format("the first rank in {} must start at 0", names[k]));
     if (d.coords()[k] == d.dims()[k] - 1 && me.offset[k] + me.extent[k] != me.global[k])
-      return mismatch(d, d.rank(), me,
-                      fmt::format("the last rank in {} must end at the global extent {}", names[k],
-                                  me.global[k]));
+      return own_mismatch(d, me,
+                          fmt::format("the last rank in {} must end at the global extent {}, not "
+                                      "at {}", names[k], me.global[k], me.offset[k] + me.extent[k]));
   }
   return {};
 }
@@ -101,12 +127,20 @@ std::string neighbour_problem(const decomposition& d, const tile& me, const tile
     fits = fits && above.global[j] == me.global[j] &&
            (j == k || (above.offset[j] == me.offset[j] && above.extent[j] == me.extent[j]));
   if (fits) return {};
-  return mismatch(d, d.rank(), me,
-                  fmt::format("its neighbour above in {}, rank {}, holds cells from ({}) on, not "
-                              "from {} in {} beside it",
-                              names[k], above_rank,
-                              dims_text({above.offset[0], above.offset[1], above.offset[2]}, ','),
-                              expected, names[k]));
+  // The neighbour's cells, and where the code's extents put them when that is not where the
+  // decomposition put the neighbour.
+  const std::string there = implied_coords(above);
+  const std::string placed = misplaced(d.rank(), me);
+  const std::string neighbour = fmt::format(
+      "{}, rank {} at coordinates ({}), holds cells from ({}) on{}, not from {} in {} beside it",
+      placed.empty() ? fmt::format("the neighbour above rank {} in {}", d.rank(), names[k])
+                     : fmt::format("its neighbour above in {}", names[k]),
+      above_rank, coords_text(above), offset_text(above),
+      there.empty() || there == coords_text(above)
+          ? ""
+          : fmt::format(", which the code's extents put at coordinates ({})", there),
+      expected, names[k]);
+  return mismatch(d, placed.empty() ? neighbour : placed + "; " + neighbour);
 }
 
 }  // namespace
