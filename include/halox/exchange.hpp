@@ -305,6 +305,14 @@ class halo_exchange {
     wait();
   }
 
+  // A field's memory moved (a code that allocates some arrays anew every
+  // cycle): the calls after this one use `data`, laid out as before. Every
+  // rank gives the same fields new addresses between the same two calls: the
+  // next call of each schedule that moves the field rebuilds its transport,
+  // collectively (nothing is measured again). Not for node-shared or device
+  // fields (usage_error); not while a call is in flight (std::logic_error).
+  void set_field_data(int field, void* data);
+
   // Builds a subset call's schedule now (collective) instead of at its first call.
   void prepare(const std::vector<int>& fields, int depth = 0);
   // The indices of the fields with these names; throws usage_error for a
@@ -356,6 +364,7 @@ class halo_exchange {
                 std::vector<std::string> names, field_set fields, const exchange_options& options);
   void finish(const decomposition& decomp, field_set fields, state& s);
   schedule& schedule_of(const std::vector<int>& fields, int depth, algorithm alg);
+  void start_schedule(schedule& sched);
   // The fastest of the candidates the auto flags open, agreed by all ranks.
   static exchange_options measured_choice(const decomposition& decomp,
                                           const std::vector<field_layout>& layouts,

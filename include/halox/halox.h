@@ -240,6 +240,12 @@ halox_status halox_reverse_wait(halox_exchange ex);
 halox_status halox_reverse(halox_exchange ex, halox_reduction op, int count, const int* indices,
                            int depth, int every_holder);
 
+/* A field's memory moved (0-based index, as created): the calls after this
+ * one use `data`, laid out as before. Every rank gives the same fields new
+ * addresses between the same two calls (the next call rebuilds what moves
+ * them, collectively). Not for node-shared or device fields. */
+halox_status halox_exchange_set_field_data(halox_exchange ex, int index, void* data);
+
 /* Sets *ex to NULL. Not collective; an exchange in flight is completed first. */
 halox_status halox_exchange_destroy(halox_exchange* ex);
 

@@ -1,5 +1,6 @@
 // C API: reverse calls (every copy of a point combined into its owner or into
-// every holder). Every argument is read inside the guard.
+// every holder), and fields whose memory moves between calls. Every argument
+// is read inside the guard.
 #include <fmt/format.h>
 
 #include <vector>
@@ -58,6 +59,17 @@ halox_status halox_reverse(halox_exchange ex, halox_reduction op, int count, con
                            int depth, int every_holder) {
   const halox_status status = halox_reverse_start(ex, op, count, indices, depth, every_holder);
   return status == HALOX_SUCCESS ? halox_reverse_wait(ex) : status;
+}
+
+halox_status halox_exchange_set_field_data(halox_exchange ex, int index, void* data) {
+  const char* function = "halox_exchange_set_field_data";
+  return guarded(function, [&] {
+    auto* h = live(ex, handle_kind::exchange, function);
+    if (h->in_flight || h->reverse_in_flight)
+      throw halox::capi::state_error(fmt::format(
+          "{}: a call is in flight (call halox_wait or halox_reverse_wait first)", function));
+    h->exchange->set_field_data(index, data);
+  });
 }
 
 }  // extern "C"

@@ -136,6 +136,7 @@ void require_memory_support(const transport_choice& choice, bool device) {
 struct halo_exchange::schedule {
   exchange_plan plan;
   std::unique_ptr<transport> mover;
+  bool moved_fields = false;  // a field's address changed since mover was built
 };
 
 struct halo_exchange::state {
@@ -486,19 +487,7 @@ int shared_field(const std::vector<int>& a, const std::vector<int>& b) {
 
 }  // namespace
 
-void halo_exchange::start() {
-  if (state_->running) throw std::logic_error("halo_exchange::start called twice without wait");
-  if (state_->reverse_running)
-    if (int f = shared_field(state_->whole->plan.moved, state_->reverse_running_fields); f >= 0)
-      throw usage_error(fmt::format(
-          "halo_exchange::start: field '{}' is in a reverse call still in flight (wait_reverse "
-          "first)",
-          state_->names[static_cast<size_t>(f)]));
-  state_->running = state_->whole;
-  if (state_->whole->plan.stages.empty()) return;
-  const stage_timer::stage_scope timed(state_->recording.get(), 0);
-  state_->whole->mover->start(0);
-}
+void halo_exchange::start() { start_schedule(*state_->whole); }
 
 void halo_exchange::start(const std::vector<int>& fields, int depth) {
   start(fields, depth, state_->options.alg);
@@ -506,18 +495,49 @@ void halo_exchange::start(const std::vector<int>& fields, int depth) {
 
 void halo_exchange::start(const std::vector<int>& fields, int depth, algorithm alg) {
   if (state_->running) throw std::logic_error("halo_exchange::start called twice without wait");
-  schedule& sched = schedule_of(fields, depth, alg);
-  if (state_->reverse_running)
-    if (int f = shared_field(sched.plan.moved, state_->reverse_running_fields); f >= 0)
+  start_schedule(schedule_of(fields, depth, alg));
+}
+
+void halo_exchange::start_schedule(schedule& sched) {
+  state& s = *state_;
+  if (s.running) throw std::logic_error("halo_exchange::start called twice without wait");
+  if (s.reverse_running)
+    if (int f = shared_field(sched.plan.moved, s.reverse_running_fields); f >= 0)
       throw usage_error(fmt::format(
           "halo_exchange::start: field '{}' is in a reverse call still in flight (wait_reverse "
           "first)",
-          state_->names[static_cast<size_t>(f)]));
-  state_->running = &sched;
+          s.names[static_cast<size_t>(f)]));
+  if (sched.moved_fields) {
+    // Collective, as every rank gave the same fields new addresses before this call.
+    sched.mover =
+        make_transport(s.choice, {sched.plan, s.comm, s.fields, s.node, s.waits, s.knobs});
+    sched.moved_fields = false;
+  }
+  s.running = &sched;
   if (sched.plan.stages.empty()) return;
-  const stage_timer::stage_scope timed(&sched == state_->whole ? state_->recording.get() : nullptr,
-                                       0);
+  const stage_timer::stage_scope timed(&sched == s.whole ? s.recording.get() : nullptr, 0);
   sched.mover->start(0);
+}
+
+void halo_exchange::set_field_data(int field, void* data) {
+  state& s = *state_;
+  const char* function = "halo_exchange::set_field_data";
+  if (s.running || s.reverse_running)
+    throw std::logic_error(fmt::format("{} called while a call is in flight", function));
+  const int count = static_cast<int>(s.fields.pointers.size());
+  if (field < 0 || field >= count)
+    throw usage_error(fmt::format("{}: field index {} is not one of the exchange's {} fields",
+                                  function, field, count));
+  if (!data) throw usage_error(fmt::format("{}: the new address of '{}' is null", function,
+                                           s.names[static_cast<size_t>(field)]));
+  if (s.fields.shared || s.fields.device)
+    throw usage_error(fmt::format("{}: fields in {} memory keep their addresses", function,
+                                  s.fields.shared ? "node-shared" : "device"));
+  auto& pointer = s.fields.pointers[static_cast<size_t>(field)];
+  if (pointer == static_cast<std::byte*>(data)) return;
+  pointer = static_cast<std::byte*>(data);
+  for (auto& [key, sched] : s.schedules)
+    if (std::ranges::binary_search(sched->plan.moved, field)) sched->moved_fields = true;
 }
 
 void halo_exchange::wait() {

@@ -402,6 +402,16 @@ static void reverse_checked(void) {
   EXPECT_ERROR(halox_reverse(ex, HALOX_SUM, 1, rho, 2, 0), HALOX_ERROR_USAGE, "deeper than the halo");
   EXPECT_ERROR(halox_reverse(ex, HALOX_SUM, 0, rho, 0, 0), HALOX_ERROR_USAGE, "count 0");
   EXPECT_ERROR(halox_reverse_wait(ex), HALOX_ERROR_STATE, "no reverse call is in flight");
+  /* the node field moves: the next reverse call sums the new memory */
+  float* moved = calloc((size_t)(b[0] * b[1] * b[2]), sizeof(float));
+  for (int i = 0; i < b[0] * b[1] * b[2]; ++i) moved[i] = 1, node[i] = -1000;
+  EXPECT(halox_exchange_set_field_data(ex, 1, moved) == HALOX_SUCCESS);
+  EXPECT(halox_reverse(ex, HALOX_SUM, 0, NULL, 0, 1) == HALOX_SUCCESS);
+  int moved_wrong = 0;
+  for (int i = 0; i < b[0] * b[1] * b[2]; ++i) moved_wrong += moved[i] < 1 || node[i] != -1000;
+  EXPECT(moved_wrong == 0);
+  EXPECT_ERROR(halox_exchange_set_field_data(ex, 1, NULL), HALOX_ERROR_USAGE, "null");
+  free(moved);
   EXPECT(halox_exchange_destroy(&ex) == HALOX_SUCCESS);
   EXPECT(halox_decomposition_destroy(&d) == HALOX_SUCCESS);
   free(cell);

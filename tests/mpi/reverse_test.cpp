@@ -166,6 +166,7 @@ struct case_fields {
   std::vector<std::vector<std::byte>> memory;
   std::optional<shared_field_memory> shared;
   std::vector<field> fields;
+  std::vector<std::vector<std::byte>> old;  // memory the fields left
 
   case_fields(const decomposition& dec, const ivec3& global_cells, std::vector<field_spec> s,
               bool in_shared)
@@ -515,6 +516,45 @@ TEST(Reverse, BadCallsAreRefusedBeforeAnythingMoves) {
   const std::string agreed =
       agree_on_error(MPI_COMM_WORLD, c.check(all, 0, reduction::sum, reverse_to::owner, 5));
   EXPECT_TRUE(agreed.empty()) << agreed;
+}
+
+// A code that allocates its arrays anew (LULESH, every cycle): the calls after
+// set_field_data use the new memory, forward and reverse, and leave the old alone.
+TEST(Reverse, FieldsThatMoveBetweenCalls) {
+  for (const char* transport : {"mpi-p2p", "shm"}) {
+    auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, false, true}, false);
+    case_fields c(d, global_cells(d.dims()), every_location(), false);
+    halo_exchange ex(d, c.mine[0].points, c.fields,
+                     {.transport = parse_transport_choice(transport)});
+    std::vector<int> all(c.specs.size());
+    for (size_t f = 0; f < all.size(); ++f) all[f] = static_cast<int>(f);
+    std::string error;
+    for (int cycle = 1; cycle <= 3 && error.empty(); ++cycle) {
+      c.fill(cycle, false);
+      ex.reverse(reduction::sum, reverse_to::every_holder);
+      error = c.check(all, 0, reduction::sum, reverse_to::every_holder, cycle);
+      // Into the owners, then forward: the same as every holder's totals (a
+      // forward call still reading the old memory would leave the contributions).
+      const std::vector<std::byte> every = c.bytes();
+      c.fill(cycle, false);
+      ex.reverse(reduction::sum);
+      ex.exchange();
+      if (error.empty() && c.bytes() != every) error = "reverse then forward differs";
+      // Fields 0, 1 and 5 move; their old memory is poisoned.
+      for (size_t f : {0u, 1u, 5u}) {
+        std::vector<std::byte> fresh = c.memory[f];
+        c.memory[f].swap(fresh);
+        std::fill(fresh.begin(), fresh.end(), std::byte{0xff});
+        ex.set_field_data(static_cast<int>(f), c.memory[f].data());
+        c.old.push_back(std::move(fresh));  // still allocated: a stale read finds NaNs
+      }
+      if (!error.empty()) error = fmt::format("{} cycle {}: {}", transport, cycle, error);
+    }
+    EXPECT_THROW(ex.set_field_data(0, nullptr), usage_error);
+    EXPECT_THROW(ex.set_field_data(42, c.memory[0].data()), usage_error);
+    const std::string agreed = agree_on_error(MPI_COMM_WORLD, error);
+    ASSERT_TRUE(agreed.empty()) << agreed;
+  }
 }
 
 // Six messages per rank (two per axis) for a reverse call, whatever the
