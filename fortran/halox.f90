@@ -562,8 +562,8 @@ contains
   ! halo=, else inferred from its bounds (docs/fortran.md, "Staggered grids").
   ! The options, all optional:
   !   transport    "mpi-p2p" (default), "shm", "shm+ucx", ..., "auto" (measured)
-  !   algorithm    "standard" (default), "staged", "faces"
-  !   fields       "compact", "sequence", "cache" (default), or fields per message
+  !   algorithm    "standard" (default), "staged", "faces", "auto" (measured)
+  !   fields       "compact", "sequence", "cache" (default), fields per message, "auto"
   !   auto         what to measure: "transport", "algorithm", "fields" (a list), "all",
   !                or .true. (all)
   !   timeout      seconds a wait may last (integer or real; default HALOX_TIMEOUT or 600)
@@ -870,24 +870,65 @@ contains
   ! names=, and depth= (cells; 0, the default: each field's whole halo).
   ! The first call of a subset and depth is collective (it builds its
   ! schedule); later ones reuse it.
-  subroutine halox_start(ex, stat, errmsg, fields, names, depth)
+  subroutine halox_start(ex, stat, errmsg, fields, names, depth, mask)
     type(halox_exchange), intent(in) :: ex
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
     integer, intent(in), optional :: fields(:), depth
     character(len=*), intent(in), optional :: names(:)
+    logical, intent(in), optional :: mask(:)
+    call forward_call("halox_start", ex, .false., stat, errmsg, fields, names, depth, mask)
+  end subroutine halox_start
+
+  ! halox_start, or halox_start and halox_wait (run), for every field or a subset.
+  subroutine forward_call(function_name, ex, run, stat, errmsg, fields, names, depth, mask)
+    character(len=*), intent(in) :: function_name
+    type(halox_exchange), intent(in) :: ex
+    logical, intent(in) :: run
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    integer, intent(in), optional :: fields(:), depth
+    character(len=*), intent(in), optional :: names(:)
+    logical, intent(in), optional :: mask(:)
     integer(c_int), allocatable :: indices(:)
     integer(c_int) :: status
     character(len=:), allocatable :: message
-    if (.not. (present(fields) .or. present(names) .or. present(depth))) then
-      call conclude(c_start(ex%handle), stat, errmsg)
+    if (.not. (present(fields) .or. present(names) .or. present(depth) .or. present(mask))) then
+      if (run) then
+        status = c_exchange_run(ex%handle)
+      else
+        status = c_start(ex%handle)
+      end if
+      if (status /= HALOX_SUCCESS) message = in_fortran(function_name)
+      call conclude(status, stat, errmsg, message)
       return
     end if
-    call subset_indices("halox_start", ex, fields, names, indices, status, message)
-    if (status == HALOX_SUCCESS) &
-      status = c_start_subset(ex%handle, size(indices, kind=c_int), indices, depth_of(depth))
+    call subset_indices(function_name, ex, fields, names, mask, indices, status, message)
+    if (status == HALOX_SUCCESS) then
+      if (run) then
+        status = c_exchange_subset(ex%handle, size(indices, kind=c_int), indices, depth_of(depth))
+      else
+        status = c_start_subset(ex%handle, size(indices, kind=c_int), indices, depth_of(depth))
+      end if
+      if (status /= HALOX_SUCCESS) message = in_fortran(function_name)
+    end if
     call conclude(status, stat, errmsg, message)
-  end subroutine halox_start
+  end subroutine forward_call
+
+  ! The library's last error as the Fortran call's: its own name in front
+  ! instead of the C call's ("halox_start_subset: ..." -> "halox_start: ...").
+  function in_fortran(function_name) result(text)
+    character(len=*), intent(in) :: function_name
+    character(len=:), allocatable :: text
+    integer :: colon
+    text = last_error()
+    colon = index(text, ": ")
+    if (colon > 1 .and. index(text, "halox_") == 1 .and. scan(text(1:colon - 1), " ") == 0) then
+      text = function_name // text(colon:)
+    else
+      text = function_name // ": " // text
+    end if
+  end function in_fortran
 
   integer(c_int) function depth_of(depth)
     integer, intent(in), optional :: depth
@@ -896,20 +937,30 @@ contains
   end function depth_of
 
   ! The 0-based indices of a subset: fields= or names=, neither (all fields).
-  subroutine subset_indices(function_name, ex, fields, names, indices, status, message)
+  subroutine subset_indices(function_name, ex, fields, names, mask, indices, status, message)
     character(len=*), intent(in) :: function_name
     type(halox_exchange), intent(in) :: ex
     integer, intent(in), optional :: fields(:)
     character(len=*), intent(in), optional :: names(:)
+    logical, intent(in), optional :: mask(:)
     integer(c_int), allocatable, intent(out) :: indices(:)
     integer(c_int), intent(out) :: status
     character(len=:), allocatable, intent(out) :: message   ! unallocated: the library's
     integer :: i
     status = HALOX_SUCCESS
-    if (present(fields) .and. present(names)) then
+    if (count([present(fields), present(names), present(mask)]) > 1) then
       status = HALOX_ERROR_USAGE
-      message = function_name // ": give fields= or names=, not both"
+      message = function_name // ": give one of fields=, names= and mask="
       return
+    end if
+    if (present(mask)) then
+      if (size(mask) /= ex%nfields) then
+        status = HALOX_ERROR_USAGE
+        message = function_name // ": mask= has " // str(size(mask)) // " entries for " // &
+                  str(ex%nfields) // " fields"
+        return
+      end if
+      indices = pack([(i, i = 0, ex%nfields - 1)], mask)
     end if
     if (present(fields)) then
       if (any(fields < 1 .or. fields > ex%nfields)) then
@@ -919,6 +970,8 @@ contains
         return
       end if
       indices = fields - 1
+    else if (present(mask)) then
+      continue
     else if (present(names)) then
       allocate(indices(size(names)))
       do i = 1, size(names)
@@ -927,6 +980,10 @@ contains
       end do
     else
       indices = [(i, i = 0, ex%nfields - 1)]
+    end if
+    if (size(indices) == 0) then
+      status = HALOX_ERROR_USAGE
+      message = function_name // ": fields=, names= or mask= lists no field"
     end if
   end subroutine subset_indices
 
@@ -938,24 +995,15 @@ contains
     call conclude(c_wait(ex%handle), stat, errmsg)
   end subroutine halox_wait
 
-  ! halox_start and halox_wait in one; fields=, names=, depth= as for halox_start.
-  subroutine halox_exchange_halos(ex, stat, errmsg, fields, names, depth)
+  ! halox_start and halox_wait in one; fields=, names=, mask=, depth= as for halox_start.
+  subroutine halox_exchange_halos(ex, stat, errmsg, fields, names, depth, mask)
     type(halox_exchange), intent(in) :: ex
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
     integer, intent(in), optional :: fields(:), depth
     character(len=*), intent(in), optional :: names(:)
-    integer(c_int), allocatable :: indices(:)
-    integer(c_int) :: status
-    character(len=:), allocatable :: message
-    if (.not. (present(fields) .or. present(names) .or. present(depth))) then
-      call conclude(c_exchange_run(ex%handle), stat, errmsg)
-      return
-    end if
-    call subset_indices("halox_exchange_halos", ex, fields, names, indices, status, message)
-    if (status == HALOX_SUCCESS) &
-      status = c_exchange_subset(ex%handle, size(indices, kind=c_int), indices, depth_of(depth))
-    call conclude(status, stat, errmsg, message)
+    logical, intent(in), optional :: mask(:)
+    call forward_call("halox_exchange_halos", ex, .true., stat, errmsg, fields, names, depth, mask)
   end subroutine halox_exchange_halos
 
   ! Reverse calls (docs/fortran.md#adding-into-halos): every copy of a point in
@@ -963,17 +1011,17 @@ contains
   ! HALOX_MIN, HALOX_MAX), or into every rank that holds it with
   ! every_holder=.true.; fields=, names=, depth= as for halox_start (neither:
   ! every field). The first stage is in flight on return.
-  subroutine halox_reverse_start(ex, op, stat, errmsg, fields, names, depth, every_holder)
+  subroutine halox_reverse_start(ex, op, stat, errmsg, fields, names, depth, every_holder, mask)
     type(halox_exchange), intent(in) :: ex
     integer, intent(in), optional :: op
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
     integer, intent(in), optional :: fields(:), depth
     character(len=*), intent(in), optional :: names(:)
-    logical, intent(in), optional :: every_holder
+    logical, intent(in), optional :: every_holder, mask(:)
     integer(c_int) :: status
     character(len=:), allocatable :: message
-    call reverse_start("halox_reverse_start", ex, op, fields, names, depth, every_holder, &
+    call reverse_start("halox_reverse_start", ex, op, fields, names, depth, every_holder, mask, &
                        status, message)
     call conclude(status, stat, errmsg, message)
   end subroutine halox_reverse_start
@@ -983,33 +1031,40 @@ contains
     type(halox_exchange), intent(in) :: ex
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
-    call conclude(c_reverse_wait(ex%handle), stat, errmsg)
+    integer(c_int) :: status
+    character(len=:), allocatable :: message
+    status = c_reverse_wait(ex%handle)
+    if (status /= HALOX_SUCCESS) message = in_fortran("halox_reverse_wait")
+    call conclude(status, stat, errmsg, message)
   end subroutine halox_reverse_wait
 
   ! halox_reverse_start and halox_reverse_wait in one.
-  subroutine halox_reverse(ex, op, stat, errmsg, fields, names, depth, every_holder)
+  subroutine halox_reverse(ex, op, stat, errmsg, fields, names, depth, every_holder, mask)
     type(halox_exchange), intent(in) :: ex
     integer, intent(in), optional :: op
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
     integer, intent(in), optional :: fields(:), depth
     character(len=*), intent(in), optional :: names(:)
-    logical, intent(in), optional :: every_holder
+    logical, intent(in), optional :: every_holder, mask(:)
     integer(c_int) :: status
     character(len=:), allocatable :: message
-    call reverse_start("halox_reverse", ex, op, fields, names, depth, every_holder, &
+    call reverse_start("halox_reverse", ex, op, fields, names, depth, every_holder, mask, &
                        status, message)
-    if (status == HALOX_SUCCESS) status = c_reverse_wait(ex%handle)
+    if (status == HALOX_SUCCESS) then
+      status = c_reverse_wait(ex%handle)
+      if (status /= HALOX_SUCCESS) message = in_fortran("halox_reverse")
+    end if
     call conclude(status, stat, errmsg, message)
   end subroutine halox_reverse
 
-  subroutine reverse_start(function_name, ex, op, fields, names, depth, every_holder, status, &
-                           message)
+  subroutine reverse_start(function_name, ex, op, fields, names, depth, every_holder, mask, &
+                           status, message)
     character(len=*), intent(in) :: function_name
     type(halox_exchange), intent(in) :: ex
     integer, intent(in), optional :: op, fields(:), depth
     character(len=*), intent(in), optional :: names(:)
-    logical, intent(in), optional :: every_holder
+    logical, intent(in), optional :: every_holder, mask(:)
     integer(c_int), intent(out) :: status
     character(len=:), allocatable, intent(out) :: message
     integer(c_int), allocatable :: indices(:)
@@ -1020,15 +1075,11 @@ contains
     if (present(every_holder)) then
       if (every_holder) everywhere = 1
     end if
-    call subset_indices(function_name, ex, fields, names, indices, status, message)
-    if (status == HALOX_SUCCESS .and. size(indices) == 0) then
-      status = HALOX_ERROR_USAGE
-      message = function_name // ": fields= or names= lists no field"
-      return
-    end if
-    if (status == HALOX_SUCCESS) &
-      status = c_reverse_start(ex%handle, how, size(indices, kind=c_int), indices, &
-                               depth_of(depth), everywhere)
+    call subset_indices(function_name, ex, fields, names, mask, indices, status, message)
+    if (status /= HALOX_SUCCESS) return
+    status = c_reverse_start(ex%handle, how, size(indices, kind=c_int), indices, depth_of(depth), &
+                             everywhere)
+    if (status /= HALOX_SUCCESS) message = in_fortran(function_name)
   end subroutine reverse_start
 
   function string_of(query, ex, stat, errmsg) result(text)

@@ -107,9 +107,10 @@ typedef struct halox_options {
   /* "mpi-p2p" (NULL: the default), "shm" (= shm+mpi-p2p), "shm+ucx", ...,
    * or "auto": measured among the available ones (as auto_transport) */
   const char* transport;
-  /* "standard" (NULL), "staged" or "faces" */
+  /* "standard" (NULL), "staged", "faces", or "auto" (as auto_algorithm) */
   const char* algorithm;
-  /* fields per message: "compact", "sequence", "cache" (NULL) or a number */
+  /* fields per message: "compact", "sequence", "cache" (NULL), a number, or
+   * "auto" (as auto_fields) */
   const char* fields;
   /* non-zero: measure the candidates when the exchange is created and keep
    * the fastest (agreed by all ranks) */

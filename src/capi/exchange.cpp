@@ -152,14 +152,20 @@ halox::exchange_options options_of(const halox_options* o) {
     out.auto_transport = true;
   else if (o->transport)
     out.transport = halox::parse_transport_choice(o->transport);
-  if (o->algorithm) out.alg = halox::parse_algorithm(o->algorithm);
-  if (o->fields && all_digits(o->fields) && std::stoi(o->fields) > 0)
+  // "auto" for the algorithm and the grouping as for the transport: measured.
+  if (o->algorithm && std::string(o->algorithm) == "auto")
+    out.auto_algorithm = true;
+  else if (o->algorithm)
+    out.alg = halox::parse_algorithm(o->algorithm);
+  if (o->fields && std::string(o->fields) == "auto")
+    out.auto_fields = true;
+  else if (o->fields && all_digits(o->fields) && std::stoi(o->fields) > 0)
     out.fields_per_message = std::stoi(o->fields);
   else if (o->fields)
     out.mode = halox::parse_field_mode(o->fields);
   out.auto_transport = out.auto_transport || o->auto_transport != 0;
-  out.auto_algorithm = o->auto_algorithm != 0;
-  out.auto_fields = o->auto_fields != 0;
+  out.auto_algorithm = out.auto_algorithm || o->auto_algorithm != 0;
+  out.auto_fields = out.auto_fields || o->auto_fields != 0;
   if (!(o->timeout_seconds >= 0))
     throw halox::usage_error(fmt::format("timeout must be 0 (the default) or positive, got {}",
                                          o->timeout_seconds));

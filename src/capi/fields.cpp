@@ -105,7 +105,13 @@ halox_status halox_start_subset(halox_exchange ex, int count, const int* indices
           function));
     if (count <= 0 || indices == nullptr)
       throw halox::usage_error(fmt::format("{}: no fields (count {})", function, count));
-    h->exchange->start(std::vector<int>(indices, indices + count), depth);
+    const std::vector<int> fields(indices, indices + count);
+    try {
+      (void)h->exchange->check_subset(fields, depth);
+    } catch (const halox::usage_error& e) {
+      throw halox::usage_error(fmt::format("{}: {}", function, e.what()));
+    }
+    h->exchange->start(fields, depth);
     h->in_flight = true;
   });
 }

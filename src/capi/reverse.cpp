@@ -38,6 +38,11 @@ halox_status halox_reverse_start(halox_exchange ex, halox_reduction op, int coun
     if (count == 0)
       for (int f = 0; f < static_cast<int>(h->exchange->plan().layouts.size()); ++f)
         fields.push_back(f);
+    try {
+      (void)h->exchange->check_subset(fields, depth);
+    } catch (const halox::usage_error& e) {
+      throw halox::usage_error(fmt::format("{}: {}", function, e.what()));
+    }
     h->exchange->start_reverse(how, fields, depth, to);
     h->reverse_in_flight = true;
   });

@@ -495,6 +495,11 @@ void halo_exchange::start(const std::vector<int>& fields, int depth) {
 
 void halo_exchange::start(const std::vector<int>& fields, int depth, algorithm alg) {
   if (state_->running) throw std::logic_error("halo_exchange::start called twice without wait");
+  try {
+    (void)check_subset(fields, depth);
+  } catch (const usage_error& e) {
+    throw usage_error(fmt::format("halo_exchange::start: {}", e.what()));
+  }
   start_schedule(schedule_of(fields, depth, alg));
 }
 

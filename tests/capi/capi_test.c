@@ -412,6 +412,16 @@ static void reverse_checked(void) {
   EXPECT(moved_wrong == 0);
   EXPECT_ERROR(halox_exchange_set_field_data(ex, 1, NULL), HALOX_ERROR_USAGE, "null");
   free(moved);
+  /* "auto" for the algorithm as for the transport: measured when created */
+  halox_exchange measured = NULL;
+  options.algorithm = "auto";
+  fields[1].data = node;
+  EXPECT(halox_exchange_create_fields(&measured, d, NULL, 2, fields, &options) == HALOX_SUCCESS);
+  char chosen[32] = "";
+  EXPECT(halox_exchange_algorithm(measured, chosen, sizeof chosen) == HALOX_SUCCESS);
+  EXPECT(strcmp(chosen, "standard") == 0 || strcmp(chosen, "staged") == 0);
+  EXPECT(halox_reverse(measured, HALOX_SUM, 0, NULL, 0, 0) == HALOX_SUCCESS);
+  EXPECT(halox_exchange_destroy(&measured) == HALOX_SUCCESS);
   EXPECT(halox_exchange_destroy(&ex) == HALOX_SUCCESS);
   EXPECT(halox_decomposition_destroy(&d) == HALOX_SUCCESS);
   free(cell);

@@ -1,8 +1,9 @@
 ! Reverse calls through the Fortran module, checked point by point: a cell, a
 ! node (LULESH's halo: 0 below, 1 above) and an x-face field, real64 and
 ! real32, open and periodic; sum, min and max into the owner and on every
-! holder, by names= and fields=, at the whole halo and at depth 1; an empty
-! subset and a depth too deep refused. Exit status 1 on any failure.
+! holder, by names=, fields= and mask=, at the whole halo and at depth 1; an
+! empty subset, a short mask and a depth too deep refused, each error in the
+! Fortran call's name; algorithm="auto" measured. Exit status 1 on any failure.
 !
 ! The checker does not ask the library: every rank gathers every rank's
 ! copies with their global indices (MPI_Allgatherv) and combines those of
@@ -63,15 +64,42 @@ program reverse_fields
     ! Bad calls: one clear error, nothing moved.
     errmsg = ""
     call halox_reverse(ex, names=["rho"], depth=3, stat=stat, errmsg=errmsg)
-    if (stat /= HALOX_ERROR_USAGE .or. index(errmsg, "depth 3 is deeper") == 0) &
+    if (stat /= HALOX_ERROR_USAGE .or. index(errmsg, "halox_reverse: depth 3 is deeper") /= 1) &
       call fail("depth 3: stat " // trim(str(stat)) // " " // trim(errmsg))
     errmsg = ""
     ! A subset computed empty (gfortran passes the literal [integer ::] as absent).
     allocate(none(0))
     call halox_reverse(ex, fields=none, stat=stat, errmsg=errmsg)
     deallocate(none)
-    if (stat /= HALOX_ERROR_USAGE .or. index(errmsg, "lists no field") == 0) &
+    if (stat /= HALOX_ERROR_USAGE .or. index(errmsg, "halox_reverse: fields=, names= or mask=") /= 1) &
       call fail("empty subset: stat " // trim(str(stat)) // " " // trim(errmsg))
+    ! A subset by mask, as a code marks its field list.
+    call fill(50)
+    call halox_reverse(ex, mask=[.true., .false., .true.])
+    call check(HALOX_SUM, 0, .false., 50, [.true., .false., .true.])
+    errmsg = ""
+    call halox_exchange_halos(ex, mask=[.false., .false., .false.], stat=stat, errmsg=errmsg)
+    if (stat /= HALOX_ERROR_USAGE .or. &
+        index(errmsg, "halox_exchange_halos: fields=, names= or mask= lists no field") /= 1) &
+      call fail("empty mask: stat " // trim(str(stat)) // " " // trim(errmsg))
+    errmsg = ""
+    call halox_reverse(ex, mask=[.true.], stat=stat, errmsg=errmsg)
+    if (stat /= HALOX_ERROR_USAGE .or. index(errmsg, "mask= has 1 entries for 3 fields") == 0) &
+      call fail("short mask: " // trim(errmsg))
+    ! Every error in the caller's own words: the Fortran name in front.
+    errmsg = ""
+    call halox_start(ex, names=["rho"], depth=3, stat=stat, errmsg=errmsg)
+    if (stat /= HALOX_ERROR_USAGE .or. index(errmsg, "halox_start: depth 3 is deeper") /= 1) &
+      call fail("depth 3 forward: " // trim(errmsg))
+    call halox_exchange_destroy(ex)
+    ! "auto" for the algorithm as for the transport.
+    call halox_exchange_create(ex, decomp, &
+      [halox_field(rho, halo=[2, 2, 2, 2, 2, 2], name="rho"), &
+       halox_field(fx, location=HALOX_NODE, halo=[0, 1, 0, 1, 0, 1], name="fx"), &
+       halox_field(flux, location=HALOX_X_FACE, halo=[1, 2, 1, 1, 1, 1], name="flux")], &
+      algorithm="auto", fields="auto")
+    if (halox_algorithm(ex) /= "standard" .and. halox_algorithm(ex) /= "staged") &
+      call fail("algorithm=auto chose " // halox_algorithm(ex))
     call halox_exchange_destroy(ex)
     call halox_decomposition_destroy(decomp)
     deallocate(rho, fx, flux)
