@@ -906,8 +906,41 @@ void bind_field(nb::module_& m) {
       });
 }
 
+// The reverse calls: every halo copy combined into its owner, or on every holder.
+void bind_reverse_calls(nb::class_<py_exchange>& exchange) {
+  exchange
+      .def(
+          "reverse",
+          [](py_exchange& s, const std::string& op, nb::handle fields, int depth,
+             bool every_holder) {
+            start_reverse(s, op, fields, depth, every_holder);
+            nb::gil_scoped_release release;
+            s.ex->wait_reverse();
+          },
+          "op"_a = "sum", "fields"_a = nb::none(), "depth"_a = 0, "every_holder"_a = false,
+          "The reverse of exchange(): every copy of a point in a halo combined into the point's "
+          "owner. op: sum | min | max; fields, depth: as for exchange(); every_holder: every "
+          "rank that holds the point, owner or not, ends with the same total. Copies combine in "
+          "one fixed order (z, then y, then x; along an axis the owner's value, then the copy "
+          "below, then the copy above), so the result is bitwise the same whatever the "
+          "transport, algorithm or grouping.")
+      .def(
+          "start_reverse",
+          [](py_exchange& s, const std::string& op, nb::handle fields, int depth,
+             bool every_holder) { start_reverse(s, op, fields, depth, every_holder); },
+          "op"_a = "sum", "fields"_a = nb::none(), "depth"_a = 0, "every_holder"_a = false,
+          "Puts the first step of a reverse call in flight (as reverse()); then wait_reverse().")
+      .def(
+          "wait_reverse",
+          [](py_exchange& s) {
+            nb::gil_scoped_release release;
+            s.ex->wait_reverse();
+          },
+          "Completes a reverse call.");
+}
+
 void bind_exchange(nb::module_& m) {
-  nb::class_<py_exchange>(m, "HaloExchange",
+  auto exchange = nb::class_<py_exchange>(m, "HaloExchange",
                           "Exchanges the halos of numpy fields; collective over the "
                           "decomposition's communicator.")
       .def("__init__", &make_exchange, "decomp"_a, "grid"_a, "arrays"_a, nb::kw_only(),
@@ -951,34 +984,6 @@ void bind_exchange(nb::module_& m) {
           },
           "Completes the exchange.")
       .def(
-          "reverse",
-          [](py_exchange& s, const std::string& op, nb::handle fields, int depth,
-             bool every_holder) {
-            start_reverse(s, op, fields, depth, every_holder);
-            nb::gil_scoped_release release;
-            s.ex->wait_reverse();
-          },
-          "op"_a = "sum", "fields"_a = nb::none(), "depth"_a = 0, "every_holder"_a = false,
-          "The reverse of exchange(): every copy of a point in a halo combined into the point's "
-          "owner. op: sum | min | max; fields, depth: as for exchange(); every_holder: every "
-          "rank that holds the point, owner or not, ends with the same total. Copies combine in "
-          "one fixed order (z, then y, then x; along an axis the owner's value, then the copy "
-          "below, then the copy above), so the result is bitwise the same whatever the "
-          "transport, algorithm or grouping.")
-      .def(
-          "start_reverse",
-          [](py_exchange& s, const std::string& op, nb::handle fields, int depth,
-             bool every_holder) { start_reverse(s, op, fields, depth, every_holder); },
-          "op"_a = "sum", "fields"_a = nb::none(), "depth"_a = 0, "every_holder"_a = false,
-          "Puts the first step of a reverse call in flight (as reverse()); then wait_reverse().")
-      .def(
-          "wait_reverse",
-          [](py_exchange& s) {
-            nb::gil_scoped_release release;
-            s.ex->wait_reverse();
-          },
-          "Completes a reverse call.")
-      .def(
           "prepare",
           [](py_exchange& s, nb::handle fields, int depth) {
             auto call = agreed_call(s, fields, depth);
@@ -1002,6 +1007,7 @@ void bind_exchange(nb::module_& m) {
           "transport_path", [](const py_exchange& s) { return s.ex->transport_path(); },
           "How the data moved, e.g. shm(outbox)+mpi-p2p for fields in private memory.")
       .def_prop_ro("arrays", [](const py_exchange& s) { return s.arrays; });
+  bind_reverse_calls(exchange);
 }
 
 }  // namespace
