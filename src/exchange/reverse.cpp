@@ -3,6 +3,8 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <array>
+#include <string_view>
 #include <cstring>
 
 #include "halox/common/error.hpp"
@@ -10,19 +12,20 @@
 
 namespace halox {
 
+namespace {
+// By the enumerators' order.
+constexpr std::array<std::string_view, 3> reduction_names{"sum", "min", "max"};
+}  // namespace
+
 reduction parse_reduction(const std::string& name) {
-  for (const reduction op : all_reductions)
-    if (to_string(op) == name) return op;
-  throw usage_error(fmt::format("unknown reduction '{}' (expected sum, min, max)", name));
+  const auto at = std::ranges::find(reduction_names, name);
+  if (at == reduction_names.end())
+    throw usage_error(fmt::format("unknown reduction '{}' (expected sum, min, max)", name));
+  return static_cast<reduction>(at - reduction_names.begin());
 }
 
 std::string to_string(reduction op) {
-  switch (op) {
-    case reduction::sum: return "sum";
-    case reduction::min: return "min";
-    case reduction::max: return "max";
-  }
-  return "?";
+  return std::string(reduction_names.at(static_cast<size_t>(op)));
 }
 
 namespace {

@@ -334,7 +334,7 @@ contains
     call expect_usage_error(stat, msg, "fields= takes 1 to 5", "field 6 of 5", failures)
     msg = ""
     call halox_start(ex, fields=[1], names=[character(len=8) :: "xvel"], stat=stat, errmsg=msg)
-    call expect_usage_error(stat, msg, "not both", "fields= and names=", failures)
+    call expect_usage_error(stat, msg, "give one of fields=, names= and mask=", "fields= and names=", failures)
   end subroutine bad_subsets
 
   ! Shapes that do not fit their location fail on every rank with one message.

@@ -26,16 +26,13 @@
 #include "halox/common/error.hpp"
 #include "halox/exchange.hpp"
 #include "halox/field_memory.hpp"
+#include "test_world.hpp"
 
 using namespace halox;
+using halox::testing_support::staggered;
+using halox::testing_support::world_size;
 
 namespace {
-
-int world_size() {
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
 
 bool reduced() { return world_size() > 2; }
 
@@ -58,19 +55,6 @@ std::vector<field_spec> every_location() {
           {"ex", location::x_edge, element_type::f32, {{1, 1, 1}, {1, 2, 2}}},
           {"ey", location::y_edge, element_type::f64, {{1, 1, 1}, {2, 1, 2}}},
           {"ez", location::z_edge, element_type::f32, {{1, 1, 0}, {2, 2, 0}}}};
-}
-
-ivec3 staggered(location at) {
-  switch (at) {
-    case location::x_face: return {1, 0, 0};
-    case location::y_face: return {0, 1, 0};
-    case location::z_face: return {0, 0, 1};
-    case location::x_edge: return {0, 1, 1};
-    case location::y_edge: return {1, 0, 1};
-    case location::z_edge: return {1, 1, 0};
-    case location::node: return {1, 1, 1};
-    default: return {0, 0, 0};
-  }
 }
 
 // One field on one rank (any rank of the grid, not only this one).

@@ -24,17 +24,14 @@
 
 #include "halox/common/error.hpp"
 #include "halox/field_memory.hpp"
+#include "test_world.hpp"
 #include "halox/extend/registry.hpp"
 
 using namespace halox;
+using halox::testing_support::staggered;
+using halox::testing_support::world_size;
 
 namespace {
-
-int world_size() {
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
 
 // Oversubscribed runs (more ranks than the 2 cores) take fewer cases.
 bool reduced() { return world_size() > 2; }
@@ -59,20 +56,6 @@ std::vector<field_spec> mixed_fields() {
           {"edge_y", location::y_edge, element_type::f32, {{1, 1, 1}, {2, 1, 2}}},
           {"w", location::z_face, element_type::f64, halo_widths::uniform(2)},
           {"tracer", location::cell, element_type::f32, {{1, 1, 0}, {1, 1, 0}}}};
-}
-
-// Which axes of a location sit on cell faces (independent of the library).
-ivec3 staggered(location at) {
-  switch (at) {
-    case location::x_face: return {1, 0, 0};
-    case location::y_face: return {0, 1, 0};
-    case location::z_face: return {0, 0, 1};
-    case location::x_edge: return {0, 1, 1};
-    case location::y_edge: return {1, 0, 1};
-    case location::z_edge: return {1, 1, 0};
-    case location::node: return {1, 1, 1};
-    default: return {0, 0, 0};
-  }
 }
 
 // The points of one field on one rank, and the whole grid's.
