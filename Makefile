@@ -13,6 +13,8 @@ export PMIX_MCA_psec ?= native
 UNITY ?= ON
 # CUDA=AUTO|ON|OFF (HALOX_CUDA, docs/gpu.md); left empty, CMake's default (AUTO) holds.
 CUDA ?=
+# WERROR=ON makes every compiler warning an error (HALOX_WERROR); CI (CI=true) builds so.
+WERROR ?= $(if $(filter true 1 yes,$(CI)),ON,OFF)
 
 ifeq ($(MPI),openmpi)
   MPICXX := mpicxx.openmpi
@@ -90,7 +92,7 @@ configure-only:
 	  -DMPI_C_COMPILER=$(MPICC) -DMPI_CXX_COMPILER=$(MPICXX) \
 	  $$(command -v $(MPIFC) >/dev/null && echo -DMPI_Fortran_COMPILER=$(MPIFC)) \
 	  -DMPIEXEC_EXECUTABLE=$$(command -v $(MPIEXEC)) $(if $(CUDA),-DHALOX_CUDA=$(CUDA)) \
-	  -DHALOX_UNITY_BUILD=$(UNITY) \
+	  -DHALOX_UNITY_BUILD=$(UNITY) -DHALOX_WERROR=$(WERROR) \
 	  $$(command -v ccache >/dev/null && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache) \
 	  > $(BUILD_DIR)/configure.log 2>&1 \
 	  || (cat $(BUILD_DIR)/configure.log && false)

@@ -161,6 +161,7 @@ struct result {
 // needs them and kept for every variant and round of the shape, so that all
 // of them meet the same pages.
 struct shape_memory {
+  explicit shape_memory(page_size p) : pages(p) {}
   page_size pages = page_size::system;       // of the private fields and the floor's buffers
   std::optional<shared_field_memory> shared;
   std::vector<mapped_buffer> fields;         // private (with --memory device: the host's copies)

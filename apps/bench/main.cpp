@@ -176,13 +176,13 @@ std::vector<result> run_matrix(const decomposition& decomp, const bench_options&
   if (!o.rounds_auto) {
     for (int round = 0; round < o.rounds; ++round)
       for (const auto& shape : shapes) {
-        shape_memory mem{.pages = page_size_from(o.field_pages)};
+        shape_memory mem(page_size_from(o.field_pages));
         run_round(decomp, o, matrix, hosts, probe, last, results, shape, round, mem);
       }
     return results;
   }
   for (const auto& shape : shapes) {
-    shape_memory mem{.pages = page_size_from(o.field_pages)};
+    shape_memory mem(page_size_from(o.field_pages));
     const double shape_start = MPI_Wtime();
     double first_rounds_s = 0;
     for (int round = 0; another_round(o, decomp, results, shape.first, shape.second, round,

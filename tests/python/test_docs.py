@@ -158,8 +158,8 @@ def test_python_blocks_run(block, tmp_path):
 # Which programs' --help a page's options come from; options of the tools
 # around them (launchers, Slurm, Docker, mount) are allowed by name.
 PAGES = {
-    "README.md": ["halox-bench", "halox-halo2d", "halox-ipc", "halox-topo"],
-    "docs/bench.md": ["halox-bench"],
+    "README.md": ["halox-bench", "halox-halo2d", "halox-ipc", "halox-topo", "halox report"],
+    "docs/bench.md": ["halox-bench", "halox report"],
     "docs/library.md": ["halox-bench"],
     "docs/transports.md": ["halox-bench"],
     "docs/halo2d.md": ["halox-halo2d"],

@@ -31,13 +31,15 @@ enum class transport_reach {
 };
 
 struct transport_entry {
-  std::string name;     // letters, digits, '-' and '_'
-  std::string summary;  // one line, for --help and --list-transports
+  // Every member has a default, so that a designated initializer may leave any out without a
+  // -Wmissing-field-initializers warning (GCC 12).
+  std::string name = {};     // letters, digits, '-' and '_'
+  std::string summary = {};  // one line, for --help and --list-transports
   transport_reach reach = transport_reach::any_peer;
   // Why it cannot run on this build or machine; empty when it can.
   std::function<std::string()> unavailable = [] { return std::string(); };
   // The implementation for fields in host memory (empty: it moves device fields only).
-  transport_factory make;
+  transport_factory make = {};
   // The implementation for fields in CUDA device memory, declared beside the
   // host one (empty: it moves host fields only); make_transport builds it when
   // the fields are on the device, and --list-transports lists it.
