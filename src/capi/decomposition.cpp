@@ -1,6 +1,8 @@
 // C API: decompositions and node-shared fields.
 #include <fmt/format.h>
 
+#include <string>
+
 #include "capi/handles.hpp"
 
 using halox::capi::create_handle;
@@ -43,7 +45,8 @@ std::unique_ptr<halox_decomposition_s> make_decomposition(MPI_Comm comm, const i
 std::unique_ptr<halox_decomposition_s> adopted(MPI_Comm comm, const int global[3],
                                                const int dims[3], const int periodic[3],
                                                const char* order, const int offset[3],
-                                               const int extent[3], const char* function) {
+                                               const int extent[3], const char* function,
+                                               const char* advice) {
   if (comm == MPI_COMM_NULL)
     throw halox::usage_error(fmt::format("{}: the communicator is MPI_COMM_NULL", function));
   auto cells = global_of(global, function);
@@ -64,7 +67,15 @@ std::unique_ptr<halox_decomposition_s> adopted(MPI_Comm comm, const int global[3
   } else {
     handle->sub = halox::subdomain_of_global(*handle->decomp, cells);
   }
-  halox::require_tiling(*handle->decomp, handle->sub);
+  try {
+    halox::require_tiling(*handle->decomp, handle->sub);
+  } catch (const halox::usage_error& e) {
+    // The core's advice on adopting a rank order, as the caller's language spells it.
+    std::string message = e.what();
+    const std::string cpp = "adopt_decomposition(comm, dims, periodic, rank_order::parse(\"XYZ\"))";
+    if (auto at = message.find(cpp); at != std::string::npos) message.replace(at, cpp.size(), advice);
+    throw halox::usage_error(message);
+  }
   return handle;
 }
 
@@ -108,7 +119,9 @@ halox_status halox_decomposition_adopt(halox_decomposition* decomp, MPI_Comm com
                                        const int offset[3], const int extent[3]) {
   const char* function = "halox_decomposition_adopt";
   return create_handle(function, "decomp", decomp, handle_kind::decomposition, [&] {
-    return adopted(comm, global, dims, periodic, order, offset, extent, function);
+    return adopted(comm, global, dims, periodic, order, offset, extent, function,
+                   "halox_decomposition_adopt(&decomp, comm, global, dims, periodic, \"XYZ\", "
+                   "offset, extent)");
   });
 }
 
@@ -118,7 +131,10 @@ halox_status halox_decomposition_adopt_f(halox_decomposition* decomp, MPI_Fint c
                                          const int offset[3], const int extent[3]) {
   const char* function = "halox_decomposition_adopt";
   return create_handle(function, "decomp", decomp, handle_kind::decomposition, [&] {
-    return adopted(MPI_Comm_f2c(comm), global, dims, periodic, order, offset, extent, function);
+    // The Fortran module's way in.
+    return adopted(MPI_Comm_f2c(comm), global, dims, periodic, order, offset, extent, function,
+                   "call halox_decomposition_adopt(decomp, comm, global, dims, periodic, "
+                   "order=\"XYZ\", offset=..., extent=...)");
   });
 }
 

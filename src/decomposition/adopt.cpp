@@ -86,8 +86,8 @@ std::string mismatch(const decomposition& d, const std::string& what) {
   return fmt::format(
       "the code's sub-domains do not tile the grid as this decomposition places the ranks "
       "(ranks numbered {}, {} fastest, on a {} grid): {}. A code that numbers its ranks in "
-      "another order names it when it adopts the decomposition (the rank order of the adopt "
-      "call: \"XYZ\" for x fastest)",
+      "another order adopts it: adopt_decomposition(comm, dims, periodic, "
+      "rank_order::parse(\"XYZ\")) for x fastest",
       d.order().name(), static_cast<char>('x' + d.order().fastest_first[0]), dims_text(d.dims()),
       what);
 }

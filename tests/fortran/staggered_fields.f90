@@ -417,6 +417,8 @@ contains
     msg = ""
     call halox_decomposition_adopt(wrong, MPI_COMM_WORLD, global, dims, periodic, order="ZYX", &
                                    offset=offset, extent=extent, stat=stat, errmsg=msg)
+    if (index(msg, 'order="XYZ"') == 0 .or. index(msg, "rank_order::parse") /= 0) &
+      call fail(failures, "the order advice is not in Fortran's words: " // trim(msg))
     call expect_usage_error(stat, msg, "do not tile", "x-fastest chunks as ZYX", &
                             failures)
   end subroutine order_refused
