@@ -16,10 +16,12 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -538,6 +540,76 @@ TEST(Reverse, FieldsThatMoveBetweenCalls) {
     EXPECT_THROW(ex.set_field_data(42, c.memory[0].data()), usage_error);
     const std::string agreed = agree_on_error(MPI_COMM_WORLD, error);
     ASSERT_TRUE(agreed.empty()) << agreed;
+  }
+}
+
+// Seeded random configurations, as the forward exchange's (staggered_test.cpp):
+// grids, boundaries, field counts, locations, types, per-side halos up to the
+// sub-domain, subsets, depths, operations, targets, transports and algorithms
+// drawn; every point checked. HALOX_RANDOM_SEED and HALOX_RANDOM_DRAWS replay
+// or widen a run.
+TEST(Reverse, RandomConfigurations) {
+  const char* seed_text = std::getenv("HALOX_RANDOM_SEED");
+  const char* draws_text = std::getenv("HALOX_RANDOM_DRAWS");
+  const unsigned seed = seed_text ? static_cast<unsigned>(std::stoul(seed_text)) : 20261202u;
+  const int draws = draws_text ? std::stoi(draws_text) : (reduced() ? 4 : 10);
+  std::mt19937 rng(seed);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const std::vector<std::string> transports{"mpi-p2p", "shm", "cma+mpi-types", "mpi-neighbor"};
+  for (int draw = 0; draw < draws; ++draw) {
+    // Every rank draws the same (same seed, same calls).
+    std::array<bool, 3> periodic{pick(0, 1) == 1, pick(0, 1) == 1, pick(0, 1) == 1};
+    const auto grids = rank_grids();
+    auto d = make_cart_decomposition(
+        MPI_COMM_WORLD, grids[static_cast<size_t>(pick(0, static_cast<int>(grids.size()) - 1))],
+        periodic, false);
+    ivec3 global;
+    for (int k = 0; k < 3; ++k) global[k] = d.dims()[k] * pick(2, 5) + pick(0, d.dims()[k] - 1);
+    int smallest = 1 << 30;
+    for (int k = 0; k < 3; ++k) smallest = std::min(smallest, global[k] / d.dims()[k]);
+    std::vector<field_spec> specs;
+    const int nfields = pick(1, 5);
+    for (int f = 0; f < nfields; ++f) {
+      const location at = all_locations[pick(0, 7)];
+      halo_widths h;
+      for (int k = 0; k < 3; ++k) {
+        h.lo[k] = pick(0, std::min(smallest, 3));
+        h.hi[k] = std::min(pick(0, std::min(smallest, 3 + staggered(at)[k])), smallest);
+      }
+      specs.push_back({fmt::format("f{}", f), at, pick(0, 1) ? element_type::f32 : element_type::f64, h});
+    }
+    std::vector<int> subset;
+    for (int f = 0; f < nfields; ++f)
+      if (pick(0, 1)) subset.push_back(f);
+    if (subset.empty()) subset.push_back(pick(0, nfields - 1));
+    int deepest = 1 << 30;  // a depth every field of the subset reaches, in cells
+    for (int f : subset) {
+      const field_spec& fs = specs[static_cast<size_t>(f)];
+      int own = 0;
+      for (int k = 0; k < 3; ++k)
+        own = std::max({own, fs.halo.lo[k], fs.halo.hi[k] - staggered(fs.at)[k]});
+      deepest = std::min(deepest, own);
+    }
+    const int depth = deepest > 0 ? pick(0, deepest) : 0;
+    const reduction op = all_reductions[pick(0, 2)];
+    const reverse_to to = pick(0, 1) ? reverse_to::every_holder : reverse_to::owner;
+    const algorithm alg = all_algorithms[pick(0, 2)];
+    const std::string transport = transports[static_cast<size_t>(pick(0, 3))];
+    const std::string what = fmt::format(
+        "draw {} (seed {}): {} {} on {}x{}x{} periodic {}{}{} global {}x{}x{}, {} fields, {} "
+        "of them at depth {}, {} {}",
+        draw, seed, transport, to_string(alg), d.dims()[0], d.dims()[1], d.dims()[2], periodic[0],
+        periodic[1], periodic[2], global[0], global[1], global[2], nfields, subset.size(), depth,
+        to_string(op), to == reverse_to::owner ? "into the owner" : "on every holder");
+    case_fields c(d, global, specs, false);
+    // The rank's cells (the first field may be staggered: its points are not the cells).
+    halo_exchange ex(d, subdomain_of_global(d, global).extent, c.fields,
+                     {.alg = alg, .transport = parse_transport_choice(transport)});
+    c.fill(draw, false);
+    ex.reverse(op, subset, depth, to);
+    const std::string agreed =
+        agree_on_error(MPI_COMM_WORLD, c.check(subset, depth, op, to, draw));
+    ASSERT_TRUE(agreed.empty()) << what << ": " << agreed;
   }
 }
 
