@@ -376,7 +376,7 @@ def fastest_notes(cells: dict[tuple, list[Record]], verdicts: dict, shape_keys: 
     within 2 % of the fastest in its median (xN) and in the median round (the median over the
     rounds of the two's per-round ratios: report_summary.TIE_WITHIN) ties with it; at most two
     are named, the others counted."""
-    from . import report_summary as summ
+    summ = stability
     parts = []
     for k in shape_keys:
         ratios = {v: verdicts[(v, kk)][0] for (v, kk) in cells

@@ -31,8 +31,8 @@ from . import stability
 from .records import Record
 
 # Within 2 % in the median round: the measurement cannot tell the two apart on any machine.
-TIE_WITHIN = 0.02
-MAX_TIES = 2
+TIE_WITHIN = stability.TIE_WITHIN
+MAX_TIES = stability.MAX_TIES
 WIDTH = 118
 
 CAUSE_WORDS = {"busy": "machine busy", "steal": "time stolen", "moved": "vCPUs moved",
@@ -51,11 +51,7 @@ def paired(winner: Record, other: Record) -> float:
     return float(statistics.median(ratios)) if ratios else math.nan
 
 
-def paired_ratios(winner: stability.RoundRatios, other: stability.RoundRatios) -> float:
-    """paired() from two cells' per-round (xN) against the same baseline: the baseline divides
-    out, round by round."""
-    ratios = [o / w for w, o in zip(winner.per_round, other.per_round) if w > 0 and o > 0]
-    return float(statistics.median(ratios)) if ratios else math.nan
+paired_ratios = stability.paired_ratios
 
 
 def ties_with(winner: Record, winner_ratios: stability.RoundRatios | None, other: Record,

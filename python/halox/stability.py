@@ -18,6 +18,7 @@ ratios) can take ratios round by round the same way.
 from __future__ import annotations
 
 import json
+import math
 import pathlib
 import statistics
 import textwrap
@@ -354,3 +355,17 @@ def closing_summary(unstable: Sequence[tuple[str, Stability]], cells: int, s: Pr
     out += wrap("  worst: " + "; ".join(f"{name} ({st.reasons[0]})" for name, st in worst), width)
     out.append("  every cell's reasons: the records (stability.reasons) and the Markdown report of halox report")
     return out
+
+
+# The tie rule of the summary and of the tables' notes (docs/bench.md): a variant within this
+# share of the fastest in its median (xN) and its median round ties with it; at most this
+# many are named.
+TIE_WITHIN = 0.02
+MAX_TIES = 2
+
+
+def paired_ratios(winner: RoundRatios, other: RoundRatios) -> float:
+    """The median over the rounds of the other's per-round (xN) over the winner's, from two
+    cells' per-round (xN) against the same baseline: the baseline divides out, round by round."""
+    ratios = [o / w for w, o in zip(winner.per_round, other.per_round) if w > 0 and o > 0]
+    return float(statistics.median(ratios)) if ratios else math.nan
