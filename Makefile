@@ -15,6 +15,8 @@ UNITY ?= ON
 CUDA ?=
 # WERROR=ON makes every compiler warning an error (HALOX_WERROR); CI (CI=true) builds so.
 WERROR ?= $(if $(filter true 1 yes,$(CI)),ON,OFF)
+# make install PREFIX=...: where the library, headers, programs and packages go.
+PREFIX ?= /usr/local
 
 ifeq ($(MPI),openmpi)
   MPICXX := mpicxx.openmpi
@@ -42,7 +44,7 @@ PY_SOURCES := $(shell find python/halox python/src include src cmake -type f \
   \( -name '*.py' -o -name '*.cpp' -o -name '*.hpp' -o -name '*.cmake' -o -name '*.in' \)) \
   python/CMakeLists.txt python/pyproject.toml CMakeLists.txt src/CMakeLists.txt
 
-.PHONY: all deps test-deps venv configure configure-only build check test bench sweep clean format
+.PHONY: all deps test-deps venv configure configure-only build check test bench install sweep clean format
 
 all: build
 
@@ -115,11 +117,18 @@ test: build venv test-deps
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 	@HALOX_BUILD_DIR=$(abspath $(BUILD_DIR)) HALOX_MPI=$(MPI) $(PYTHON) -m pytest -q -rs tests/python
 
-# The benchmark needs only halox-bench; the test suite is built by `make test`.
+# The benchmark needs only halox-bench; the test suite is built by `make test`. What
+# `cmake --install` installs (halox-install-set: the library, the programs, the Fortran module)
+# is built too, before the measurement, so that the folder installs as docs/library.md says.
 bench: configure venv
-	@cmake --build $(BUILD_DIR) -j $(JOBS) --target halox-bench
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target halox-bench halox-install-set
 	@HALOX_BUILD_DIR=$(abspath $(BUILD_DIR)) HALOX_MPI=$(MPI) HALOX_VENV=$(abspath $(VENV)) \
 	  ./scripts/bench.sh
+
+# make install PREFIX=$$HOME/opt/halox: builds what it installs, then installs it.
+install: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target halox-install-set
+	@cmake --install $(BUILD_DIR) --prefix $(abspath $(PREFIX))
 
 # make sweep SPEC=examples/sweeps/default.toml
 SPEC ?= examples/sweeps/default.toml

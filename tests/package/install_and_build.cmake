@@ -1,8 +1,8 @@
 # cmake -DBUILD_DIR= -DPREFIX= -DCONSUMER= -DEXAMPLES= -DMPI_CXX_COMPILER= -DCONFIG= -DSOURCE_DIR=
-#       -DSHARED=ON|OFF
+#       -DSTATIC=ON|OFF -DINSTALL_SHARED=ON|OFF
 #       -DMPI_C_COMPILER= -DMPIEXEC= -DHALOX_CUDA= [-DMPI_Fortran_COMPILER= -DFORTRAN_MODULE_FOLDER=]
 #       -P this
-# (MPIEXEC: the shared build learns the MPI flavour, which halox.pc names, from its launcher)
+# (MPIEXEC: the static build learns the MPI flavour, which halox.pc names, from its launcher)
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
   if(NOT rc EQUAL 0)
@@ -86,10 +86,34 @@ execute_process(COMMAND ${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${pc_dir}
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "pkg-config halox failed: ${err}")
 endif()
+# The shared library installed by default brings MPI and libhalox alone to the link line: the
+# CUDA runtime, UCX, hwloc and fmt are its private dependencies.
+if(INSTALL_SHARED)
+  file(GLOB installed_shared ${PREFIX}/lib*/libhalox.so ${PREFIX}/lib/*/libhalox.so)
+  if(NOT installed_shared)
+    message(FATAL_ERROR "no libhalox.so under ${PREFIX} (HALOX_INSTALL_SHARED)")
+  endif()
+  if(flags MATCHES "cudart|cuda|ucp|ucs|ucx|hwloc|fmt")
+    message(FATAL_ERROR "pkg-config --libs halox names a private dependency: ${flags}")
+  endif()
+endif()
 separate_arguments(flags UNIX_COMMAND "${flags}")
 file(MAKE_DIRECTORY ${CONSUMER}/pkgconfig)
 run(${MPI_CXX_COMPILER} -std=c++20 -O2 ${EXAMPLES}/stencil/heat3d.cpp ${flags}
     -o ${CONSUMER}/pkgconfig/halox-example-heat3d)
+# ... and the code built with it needs neither (readelf: its NEEDED entries).
+find_program(READELF readelf)
+if(INSTALL_SHARED AND READELF)
+  foreach(consumer ${CONSUMER}/pkgconfig/halox-example-heat3d ${CONSUMER}/cmake/halox-example-heat3d)
+    execute_process(COMMAND ${READELF} -d ${consumer} OUTPUT_VARIABLE dynamic RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0 OR NOT dynamic MATCHES "libhalox")
+      message(FATAL_ERROR "${consumer} does not link libhalox.so:\n${dynamic}")
+    endif()
+    if(dynamic MATCHES "libcudart|libucp|libucs|libhwloc|libfmt")
+      message(FATAL_ERROR "${consumer} links a private dependency of libhalox:\n${dynamic}")
+    endif()
+  endforeach()
+endif()
 
 # C and Fortran projects: find_package(halox) from `LANGUAGES C` / `LANGUAGES
 # Fortran` alone, and the MPI wrappers with pkg-config (halox, halox-fortran).
@@ -144,28 +168,29 @@ if(SOURCE_DIR)
   build_c_and_fortran(${stencil_prefix} "-stencil" c)
 endif()
 
-# A shared libhalox installs and serves the same consumer: the library alone,
-# configured from the same sources (SHARED: HALOX_TEST_SHARED_PACKAGE).
-if(SOURCE_DIR AND SHARED)
-  set(shared_build ${CONSUMER}/shared-build)
-  set(shared_prefix ${CONSUMER}/shared-prefix)
+# A static libhalox installs and serves the same consumer: the library alone, configured from
+# the same sources (STATIC: HALOX_TEST_STATIC_PACKAGE).
+if(SOURCE_DIR AND STATIC)
+  set(static_build ${CONSUMER}/static-build)
+  set(static_prefix ${CONSUMER}/static-prefix)
   set(fortran -DHALOX_FORTRAN=OFF)
   if(MPI_Fortran_COMPILER)
     set(fortran -DHALOX_FORTRAN=ON -DMPI_Fortran_COMPILER=${MPI_Fortran_COMPILER})
   endif()
-  run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${shared_build} -DCMAKE_BUILD_TYPE=Release
-      -DBUILD_SHARED_LIBS=ON -DHALOX_BUILD_PROGRAMS=OFF -DHALOX_BUILD_TESTS=OFF
-      -DHALOX_BUILD_MICROBENCH=OFF -DHALOX_BUILD_EXAMPLES=OFF
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${static_build} -DCMAKE_BUILD_TYPE=Release
+      -DBUILD_SHARED_LIBS=OFF -DHALOX_INSTALL_SHARED=OFF -DHALOX_BUILD_PROGRAMS=OFF
+      -DHALOX_BUILD_TESTS=OFF -DHALOX_BUILD_MICROBENCH=OFF -DHALOX_BUILD_EXAMPLES=OFF
       -DMPI_CXX_COMPILER=${MPI_CXX_COMPILER} -DMPI_C_COMPILER=${MPI_C_COMPILER} ${fortran}
       -DMPIEXEC_EXECUTABLE=${MPIEXEC} -DHALOX_CUDA=${HALOX_CUDA} ${LAUNCHER})
-  run(${CMAKE_COMMAND} --build ${shared_build} --parallel 2)
-  run(${CMAKE_COMMAND} --install ${shared_build} --prefix ${shared_prefix})
-  file(GLOB shared_library ${shared_prefix}/lib*/libhalox.so ${shared_prefix}/lib/*/libhalox.so)
-  if(NOT shared_library)
-    message(FATAL_ERROR "no libhalox.so under ${shared_prefix}")
+  run(${CMAKE_COMMAND} --build ${static_build} --parallel 2)
+  run(${CMAKE_COMMAND} --install ${static_build} --prefix ${static_prefix})
+  file(GLOB static_library ${static_prefix}/lib*/libhalox.a ${static_prefix}/lib/*/libhalox.a)
+  file(GLOB stray_shared ${static_prefix}/lib*/libhalox.so ${static_prefix}/lib/*/libhalox.so)
+  if(NOT static_library OR stray_shared)
+    message(FATAL_ERROR "expected libhalox.a and no libhalox.so under ${static_prefix}")
   endif()
-  run(${CMAKE_COMMAND} -S ${EXAMPLES} -B ${CONSUMER}/shared -DCMAKE_PREFIX_PATH=${shared_prefix}
+  run(${CMAKE_COMMAND} -S ${EXAMPLES} -B ${CONSUMER}/static -DCMAKE_PREFIX_PATH=${static_prefix}
       -DCMAKE_BUILD_TYPE=Release)
-  run(${CMAKE_COMMAND} --build ${CONSUMER}/shared)
-  build_c_and_fortran(${shared_prefix} "-shared")
+  run(${CMAKE_COMMAND} --build ${CONSUMER}/static)
+  build_c_and_fortran(${static_prefix} "-static")
 endif()
