@@ -37,6 +37,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <tuple>
 #include <vector>
@@ -258,6 +259,23 @@ double typical_cost(const std::vector<scored>& screened) {
   return median_of(std::move(costs));
 }
 
+// cma's outbox rule, where the caller left it unset, is not measured while screening: cma
+// measures its rules by process_vm_readv, one call per run, which took 1.4 s of a 14-field
+// 64^3 exchange's first start on a 2-vCPU VM (0.2 s with the rule given) where every other
+// candidate cost 10-60 ms. It screens with shm's rule where shm measured one (the two rules
+// say the same: runs shorter than this go through the outbox), else with every run through
+// the outbox (shm's way with fields in private memory); chosen, it keeps that rule.
+exchange_options with_rules_measured(exchange_options candidate, const std::vector<scored>& screened) {
+  if (candidate.tuning.cma.direct_min_run) return candidate;
+  candidate.tuning.cma.direct_min_run = std::numeric_limits<size_t>::max();
+  for (const auto& s : screened)
+    if (s.knobs.shm.direct_min_run) {
+      candidate.tuning.cma.direct_min_run = s.knobs.shm.direct_min_run;
+      break;
+    }
+  return candidate;
+}
+
 // Collective: the candidates screened on their own, likeliest first, until they are done or
 // the screening's share of the budget is spent (the slowest rank's clock decides for all).
 template <class Build>
@@ -269,7 +287,7 @@ std::vector<scored> screen(MPI_Comm comm, const std::vector<exchange_options>& a
     double figures[3] = {0, 0, 0};  // median, cost, elapsed
     bool ran = false;
     try {
-      halo_exchange ex = build(all[n]);
+      halo_exchange ex = build(with_rules_measured(all[n], screened));
       for (int i = 0; i < untimed_exchanges; ++i) ex.exchange();
       std::vector<double> times;
       for (int i = 0; i < timed_exchanges; ++i) {
