@@ -358,7 +358,7 @@ class halo_exchange {
  private:
   struct state;
   struct schedule;
-  reverse_schedule& reverse_schedule_of(const std::vector<int>& fields, int depth,
+  reverse_schedule& reverse_schedule_of(const std::vector<int>& moved, int depth,
                                               reverse_to to);
   halo_exchange(const decomposition& decomp, std::vector<field_layout> layouts,
                 std::vector<std::string> names, field_set fields, const exchange_options& options);

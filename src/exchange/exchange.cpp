@@ -495,12 +495,13 @@ void halo_exchange::start(const std::vector<int>& fields, int depth) {
 
 void halo_exchange::start(const std::vector<int>& fields, int depth, algorithm alg) {
   if (state_->running) throw std::logic_error("halo_exchange::start called twice without wait");
+  schedule* sched = nullptr;
   try {
-    (void)check_subset(fields, depth);
+    sched = &schedule_of(fields, depth, alg);
   } catch (const usage_error& e) {
     throw usage_error(fmt::format("halo_exchange::start: {}", e.what()));
   }
-  start_schedule(schedule_of(fields, depth, alg));
+  start_schedule(*sched);
 }
 
 void halo_exchange::start_schedule(schedule& sched) {
@@ -675,11 +676,11 @@ halo_exchange::schedule& halo_exchange::schedule_of(const std::vector<int>& fiel
   return *at->second;
 }
 
-reverse_schedule& halo_exchange::reverse_schedule_of(const std::vector<int>& fields, int depth,
+reverse_schedule& halo_exchange::reverse_schedule_of(const std::vector<int>& moved, int depth,
                                                      reverse_to to) {
+  // `moved` as check_subset returns it.
   state& s = *state_;
   const exchange_plan& whole = s.whole->plan;
-  std::vector<int> moved = checked_subset(fields, depth, whole, s.names);
   const bool every_holder = to == reverse_to::every_holder;
   auto [at, fresh] = s.reverses.try_emplace({moved, depth, every_holder});
   if (!fresh) return *at->second;
@@ -758,7 +759,7 @@ void halo_exchange::wait_reverse() {
 
 size_t halo_exchange::reverse_message_count(const std::vector<int>& fields, int depth,
                                             reverse_to to) {
-  return reverse_schedule_of(fields, depth, to).message_count();
+  return reverse_schedule_of(check_subset(fields, depth), depth, to).message_count();
 }
 
 void halo_exchange::record_stages(bool on) {

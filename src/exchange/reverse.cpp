@@ -41,14 +41,6 @@ box make_box(const std::array<span1, 3>& s) {
   return {{s[0].lo, s[1].lo, s[2].lo}, {s[0].hi, s[1].hi, s[2].hi}};
 }
 
-size_t bytes_of(const std::vector<field_box>& boxes, const std::vector<field_layout>& layouts) {
-  size_t total = 0;
-  for (const auto& b : boxes)
-    total += static_cast<size_t>(b.region.volume()) *
-             layouts[static_cast<size_t>(b.field)].element_bytes;
-  return total;
-}
-
 // Along `axis`, the send and receive spans toward each side for a step kind
 // (n points owned, w the widths the call fills).
 void axis_spans(reverse_step::kind what, int n, int w_lo, int w_hi, span1& send_lo,
@@ -118,21 +110,20 @@ reverse_step make_step(const decomposition& d, const std::vector<field_layout>& 
       add(step.hi.recv, recv_hi, up);
     }
   }
+  exchange_plan laid_out;  // the pack layer's byte count takes the layouts as a plan
+  laid_out.layouts = layouts;
   for (auto* s : {&step.lo, &step.hi}) {
-    s->send_bytes = bytes_of(s->send, layouts);
-    s->recv_bytes = bytes_of(s->recv, layouts);
+    s->send_bytes = packed_bytes(s->send, laid_out);
+    s->recv_bytes = packed_bytes(s->recv, laid_out);
   }
   return step;
 }
 
-template <class T>
-T combine(reduction op, T a, T b) {
-  switch (op) {
-    case reduction::sum: return a + b;
-    case reduction::min: return b < a ? b : a;
-    case reduction::max: return a < b ? b : a;
-  }
-  return a;
+template <reduction Op, class T>
+T combine(T a, T b) {
+  if constexpr (Op == reduction::sum) return a + b;
+  if constexpr (Op == reduction::min) return b < a ? b : a;
+  if constexpr (Op == reduction::max) return a < b ? b : a;
 }
 
 // Calls row(field_offset, buffer_offset, count) for each x-run of `sub`, a
@@ -162,44 +153,24 @@ void for_rows(const local_grid& g, const box& whole, const box& sub, Row&& row) 
   }
 }
 
-// Element by element: most rows of a reverse step are a few points long (an
-// x slab), where a call to memcpy per row costs more than the copy.
-template <class T>
-void copy_rows(const local_grid& g, const box& region, T* buffer, T* field, bool to_buffer) {
-  for_rows(g, region, region, [&](size_t at, size_t from, size_t count) {
-    T* f = field + at;
-    T* b = buffer + from;
-    if (to_buffer)
-      for (size_t i = 0; i < count; ++i) b[i] = f[i];
-    else
-      for (size_t i = 0; i < count; ++i) f[i] = b[i];
-  });
-}
-
 // The received copies of `region` combined into the field: into the owner's
 // value (mine first) on my points, or the owner's first on my halo points.
-template <class T>
-void combine_box(T* field, const field_layout& l, const T* buffer, const box& region, int axis,
-                 reduction op, reverse_step::kind what) {
+template <reduction Op, class T>
+void combine_box(T* field, const field_layout& l, const T* buffer, const box& region, int axis) {
   const int n = l.grid.interior[axis];
+  const size_t ahead = 8 * static_cast<size_t>(l.grid.allocated()[0]);
   auto run = [&](const box& sub, bool owners_first) {
-    if (sub.empty()) return;
-    const size_t ahead = 8 * static_cast<size_t>(l.grid.allocated()[0]);
     for_rows(l.grid, region, sub, [&](size_t at, size_t from, size_t count) {
       T* f = field + at;
       const T* r = buffer + from;
       // Short rows: each is a cache line of its own; ask for a later one now.
       if (count * sizeof(T) < 64) __builtin_prefetch(f + ahead, 1);
       if (owners_first)
-        for (size_t i = 0; i < count; ++i) f[i] = combine(op, r[i], f[i]);
+        for (size_t i = 0; i < count; ++i) f[i] = combine<Op>(r[i], f[i]);
       else
-        for (size_t i = 0; i < count; ++i) f[i] = combine(op, f[i], r[i]);
+        for (size_t i = 0; i < count; ++i) f[i] = combine<Op>(f[i], r[i]);
     });
   };
-  if (what == reverse_step::kind::from_owner) {
-    copy_rows(l.grid, region, const_cast<T*>(buffer), field, false);
-    return;
-  }
   box below = region, mine = region, above = region;
   below.hi[axis] = std::clamp(region.hi[axis], region.lo[axis], 0);
   mine.lo[axis] = std::clamp(0, region.lo[axis], region.hi[axis]);
@@ -210,18 +181,28 @@ void combine_box(T* field, const field_layout& l, const T* buffer, const box& re
   run(above, true);
 }
 
-void unpack(const std::vector<field_box>& boxes, const std::vector<field_layout>& layouts,
-            const field_set& fields, const std::byte* in, int axis, reduction op,
-            reverse_step::kind what) {
+// The operation and the element type chosen once per box, not per point.
+template <class T>
+void combine_box(T* field, const field_layout& l, const T* buffer, const box& region, int axis,
+                 reduction op) {
+  switch (op) {
+    case reduction::sum: return combine_box<reduction::sum>(field, l, buffer, region, axis);
+    case reduction::min: return combine_box<reduction::min>(field, l, buffer, region, axis);
+    case reduction::max: return combine_box<reduction::max>(field, l, buffer, region, axis);
+  }
+}
+
+void combine_boxes(const std::vector<field_box>& boxes, const std::vector<field_layout>& layouts,
+                   const field_set& fields, const std::byte* in, int axis, reduction op) {
   for (const auto& b : boxes) {
     const field_layout& l = layouts[static_cast<size_t>(b.field)];
     std::byte* field = fields.pointers[static_cast<size_t>(b.field)];
     if (l.element_bytes == sizeof(float))
       combine_box(reinterpret_cast<float*>(field), l, reinterpret_cast<const float*>(in),
-                  b.region, axis, op, what);
+                  b.region, axis, op);
     else
       combine_box(reinterpret_cast<double*>(field), l, reinterpret_cast<const double*>(in),
-                  b.region, axis, op, what);
+                  b.region, axis, op);
     in += static_cast<size_t>(b.region.volume()) * l.element_bytes;
   }
 }
@@ -352,9 +333,21 @@ size_t reverse_schedule::bytes_sent() const {
   return bytes;
 }
 
+// What the peer below (above) sent toward this rank: a message received, or, for a peer on
+// the node, its outbox's part toward +axis (-axis).
+const std::byte* reverse_schedule::from_lo(size_t step) const {
+  const int peer = on_node_[step].lo;
+  return peer >= 0 ? signals_->payload(peer) + hi_offset_ : recv_lo_.data();
+}
+const std::byte* reverse_schedule::from_hi(size_t step) const {
+  const int peer = on_node_[step].hi;
+  return peer >= 0 ? signals_->payload(peer) : recv_hi_.data();
+}
+
 void reverse_schedule::build_packs(const field_set& fields) {
   layout_plan_.layouts = *layouts_;
   packs_.assign(steps_.size(), {});
+  unpacks_.assign(steps_.size(), {});
   std::byte* outbox = signals_ ? signals_->payload(signals_->me()) : nullptr;
   for (size_t i = 0; i < steps_.size(); ++i) {
     const reverse_step& s = steps_[i];
@@ -363,8 +356,14 @@ void reverse_schedule::build_packs(const field_set& fields) {
     auto* pointers = const_cast<std::byte* const*>(fields.pointers.data());
     if (s.lo.send_bytes > 0) add_pack(packs_[i][0], to_lo, s.lo.send, pointers, layout_plan_);
     if (s.hi.send_bytes > 0) add_pack(packs_[i][1], to_hi, s.hi.send, pointers, layout_plan_);
+    // A step back from the owner is a forward step: what lands is copied, by the pack kernels.
+    if (s.what == reverse_step::kind::from_owner) {
+      if (s.lo.recv_bytes > 0) add_unpack(unpacks_[i][0], from_lo(i), s.lo.recv, pointers, layout_plan_);
+      if (s.hi.recv_bytes > 0) add_unpack(unpacks_[i][1], from_hi(i), s.hi.recv, pointers, layout_plan_);
+    }
     // Slabs across x are rows of a point or two, each on a cache line of its own.
     for (auto& list : packs_[i]) list.fetch_ahead(list.can_fetch_ahead());
+    for (auto& list : unpacks_[i]) list.fetch_ahead(list.can_fetch_ahead());
   }
   packed_for_ = fields.pointers;
 }
@@ -434,21 +433,16 @@ void reverse_schedule::complete(size_t step) {
     return fmt::format("a reverse-exchange message of the {} step (peers {} below, {} above)",
                        "xyz"[s.axis], s.lo.peer, s.hi.peer);
   });
-  // A peer on the node: what it sent toward us, read in its outbox.
   const node_sides& node = on_node_[step];
-  const std::byte* from_lo = recv_lo_.data();
-  const std::byte* from_hi = recv_hi_.data();
-  if (node.lo >= 0) {
-    signals_->wait_ready(node.lo, seq_);
-    from_lo = signals_->payload(node.lo) + hi_offset_;
+  if (node.lo >= 0) signals_->wait_ready(node.lo, seq_);
+  if (node.hi >= 0) signals_->wait_ready(node.hi, seq_);
+  if (s.what == reverse_step::kind::from_owner) {
+    for (const auto& list : unpacks_[step]) list.run();
+  } else {
+    // Below first, then above: the documented order of the copies.
+    if (s.lo.recv_bytes > 0) combine_boxes(s.lo.recv, *layouts_, *fields_, from_lo(step), s.axis, op_);
+    if (s.hi.recv_bytes > 0) combine_boxes(s.hi.recv, *layouts_, *fields_, from_hi(step), s.axis, op_);
   }
-  if (node.hi >= 0) {
-    signals_->wait_ready(node.hi, seq_);
-    from_hi = signals_->payload(node.hi);
-  }
-  // Below first, then above: the documented order of the copies.
-  if (s.lo.recv_bytes > 0) unpack(s.lo.recv, *layouts_, *fields_, from_lo, s.axis, op_, s.what);
-  if (s.hi.recv_bytes > 0) unpack(s.hi.recv, *layouts_, *fields_, from_hi, s.axis, op_, s.what);
   if (signals_) signals_->raise_done(seq_);
 }
 

@@ -115,8 +115,11 @@ class reverse_schedule {
   // The packs of each step toward -axis and +axis, built for the fields'
   // addresses at the first call (and again when a field moved).
   void build_packs(const field_set& fields);
+  const std::byte* from_lo(size_t step) const;
+  const std::byte* from_hi(size_t step) const;
   exchange_plan layout_plan_;  // the layouts, as the pack kernels take them
   std::vector<std::array<copy_list, 2>> packs_;
+  std::vector<std::array<copy_list, 2>> unpacks_;  // steps back from the owner
   std::vector<std::byte*> packed_for_;
   std::vector<halo_run> kept_;  // halo runs restored at the end, and their values
   std::vector<std::byte> kept_values_;
