@@ -56,7 +56,7 @@ program nodal3d
   end do
   ! Nodes 1..nodes owned, the shared face above at extent+1 (halo 0 below, 1 above).
   allocate(ux(nodes(1) + 1, nodes(2) + 1, nodes(3) + 1), source=0.0_real64)
-  allocate(vx, fx, mass, mold=ux)
+  allocate(vx, fx, mass, source=ux)   ! at rest, no force yet
   allocate(rho(0:extent(1) + 1, 0:extent(2) + 1, 0:extent(3) + 1), source=0.0_real64)
   call halox_exchange_create(ex, decomp, &
     [halox_field(ux, location=HALOX_NODE, halo=[0, 1, 0, 1, 0, 1], name="ux"), &
