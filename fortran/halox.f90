@@ -83,6 +83,7 @@ module halox
     logical, private :: located = .false.
     integer(c_int), private :: location = HALOX_CELL
     integer(c_int), private :: halo(6) = -1   ! -1: given by the exchange, or inferred
+    integer(c_int), private :: shared = 0     ! halox_shared_points: 0 from the owner, 1 kept
     character(len=:), allocatable, private :: name
     character(len=:), allocatable, private :: problem
   end type halox_field
@@ -119,6 +120,7 @@ module halox
     integer(c_int) :: halo(6)
     integer(c_int) :: allocated(3)
     type(c_ptr) :: name
+    integer(c_int) :: shared
   end type c_field_spec
 
   ! A NUL-terminated name, alive while the exchange is created.
@@ -363,41 +365,42 @@ contains
   ! TARGET actual): halos left out are inferred from them, interior from 1.
   ! location: HALOX_CELL (default) .. HALOX_NODE; halo: one width or six
   ! [lo_x, hi_x, lo_y, hi_y, lo_z, hi_z], in points; name: for errors and
-  ! subset calls by name.
-  function field_real32(array, location, halo, name) result(field)
+  ! subset calls by name; shared: "from_owner" (default) or "kept", what the
+  ! faces shared with a neighbour along a staggered axis get (docs/fortran.md).
+  function field_real32(array, location, halo, name, shared) result(field)
     real(real32), pointer, intent(in) :: array(:,:,:)
     integer, intent(in), optional :: location, halo(..)
-    character(len=*), intent(in), optional :: name
+    character(len=*), intent(in), optional :: name, shared
     type(halox_field) :: field
     field%type = HALOX_FLOAT
     field%shape = shape(array)
     field%lower = lbound(array)
     field%contiguous = is_contiguous(array)
     if (size(array) > 0) field%data = c_loc(array(field%lower(1), field%lower(2), field%lower(3)))
-    call describe(field, location, halo, name)
+    call describe(field, location, halo, name, shared)
   end function field_real32
 
-  function field_real64(array, location, halo, name) result(field)
+  function field_real64(array, location, halo, name, shared) result(field)
     real(real64), pointer, intent(in) :: array(:,:,:)
     integer, intent(in), optional :: location, halo(..)
-    character(len=*), intent(in), optional :: name
+    character(len=*), intent(in), optional :: name, shared
     type(halox_field) :: field
     field%type = HALOX_DOUBLE
     field%shape = shape(array)
     field%lower = lbound(array)
     field%contiguous = is_contiguous(array)
     if (size(array) > 0) field%data = c_loc(array(field%lower(1), field%lower(2), field%lower(3)))
-    call describe(field, location, halo, name)
+    call describe(field, location, halo, name, shared)
   end function field_real64
 
   ! Problems are kept for halox_exchange_create, which reports them on every rank.
-  subroutine describe(field, location, halo, name)
+  subroutine describe(field, location, halo, name, shared)
     type(halox_field), intent(inout) :: field
     integer, intent(in), optional :: location, halo(..)
-    character(len=*), intent(in), optional :: name
+    character(len=*), intent(in), optional :: name, shared
     character(len=:), allocatable :: problem
     allocate(character(len=0) :: problem)
-    field%located = present(location) .or. present(halo) .or. present(name)
+    field%located = present(location) .or. present(halo) .or. present(name) .or. present(shared)
     if (present(name)) field%name = trim(name)
     if (present(location)) then
       field%location = location
@@ -405,6 +408,13 @@ contains
         problem = "location= takes HALOX_CELL .. HALOX_NODE, got " // str(location)
     end if
     if (present(halo)) call halo_widths(halo, field%halo, problem)
+    if (present(shared)) then
+      if (shared == "kept") then
+        field%shared = 1
+      else if (shared /= "from_owner") then
+        problem = "shared= takes ""from_owner"" or ""kept"", got """ // shared // """"
+      end if
+    end if
     if (len(problem) > 0) field%problem = problem
   end subroutine describe
 
@@ -640,7 +650,7 @@ contains
     status = c_subdomain(decomp%handle, extent, offset)   ! a bad handle: reported below
     do i = 1, size(field_list)
       associate (f => field_list(i))
-        specs(i) = c_field_spec(f%data, f%type, f%location, f%halo, f%shape, c_null_ptr)
+        specs(i) = c_field_spec(f%data, f%type, f%location, f%halo, f%shape, c_null_ptr, f%shared)
         if (allocated(f%name)) then
           names(i)%chars = c_string(f%name)
           specs(i)%name = c_loc(names(i)%chars)

@@ -29,6 +29,14 @@
 // on every rank on each side where it has a neighbour; at an open boundary a
 // rank may allocate otherwise (CloverLeaf's last chunk has one point less
 // above its n + 1 vertices).
+//
+// A field's shared points (the faces between two ranks along its staggered
+// axes) are held by both ranks. By default a call sends the owner's values to
+// the other holder (shared_points::from_owner). A code that computes the
+// shared face on both sides, as CloverLeaf does, can keep each holder's own
+// values (shared_points::kept): a call at depth d then moves only the d points
+// beyond the shared face, on each side; the rank below needs a halo of at
+// least one point above to hold its copy of the face.
 #pragma once
 
 #include <cstddef>
@@ -54,6 +62,10 @@ std::string to_string(location at);
 // 1 along the axes whose points sit on the cells' faces, 0 along the others.
 ivec3 staggered_axes(location at);
 
+enum class shared_points { from_owner, kept };
+shared_points parse_shared_points(const std::string& name);  // "from_owner" | "kept"
+std::string to_string(shared_points s);
+
 // One field of a code, as handed to halo_exchange: its first allocated point,
 // laid out x-fastest over the points this rank holds plus its halo.
 struct field {
@@ -62,6 +74,7 @@ struct field {
   location at = location::cell;
   halo_widths halo{};  // allocated, in points
   std::string name{};  // names it in errors and in subset calls; empty: "field <index>"
+  shared_points shared = shared_points::from_owner;  // the faces it shares with its neighbours
 };
 
 // The points of a field at `at` that this rank holds, for `cells` owned cells
@@ -78,13 +91,24 @@ struct field_layout {
   // writes (CloverLeaf's vertex arrays end at x_max+3 on every chunk, so the
   // chunk at the high end of an open axis, one point longer, has one less above).
   halo_widths exchanged{};
+  shared_points shared = shared_points::from_owner;
   bool operator==(const field_layout& o) const {
     return grid.interior == o.grid.interior && grid.halo == o.grid.halo &&
-           element_bytes == o.element_bytes && at == o.at && exchanged == o.exchanged;
+           element_bytes == o.element_bytes && at == o.at && exchanged == o.exchanged &&
+           shared == o.shared;
   }
 };
 
 field_layout layout_of(const decomposition& d, const ivec3& cells, const field& f);
+
+// The points held by both a rank and its neighbours along each axis (1 along
+// the staggered axes of a field whose shared points are kept, 0 otherwise).
+ivec3 kept_shared_points(const field_layout& layout);
+
+// How the forward calls see a field whose shared points are kept: the shared
+// face above is one of the points this rank holds (interior one longer where
+// it has a neighbour above, the halo above one shorter). The same memory.
+field_layout holder_view(const field_layout& layout, const neighbour_sides& sides);
 
 // The halo widths a call at `depth` fills for a field (0: all it exchanges).
 halo_widths filled_widths(const field_layout& layout, int depth);

@@ -99,9 +99,12 @@ struct neighbour_sides {
   std::array<bool, 3> hi{true, true, true};
 };
 
-// The regions of every step of an algorithm, in step order.
+// The regions of every step of an algorithm, in step order. `shared`: along
+// each axis, the points at each end of the interior that the neighbour there
+// holds too and keeps (not sent; field.hpp, shared_points::kept).
 std::vector<std::vector<halo_region>> halo_regions(const local_grid& grid, algorithm a,
-                                                   const neighbour_sides& sides = {});
+                                                   const neighbour_sides& sides = {},
+                                                   const ivec3& shared = {0, 0, 0});
 
 // Throws usage_error when a halo is wider than the interior it is filled from.
 void validate_grid(const local_grid& grid);

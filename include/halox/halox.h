@@ -88,8 +88,17 @@ typedef enum halox_location {
 
 /* A field as a code holds it: its first allocated point, element type,
  * location, halo widths in points [lo_x, hi_x, lo_y, hi_y, lo_z, hi_z], and
- * optionally the extents of its array (0, 0, 0: not checked) and a name
- * (NULL: "field <index>") for errors and subset calls by name. */
+ * optionally the extents of its array (0, 0, 0: not checked), a name
+ * (NULL: "field <index>") for errors and subset calls by name, and what
+ * happens to the faces it shares with its neighbours along its staggered axes
+ * (halox/field.hpp, shared_points): HALOX_SHARED_FROM_OWNER (0, the default)
+ * sends the owner's copy to the other holder, HALOX_SHARED_KEPT keeps each
+ * holder's own copy and moves only the points beyond it, as CloverLeaf does. */
+typedef enum halox_shared_points {
+  HALOX_SHARED_FROM_OWNER = 0,
+  HALOX_SHARED_KEPT = 1
+} halox_shared_points;
+
 typedef struct halox_field_spec {
   void* data;
   halox_type type;
@@ -97,6 +106,7 @@ typedef struct halox_field_spec {
   int halo[6];
   int allocated[3];
   const char* name;
+  halox_shared_points shared;
 } halox_field_spec;
 
 /* The options of an exchange. Start from HALOX_OPTIONS_INIT (or

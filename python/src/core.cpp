@@ -137,6 +137,7 @@ struct py_field {
   halox::location at = halox::location::cell;
   halox::halo_widths halo{};
   std::string name;
+  halox::shared_points shared = halox::shared_points::from_owner;
 };
 
 struct py_exchange {
@@ -404,7 +405,8 @@ std::string field_problem(const py_field& f, const std::string& name, const halo
   if (!f32 && !dtype.equal(np.attr("dtype")("float64")))
     return field + "expected dtype float32 or float64 (native byte order), got " +
            nb::cast<std::string>(nb::str(dtype));
-  out = {nullptr, f32 ? halox::element_type::f32 : halox::element_type::f64, f.at, f.halo, name};
+  out = {nullptr, f32 ? halox::element_type::f32 : halox::element_type::f64, f.at, f.halo, name,
+         f.shared};
   const halox::local_grid layout = halox::layout_of(d, cells, out).grid;
   const ivec3 a = layout.allocated();
   nb::tuple expected = nb::make_tuple(a[2], a[1], a[0]);
@@ -885,24 +887,28 @@ void bind_field(nb::module_& m) {
       .def(
           "__init__",
           [](py_field* self, nb::object array, const std::string& location, nb::handle halo,
-             const std::string& name) {
-            new (self)
-                py_field{std::move(array), halox::parse_location(location), halo_of(halo), name};
+             const std::string& name, const std::string& shared) {
+            new (self) py_field{std::move(array), halox::parse_location(location), halo_of(halo),
+                                name, halox::parse_shared_points(shared)};
           },
-          "array"_a, "location"_a = "cell", "halo"_a = 1, "name"_a = "",
+          "array"_a, "location"_a = "cell", "halo"_a = 1, "name"_a = "", "shared"_a = "from_owner",
           "array: C-contiguous float32 or float64, shape (z, y, x) = the location's points on "
           "this rank plus halos (Decomposition.field_shape). location: cell, x_face, y_face, "
           "z_face, x_edge, y_edge, z_edge or node. halo: in points, one width, (x, y, z), or "
           "((lo_x, lo_y, lo_z), (hi_x, hi_y, hi_z)). name: names it in errors and subset calls. "
+          "shared: from_owner (the faces shared with a neighbour along a staggered axis take the "
+          "owner's values) or kept (each holder keeps its own; only the points beyond move). "
           "The array is checked when the exchange is built.")
       .def_prop_ro("array", [](const py_field& f) { return f.array; })
       .def_prop_ro("location", [](const py_field& f) { return halox::to_string(f.at); })
       .def_prop_ro("halo_lo", [](const py_field& f) { return tuple_of(f.halo.lo); })
       .def_prop_ro("halo_hi", [](const py_field& f) { return tuple_of(f.halo.hi); })
       .def_prop_ro("name", [](const py_field& f) { return f.name; })
+      .def_prop_ro("shared", [](const py_field& f) { return halox::to_string(f.shared); })
       .def("__repr__", [](const py_field& f) {
         return "Field(location=" + repr_of(nb::str(halox::to_string(f.at).c_str())) +
-               ", halo=" + halo_repr(f.halo) + ", name=" + repr_of(nb::str(f.name.c_str())) + ")";
+               ", halo=" + halo_repr(f.halo) + ", name=" + repr_of(nb::str(f.name.c_str())) +
+               (f.shared == halox::shared_points::kept ? ", shared='kept'" : "") + ")";
       });
 }
 

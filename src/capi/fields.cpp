@@ -27,6 +27,9 @@ std::string spec_problem(const halox_field_spec& f, int i, halox::field& out) {
   if (f.location < HALOX_CELL || f.location > HALOX_NODE)
     return fmt::format("field '{}': location {} is not a halox_location", name_of(f, i),
                        static_cast<int>(f.location));
+  if (f.shared != HALOX_SHARED_FROM_OWNER && f.shared != HALOX_SHARED_KEPT)
+    return fmt::format("field '{}': shared {} is neither HALOX_SHARED_FROM_OWNER nor "
+                       "HALOX_SHARED_KEPT", name_of(f, i), static_cast<int>(f.shared));
   if (f.data == nullptr) return fmt::format("field '{}': data is NULL", name_of(f, i));
   for (int k = 0; k < 6; ++k)
     if (f.halo[k] < 0)
@@ -37,6 +40,8 @@ std::string spec_problem(const halox_field_spec& f, int i, halox::field& out) {
   out.at = halox::all_locations[f.location];
   out.halo = {{f.halo[0], f.halo[2], f.halo[4]}, {f.halo[1], f.halo[3], f.halo[5]}};
   out.name = name_of(f, i);
+  out.shared = f.shared == HALOX_SHARED_KEPT ? halox::shared_points::kept
+                                             : halox::shared_points::from_owner;
   return {};
 }
 

@@ -28,8 +28,9 @@ std::string describe_fields(const exchange_plan& plan) {
     const field_layout& l = plan.layouts[static_cast<size_t>(f)];
     const auto& h = l.exchanged;
     std::string text =
-        fmt::format("{} {}-byte halo lo {},{},{} hi {},{},{}", to_string(l.at), l.element_bytes,
-                    h.lo[0], h.lo[1], h.lo[2], h.hi[0], h.hi[1], h.hi[2]);
+        fmt::format("{} {}-byte halo lo {},{},{} hi {},{},{}{}", to_string(l.at), l.element_bytes,
+                    h.lo[0], h.lo[1], h.lo[2], h.hi[0], h.hi[1], h.hi[2],
+                    l.shared == shared_points::kept ? " shared kept" : "");
     if (!groups.empty() && groups.back().first == text)
       ++groups.back().second;
     else
@@ -235,6 +236,15 @@ std::string agree_on_exchanged_widths(const decomposition& decomp,
               names[f], side == 0 ? "below" : "above", "xyz"[k], least[i], most[i]);
         (side == 0 ? layouts[f].exchanged.lo[k] : layouts[f].exchanged.hi[k]) = most[i];
       }
+  // A kept shared face is held in the halo above by the rank below it.
+  for (size_t f = 0; f < layouts.size() && problem.empty(); ++f)
+    for (int k = 0; k < 3 && problem.empty(); ++k)
+      if (kept_shared_points(layouts[f])[k] && sides.hi[static_cast<size_t>(k)] &&
+          layouts[f].exchanged.hi[k] < 1)
+        problem = fmt::format(
+            "field '{}' keeps its shared points (shared_points::kept) but has no halo above in {} "
+            "to hold the face it shares with the rank above",
+            names[f], "xyz"[k]);
   return problem;
 }
 

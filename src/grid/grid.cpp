@@ -88,10 +88,12 @@ int step_count(algorithm a) { return a == algorithm::staged ? 3 : 1; }
 namespace {
 
 // Per dimension: the cells sent toward side s (-1, 0, +1) and received from it.
-void send_range(const local_grid& g, int dim, int side, int& lo, int& hi) {
+// `shared` points at each end are held by the neighbour there as well: what it
+// needs lies beyond them.
+void send_range(const local_grid& g, int dim, int side, int shared, int& lo, int& hi) {
   const int n = g.interior[dim];
-  if (side < 0) { lo = 0; hi = g.halo.hi[dim]; }
-  else if (side > 0) { lo = n - g.halo.lo[dim]; hi = n; }
+  if (side < 0) { lo = shared; hi = shared + g.halo.hi[dim]; }
+  else if (side > 0) { lo = n - shared - g.halo.lo[dim]; hi = n - shared; }
   else { lo = 0; hi = n; }
 }
 
@@ -103,11 +105,11 @@ void recv_range(const local_grid& g, int dim, int side, int& lo, int& hi) {
 }
 
 halo_region region_for(const local_grid& g, const ivec3& direction, int staged_dim,
-                       const neighbour_sides& sides) {
+                       const neighbour_sides& sides, const ivec3& shared) {
   halo_region r;
   r.direction = direction;
   for (int d = 0; d < 3; ++d) {
-    send_range(g, d, direction[d], r.send.lo[d], r.send.hi[d]);
+    send_range(g, d, direction[d], shared[d], r.send.lo[d], r.send.hi[d]);
     recv_range(g, d, direction[d], r.recv.lo[d], r.recv.hi[d]);
     // Staged: dimensions exchanged in earlier steps travel with their halos.
     // Only across sides with a neighbour: beside an open boundary the earlier
@@ -123,7 +125,8 @@ halo_region region_for(const local_grid& g, const ivec3& direction, int staged_d
 }  // namespace
 
 std::vector<std::vector<halo_region>> halo_regions(const local_grid& g, algorithm a,
-                                                   const neighbour_sides& sides) {
+                                                   const neighbour_sides& sides,
+                                                   const ivec3& shared) {
   std::vector<std::vector<halo_region>> steps;
   auto keep = [](const halo_region& r) { return !r.send.empty() || !r.recv.empty(); };
   if (a == algorithm::staged) {
@@ -132,7 +135,7 @@ std::vector<std::vector<halo_region>> halo_regions(const local_grid& g, algorith
       for (int side : {-1, +1}) {
         ivec3 direction{0, 0, 0};
         direction[dim] = side;
-        auto r = region_for(g, direction, dim, sides);
+        auto r = region_for(g, direction, dim, sides, shared);
         if (keep(r)) step.push_back(r);
       }
       steps.push_back(step);
@@ -145,7 +148,7 @@ std::vector<std::vector<halo_region>> halo_regions(const local_grid& g, algorith
     ivec3 direction = direction_of(i);
     int nonzero = std::abs(direction[0]) + std::abs(direction[1]) + std::abs(direction[2]);
     if (a == algorithm::faces && nonzero != 1) continue;
-    auto r = region_for(g, direction, -1, sides);
+    auto r = region_for(g, direction, -1, sides, shared);
     if (keep(r)) step.push_back(r);
   }
   steps.push_back(step);

@@ -59,6 +59,14 @@ ivec3 staggered_axes(location at) {
   return {0, 0, 0};
 }
 
+shared_points parse_shared_points(const std::string& name) {
+  if (name == "from_owner") return shared_points::from_owner;
+  if (name == "kept") return shared_points::kept;
+  throw usage_error(fmt::format("unknown shared points '{}' (expected from_owner, kept)", name));
+}
+
+std::string to_string(shared_points s) { return s == shared_points::kept ? "kept" : "from_owner"; }
+
 ivec3 field_points(const decomposition& d, const ivec3& cells, location at) {
   const ivec3 staggered = staggered_axes(at);
   ivec3 points = cells;
@@ -69,7 +77,31 @@ ivec3 field_points(const decomposition& d, const ivec3& cells, location at) {
 }
 
 field_layout layout_of(const decomposition& d, const ivec3& cells, const field& f) {
-  return {local_grid(field_points(d, cells, f.at), f.halo), element_size(f.type), f.at, f.halo};
+  return {local_grid(field_points(d, cells, f.at), f.halo), element_size(f.type), f.at, f.halo,
+          f.shared};
+}
+
+ivec3 kept_shared_points(const field_layout& layout) {
+  return layout.shared == shared_points::kept ? staggered_axes(layout.at) : ivec3{0, 0, 0};
+}
+
+field_layout holder_view(const field_layout& layout, const neighbour_sides& sides) {
+  const ivec3 kept = kept_shared_points(layout);
+  field_layout view = layout;
+  ivec3 interior = layout.grid.interior;
+  halo_widths halo = layout.grid.halo;
+  for (int dim = 0; dim < 3; ++dim) {
+    if (!kept[dim]) continue;
+    // The width every rank agreed on counts the shared face: a point less beyond it. A rank
+    // with no neighbour above (the high end of an open axis) holds its last face anyway.
+    view.exchanged.hi[dim] = std::max(view.exchanged.hi[dim] - 1, 0);
+    if (sides.hi[static_cast<size_t>(dim)] && halo.hi[dim] > 0) {
+      ++interior[dim];
+      --halo.hi[dim];
+    }
+  }
+  view.grid = local_grid(interior, halo);
+  return view;
 }
 
 halo_widths filled_widths(const field_layout& layout, int depth) {

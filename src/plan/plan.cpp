@@ -214,10 +214,15 @@ exchange_plan make_plan(const decomposition& d, plan_request request) {
   const neighbour_sides sides = sides_of(d);
   std::vector<field_steps> regions(plan.layouts.size());
   for (int f : plan.moved) {
-    const field_layout& l = plan.layouts[static_cast<size_t>(f)];
-    const local_grid filled(l.grid.interior, filled_widths(l, plan.depth));
+    // A field whose shared points are kept is planned as its holders see it: the shared
+    // face is held, not halo. The view addresses the same memory, with the same origin,
+    // so its boxes are boxes of the field as laid out.
+    field_layout l = plan.layouts[static_cast<size_t>(f)];
+    l.exchanged = filled_widths(l, plan.depth);
+    if (l.shared == shared_points::kept) l = holder_view(l, sides);
+    const local_grid filled(l.grid.interior, l.exchanged);
     validate_grid(filled);
-    regions[static_cast<size_t>(f)] = halo_regions(filled, plan.alg, sides);
+    regions[static_cast<size_t>(f)] = halo_regions(filled, plan.alg, sides, kept_shared_points(l));
   }
   const int cache = request.cache_block > 0 ? std::min(request.cache_block, nfields) : nfields;
   const int per_message = request.fields_per_message;

@@ -276,8 +276,8 @@ static void located_checked(int size) {
   double* cell = calloc((size_t)cell_alloc, sizeof(double));
   float* node = calloc((size_t)node_alloc, sizeof(float));
   halox_field_spec fields[2] = {
-      {cell, HALOX_DOUBLE, HALOX_CELL, {2, 2, 2, 2, 2, 2}, {extent[0] + 4, extent[1] + 4, extent[2] + 4}, "density"},
-      {node, HALOX_FLOAT, HALOX_NODE, {2, 3, 2, 3, 2, 3}, {node_points[0] + 5, node_points[1] + 5, node_points[2] + 5}, "xvel"}};
+      {cell, HALOX_DOUBLE, HALOX_CELL, {2, 2, 2, 2, 2, 2}, {extent[0] + 4, extent[1] + 4, extent[2] + 4}, "density", HALOX_SHARED_FROM_OWNER},
+      {node, HALOX_FLOAT, HALOX_NODE, {2, 3, 2, 3, 2, 3}, {node_points[0] + 5, node_points[1] + 5, node_points[2] + 5}, "xvel", HALOX_SHARED_FROM_OWNER}};
   halox_options options = HALOX_OPTIONS_INIT;
   options.algorithm = "staged";
   halox_exchange ex = NULL;
@@ -349,8 +349,8 @@ static void reverse_checked(void) {
   const int a[3] = {n[0] + 2, n[1] + 2, n[2] + 2}, b[3] = {n[0] + 1, n[1] + 1, n[2] + 1};
   double* cell = calloc((size_t)(a[0] * a[1] * a[2]), sizeof(double));
   float* node = calloc((size_t)(b[0] * b[1] * b[2]), sizeof(float));
-  halox_field_spec fields[2] = {{cell, HALOX_DOUBLE, HALOX_CELL, {1, 1, 1, 1, 1, 1}, {a[0], a[1], a[2]}, "rho"},
-                                {node, HALOX_FLOAT, HALOX_NODE, {0, 1, 0, 1, 0, 1}, {b[0], b[1], b[2]}, "fx"}};
+  halox_field_spec fields[2] = {{cell, HALOX_DOUBLE, HALOX_CELL, {1, 1, 1, 1, 1, 1}, {a[0], a[1], a[2]}, "rho", HALOX_SHARED_FROM_OWNER},
+                                {node, HALOX_FLOAT, HALOX_NODE, {0, 1, 0, 1, 0, 1}, {b[0], b[1], b[2]}, "fx", HALOX_SHARED_FROM_OWNER}};
   halox_options options = HALOX_OPTIONS_INIT;
   halox_exchange ex = NULL;
   EXPECT(halox_exchange_create_fields(&ex, d, NULL, 2, fields, &options) == HALOX_SUCCESS);
@@ -428,6 +428,54 @@ static void reverse_checked(void) {
   free(node);
 }
 
+/* A node field whose shared faces are kept (HALOX_SHARED_KEPT): every point
+ * a rank holds, the shared face above included, starts at its rank + 1; after
+ * a call the faces shared with the rank above still hold this rank's value and
+ * only the points beyond them (and the halo below) hold a neighbour's. */
+static void kept_shared_faces_checked(void) {
+  int global[3] = {N, N, N}, periodic[3] = {1, 1, 1};
+  halox_decomposition d = NULL;
+  EXPECT(halox_decomposition_create(&d, MPI_COMM_WORLD, global, NULL, periodic) == HALOX_SUCCESS);
+  int n[3], offset[3];
+  EXPECT(halox_subdomain(d, n, offset) == HALOX_SUCCESS);
+  const int a[3] = {n[0] + 3, n[1] + 3, n[2] + 3}; /* halo 1 below, 2 above */
+  double* node = malloc(sizeof(double) * (size_t)(a[0] * a[1] * a[2]));
+  for (int i = 0; i < a[0] * a[1] * a[2]; ++i) node[i] = rank + 1;
+  halox_field_spec spec = {node, HALOX_DOUBLE, HALOX_NODE, {1, 2, 1, 2, 1, 2}, {a[0], a[1], a[2]},
+                           "xvel", HALOX_SHARED_KEPT};
+  halox_options options = HALOX_OPTIONS_INIT;
+  halox_exchange ex = NULL;
+  EXPECT(halox_exchange_create_fields(&ex, d, NULL, 1, &spec, &options) == HALOX_SUCCESS);
+  EXPECT(halox_exchange_run(ex) == HALOX_SUCCESS);
+  int own_faces_kept = 1, beyond_moved = 1;
+  /* Along x through the middle of y and z: the face at n (shared with the rank above) and the
+   * point beyond it at n + 1, which the rank above sends from its point 1. */
+  const int y = 1 + n[1] / 2, z = 1 + n[2] / 2;
+  const double face = node[(size_t)(n[0] + 1) + (size_t)a[0] * ((size_t)y + (size_t)a[1] * (size_t)z)];
+  const double beyond = node[(size_t)(n[0] + 2) + (size_t)a[0] * ((size_t)y + (size_t)a[1] * (size_t)z)];
+  if (face != rank + 1) own_faces_kept = 0;
+  int dims[3], coords[3];
+  EXPECT(halox_decomposition_grid(d, dims, coords) == HALOX_SUCCESS);
+  if (dims[0] > 1 && beyond == rank + 1) beyond_moved = 0;
+  EXPECT(own_faces_kept);
+  EXPECT(beyond_moved);
+  /* A kept field needs a halo above to hold its copy of the face. */
+  halox_field_spec no_room = spec;
+  no_room.halo[1] = 0;
+  no_room.allocated[0] = n[0] + 1;
+  halox_exchange bad = NULL;
+  if (dims[0] > 1)
+    EXPECT_ERROR(halox_exchange_create_fields(&bad, d, NULL, 1, &no_room, &options),
+                 HALOX_ERROR_USAGE, "keeps its shared points");
+  halox_field_spec unknown = spec;
+  unknown.shared = (halox_shared_points)7;
+  EXPECT_ERROR(halox_exchange_create_fields(&bad, d, NULL, 1, &unknown, &options),
+               HALOX_ERROR_USAGE, "HALOX_SHARED_KEPT");
+  EXPECT(halox_exchange_destroy(&ex) == HALOX_SUCCESS);
+  EXPECT(halox_decomposition_destroy(&d) == HALOX_SUCCESS);
+  free(node);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -447,6 +495,7 @@ int main(int argc, char** argv) {
   bad_calls(d);
   located_checked(size);
   reverse_checked();
+  kept_shared_faces_checked();
   /* the Fortran communicator form */
   halox_decomposition df = NULL;
   EXPECT(halox_decomposition_create_f(&df, MPI_Comm_c2f(MPI_COMM_WORLD), global, NULL, NULL) ==

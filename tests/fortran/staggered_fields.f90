@@ -45,6 +45,7 @@ program staggered_fields
   periodic = .true.
   call halox_decomposition_create(decomp, MPI_COMM_WORLD, global=global, periodic=periodic)
   call check_calls(decomp, periodic, "periodic", failures)
+  call kept_shared_faces(decomp, failures)
   call halox_decomposition_destroy(decomp)
 
   periodic = .false.
@@ -336,6 +337,33 @@ contains
     call halox_start(ex, fields=[1], names=[character(len=8) :: "xvel"], stat=stat, errmsg=msg)
     call expect_usage_error(stat, msg, "give one of fields=, names= and mask=", "fields= and names=", failures)
   end subroutine bad_subsets
+
+  ! shared="kept": the node face shared with the rank above keeps this rank's
+  ! value, the point beyond it comes from the rank above (MPI_Dims_create puts
+  ! at least two ranks along x when there are two or more).
+  subroutine kept_shared_faces(decomp, failures)
+    type(halox_decomposition), intent(in) :: decomp
+    integer, intent(inout) :: failures
+    type(halox_exchange) :: ex
+    integer :: n(3), y, z, stat
+    character(len=256) :: msg
+    real(real64), allocatable, target :: nodes(:,:,:)
+    call halox_subdomain(decomp, n)
+    allocate(nodes(0:n(1) + 2, 0:n(2) + 2, 0:n(3) + 2), source=real(rank + 1, real64))
+    call halox_exchange_create(ex, decomp, [halox_field(nodes, location=HALOX_NODE, &
+                               name="xvel", shared="kept")])
+    call halox_exchange_halos(ex)
+    y = 1 + n(2) / 2
+    z = 1 + n(3) / 2
+    if (nodes(n(1) + 1, y, z) /= rank + 1) call fail(failures, "kept: the shared face moved")
+    if (ranks > 1 .and. nodes(n(1) + 2, y, z) == rank + 1) &
+      call fail(failures, "kept: the point beyond the shared face did not move")
+    call halox_exchange_destroy(ex)
+    msg = ""
+    call halox_exchange_create(ex, decomp, [halox_field(nodes, location=HALOX_NODE, &
+                               shared="mine")], stat=stat, errmsg=msg)
+    call expect_usage_error(stat, msg, "shared= takes", "shared=""mine""", failures)
+  end subroutine kept_shared_faces
 
   ! Shapes that do not fit their location fail on every rank with one message.
   subroutine bad_shapes(decomp, failures)

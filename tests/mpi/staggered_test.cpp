@@ -45,6 +45,7 @@ struct field_spec {
   // CloverLeaf's extents: the same array bounds on every rank, so the rank at
   // the high end of an open staggered axis, one point longer, has one less above.
   bool cloverleaf = false;
+  shared_points shared = shared_points::from_owner;
 };
 
 // Cell, node (CloverLeaf's extents), faces and edges (DMStag's and per-side),
@@ -55,12 +56,18 @@ std::vector<field_spec> mixed_fields() {
           {"vol_flux_x", location::x_face, element_type::f32, {{1, 2, 1}, {2, 1, 2}}},
           {"edge_y", location::y_edge, element_type::f32, {{1, 1, 1}, {2, 1, 2}}},
           {"w", location::z_face, element_type::f64, halo_widths::uniform(2)},
-          {"tracer", location::cell, element_type::f32, {{1, 1, 0}, {1, 1, 0}}}};
+          {"tracer", location::cell, element_type::f32, {{1, 1, 0}, {1, 1, 0}}},
+          // Shared faces kept (computed alike on both sides, as CloverLeaf's are).
+          {"yvel_kept", location::node, element_type::f64, {{2, 2, 2}, {3, 3, 3}}, true,
+           shared_points::kept},
+          {"flux_kept", location::y_face, element_type::f32, {{1, 1, 2}, {2, 2, 1}}, false,
+           shared_points::kept}};
 }
 
 // The points of one field on one rank, and the whole grid's.
 struct field_geometry {
-  ivec3 points, offset, global_points;
+  // `held`: the points the rank holds as its own, the kept shared faces above included.
+  ivec3 points, held, offset, global_points;
   ivec3 alloc_lo, alloc_hi;
   size_t count() const {
     size_t n = 1;
@@ -86,6 +93,8 @@ field_geometry geometry_of(const decomposition& d, const subdomain& sub, const f
     g.points[k] = sub.extent[k] + (open_staggered && d.coords()[k] == d.dims()[k] - 1 ? 1 : 0);
     g.alloc_lo[k] = f.halo.lo[k];
     g.alloc_hi[k] = f.halo.hi[k] - (f.cloverleaf && g.points[k] > sub.extent[k] ? 1 : 0);
+    const bool above = d.periodic()[k] || d.coords()[k] < d.dims()[k] - 1;
+    g.held[k] = g.points[k] + (f.shared == shared_points::kept && s[k] && above ? 1 : 0);
   }
   return g;
 }
@@ -105,10 +114,13 @@ bool filled_from(const field_geometry& g, const field_spec& f, const decompositi
   const ivec3 s = staggered(f.at);
   int outside = 0;
   for (int k = 0; k < 3; ++k) {
+    // A kept shared face is held, not filled: the halo above starts beyond it.
+    const int kept = g.held[k] - g.points[k];
     const int lo = depth > 0 ? std::min(f.halo.lo[k], depth) : f.halo.lo[k];
-    const int hi = depth > 0 ? std::min(f.halo.hi[k], depth + s[k]) : f.halo.hi[k];
-    if (p[k] < -lo || p[k] >= g.points[k] + hi) return false;
-    if (p[k] < 0 || p[k] >= g.points[k]) ++outside;
+    const int hi = depth > 0 ? std::min(f.halo.hi[k] - kept, depth + s[k] - kept)
+                             : f.halo.hi[k] - kept;
+    if (p[k] < -lo || p[k] >= g.held[k] + hi) return false;
+    if (p[k] < 0 || p[k] >= g.held[k]) ++outside;
     int gk = g.offset[k] + p[k];
     if (gk < 0 || gk >= g.global_points[k]) {
       if (!d.periodic()[k]) return false;  // beyond an open boundary: nobody owns it
@@ -128,8 +140,12 @@ void for_each_point(const field_geometry& g, Visit&& visit) {
       for (int x = -g.alloc_lo[0]; x < g.points[0] + g.alloc_hi[0]; ++x) {
         const ivec3 p{x, y, z};
         bool inside = true;
-        for (int k = 0; k < 3; ++k) inside = inside && p[k] >= 0 && p[k] < g.points[k];
-        visit(p, ivec3{g.offset[0] + x, g.offset[1] + y, g.offset[2] + z}, inside);
+        for (int k = 0; k < 3; ++k) inside = inside && p[k] >= 0 && p[k] < g.held[k];
+        // (a kept face held at the top of a periodic axis is the wrapped point 0)
+        ivec3 global{g.offset[0] + x, g.offset[1] + y, g.offset[2] + z};
+        for (int k = 0; k < 3; ++k)
+          if (inside) global[k] %= g.global_points[k];
+        visit(p, global, inside);
       }
 }
 
@@ -184,7 +200,8 @@ struct case_fields {
     for (size_t i = 0; i < specs.size(); ++i)
       fields.push_back({shared ? shared->field(static_cast<int>(i)) : memory[i].data(),
                         specs[i].type, specs[i].at,
-                        halo_widths{geometry[i].alloc_lo, geometry[i].alloc_hi}, specs[i].name});
+                        halo_widths{geometry[i].alloc_lo, geometry[i].alloc_hi}, specs[i].name,
+                        specs[i].shared});
   }
 
   // The shared window's bytes mirror `memory` (the checks read `memory`).
@@ -263,7 +280,8 @@ std::string run_case(const decomposition& d, const exchange_options& options, bo
     int depth;
   };
   const std::vector<call> calls{
-      {{}, 0}, {{0, 1, 4}, 1}, {{1, 2, 4}, 2}, {{3, 5}, 1}, {{2}, 1}, {{0, 1, 4}, 1}};
+      {{}, 0}, {{0, 1, 4}, 1}, {{1, 2, 4}, 2}, {{3, 5}, 1}, {{2}, 1}, {{0, 1, 4}, 1},
+      {{1, 6}, 1}, {{6, 7}, 2}, {{0, 7}, 1}};
   for (const auto& cl : calls)
     for (int epoch = 0; epoch < 2; ++epoch) {
       c.fill_all(epoch, d.rank());
@@ -277,9 +295,9 @@ std::string run_case(const decomposition& d, const exchange_options& options, bo
                            cl.fields.empty() ? "all" : fmt::format("{} of the", cl.fields.size()),
                            cl.depth, error);
     }
-  // The repeated subset reused its schedule: whole + four subsets.
-  if (ex->schedules_built() != 5)
-    return fmt::format("{} schedules built for 4 distinct subset calls", ex->schedules_built());
+  // The repeated subset reused its schedule: whole + seven subsets.
+  if (ex->schedules_built() != 8)
+    return fmt::format("{} schedules built for 7 distinct subset calls", ex->schedules_built());
   return {};
 }
 
@@ -390,6 +408,59 @@ TEST(Staggered, AnAlgorithmPerCall) {
         error = fmt::format("{} schedules built, expected 6", ex.schedules_built());
       const std::string agreed = agree_on_error(MPI_COMM_WORLD, error);
       ASSERT_TRUE(agreed.empty()) << agreed;
+    }
+}
+
+// A kept shared face is never written, whoever owns it: each holder's own
+// value stays (the matrix fills it with the owner's, as a code computing it
+// alike would, and cannot tell).
+TEST(Staggered, KeptSharedFacesKeepEachHoldersValue) {
+  for (const auto& dims : rank_grids())
+    for (algorithm alg : {algorithm::standard, algorithm::staged}) {
+      auto d = make_cart_decomposition(MPI_COMM_WORLD, dims, {true, false, true}, false);
+      const subdomain sub = subdomain_of_global(d, global_cells(d.dims()));
+      case_fields c(d, sub, mixed_fields(), false);
+      halo_exchange ex(d, sub, c.fields, {.alg = alg});
+      c.fill_all(0, d.rank());
+      // Every held copy of a shared face above, of either kept field, marked by its holder.
+      const double mark = 0.5 + d.rank();
+      for (size_t i : {size_t{6}, size_t{7}}) {
+        const field_geometry& g = c.geometry[i];
+        for_each_point(g, [&](const ivec3& p, const ivec3&, bool inside) {
+          bool held_face = false;
+          for (int k = 0; k < 3; ++k) held_face = held_face || (inside && p[k] == g.points[k]);
+          if (!held_face) return;
+          if (c.specs[i].type == element_type::f32)
+            reinterpret_cast<float*>(c.memory[i].data())[g.index(p)] = static_cast<float>(mark);
+          else
+            reinterpret_cast<double*>(c.memory[i].data())[g.index(p)] = mark;
+        });
+      }
+      ex.exchange({6, 7}, 1);
+      size_t held = 0, kept = 0;
+      for (size_t i : {size_t{6}, size_t{7}}) {
+        const field_geometry& g = c.geometry[i];
+        for_each_point(g, [&](const ivec3& p, const ivec3&, bool inside) {
+          bool held_face = false;
+          for (int k = 0; k < 3; ++k) held_face = held_face || (inside && p[k] == g.points[k]);
+          if (!held_face) return;
+          ++held;
+          const double found = c.specs[i].type == element_type::f32
+                                   ? reinterpret_cast<float*>(c.memory[i].data())[g.index(p)]
+                                   : reinterpret_cast<double*>(c.memory[i].data())[g.index(p)];
+          kept += found == mark;
+        });
+      }
+      const std::string error =
+          kept == held ? std::string{}
+                       : fmt::format("rank {}: {} of {} held shared points overwritten", d.rank(),
+                                     held - kept, held);
+      const std::string agreed = agree_on_error(MPI_COMM_WORLD, error);
+      ASSERT_TRUE(agreed.empty()) << to_string(alg) << ": " << agreed;
+      // Where a neighbour lies above (y is open), some copy was held.
+      int any = held > 0;
+      MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+      EXPECT_EQ(any, 1);
     }
 }
 
@@ -577,6 +648,22 @@ TEST(Staggered, BadInputIsRefusedOnEveryRank) {
   deep[0].halo = halo_widths::uniform(40);
   case_fields w(d, sub, deep, false);
   EXPECT_EQ(refused([&] { halo_exchange bad(d, sub.extent, w.fields); }, "wider than"), "");
+  // A kept shared face needs a halo above to be held in.
+  auto no_room = mixed_fields();
+  no_room[6].halo = {{2, 2, 2}, {0, 3, 3}};
+  no_room[6].cloverleaf = false;
+  case_fields k(d, sub, no_room, false);
+  EXPECT_EQ(refused([&] { halo_exchange bad(d, sub.extent, k.fields); },
+                    "field 'yvel_kept' keeps its shared points (shared_points::kept) but has no "
+                    "halo above in x"),
+            "");
+  // Ranks that keep a field's shared points and ranks that do not.
+  if (world_size() > 1) {
+    auto half = mixed_fields();
+    if (d.rank() == 0) half[6].shared = shared_points::from_owner;
+    case_fields h(d, sub, half, false);
+    EXPECT_EQ(refused([&] { halo_exchange bad(d, sub.extent, h.fields); }, "ranks disagree"), "");
+  }
   // A halo that differs between ranks on a side where both have a neighbour.
   if (world_size() > 1) {
     auto differ = mixed_fields();

@@ -362,3 +362,24 @@ def test_field_arguments_are_checked_where_given():
     f = halox.Field(array, location="z_edge", halo=((1, 2, 3), (4, 5, 6)), name="ez")
     assert (f.location, f.halo_lo, f.halo_hi, f.name) == ("z_edge", (1, 2, 3), (4, 5, 6), "ez")
     assert halox.Field(array, halo=(1, 2, 0)).halo_hi == (1, 2, 0)
+    assert halox.Field(array, location="node", shared="kept").shared == "kept"
+    assert halox.Field(array).shared == "from_owner"
+    with pytest.raises(ValueError, match=r"unknown shared points 'mine' \(expected from_owner, kept"):
+        halox.Field(array, location="node", shared="mine")
+
+
+def test_kept_shared_faces_keep_each_holders_value():
+    """shared="kept": the face a rank shares with the rank above keeps this rank's
+    value; the point beyond it comes from the rank above."""
+    decomp, sub = split_decomposition(PERIODIC["periodic"])
+    n = sub.extent
+    array = np.full((n[2] + 3, n[1] + 3, n[0] + 3), comm.rank + 1.0)  # halo 1 below, 2 above
+    field = halox.Field(array, location="node", halo=((1, 1, 1), (2, 2, 2)), shared="kept")
+    halox.HaloExchange(decomp, sub, [field]).exchange()
+    z, y = 1 + n[2] // 2, 1 + n[1] // 2
+    assert agreed(array[z, y, 1 + n[0]] == comm.rank + 1)
+    assert agreed(decomp.dims[0] == 1 or array[z, y, 2 + n[0]] != comm.rank + 1)
+    no_room = halox.Field(np.zeros((n[2] + 3, n[1] + 3, n[0] + 1)), location="node",
+                          halo=((1, 1, 1), (0, 2, 2)), shared="kept")
+    with pytest.raises(ValueError, match="keeps its shared points .* no halo above in x"):
+        halox.HaloExchange(decomp, sub, [no_room])
