@@ -97,11 +97,21 @@ halox::box face_box(const field3d& f, const halox::halo_widths& w, int dim, int 
   return b;
 }
 
-template <class Visit>
-void for_each_point(const halox::box& b, Visit&& visit) {
+// Copies a box's rows (x contiguous) out of a field into `to` from `at` on,
+// or back; a row of an x face is a point or two, copied inline.
+void copy_box(field3d& f, const halox::box& b, std::vector<double>& buffer, size_t& at, bool out) {
+  if (b.empty()) return;
+  const int count = b.extent(0);
   for (int z = b.lo[2]; z < b.hi[2]; ++z)
-    for (int y = b.lo[1]; y < b.hi[1]; ++y)
-      for (int x = b.lo[0]; x < b.hi[0]; ++x) visit(x, y, z);
+    for (int y = b.lo[1]; y < b.hi[1]; ++y) {
+      double* row = &f(b.lo[0], y, z);
+      double* packed = buffer.data() + at;
+      if (out)
+        for (int i = 0; i < count; ++i) packed[i] = row[i];
+      else
+        for (int i = 0; i < count; ++i) row[i] = packed[i];
+      at += static_cast<size_t>(count);
+    }
 }
 
 }  // namespace
@@ -118,42 +128,41 @@ void plain_updater::update(const std::vector<int>& which, int depth) {
       peer[static_cast<size_t>(k)][static_cast<size_t>(s)] = r.value_or(MPI_PROC_NULL);
     }
   for (int dim = 0; dim < 3; ++dim) {
-    // Pack every field of the call into one buffer per side.
-    send_lo_.clear();
-    send_hi_.clear();
-    size_t recv_lo = 0, recv_hi = 0;
+    // Pack every field of the call into one buffer per side (buffers grow to
+    // the largest call and stay, as CloverLeaf allocates them once).
+    size_t send_lo = 0, send_hi = 0, recv_lo = 0, recv_hi = 0;
     for (int f : which) {
       const field3d& fd = fields_[static_cast<size_t>(f)];
       const auto w = filled(fd, depth);
-      for_each_point(face_box(fd, w, dim, -1, true, has),
-                     [&](int x, int y, int z) { send_lo_.push_back(fd(x, y, z)); });
-      for_each_point(face_box(fd, w, dim, +1, true, has),
-                     [&](int x, int y, int z) { send_hi_.push_back(fd(x, y, z)); });
+      send_lo += static_cast<size_t>(face_box(fd, w, dim, -1, true, has).volume());
+      send_hi += static_cast<size_t>(face_box(fd, w, dim, +1, true, has).volume());
       recv_lo += static_cast<size_t>(face_box(fd, w, dim, -1, false, has).volume());
       recv_hi += static_cast<size_t>(face_box(fd, w, dim, +1, false, has).volume());
     }
-    recv_lo_.resize(recv_lo);
-    recv_hi_.resize(recv_hi);
+    for (auto [buffer, size] : {std::pair{&send_lo_, send_lo}, {&send_hi_, send_hi},
+                                {&recv_lo_, recv_lo}, {&recv_hi_, recv_hi}})
+      if (buffer->size() < size) buffer->resize(size);
     const int lo = peer[static_cast<size_t>(dim)][0], hi = peer[static_cast<size_t>(dim)][1];
+    size_t packed_lo = 0, packed_hi = 0;
+    for (int f : which) {
+      field3d& fd = fields_[static_cast<size_t>(f)];
+      const auto w = filled(fd, depth);
+      if (lo != MPI_PROC_NULL) copy_box(fd, face_box(fd, w, dim, -1, true, has), send_lo_, packed_lo, true);
+      if (hi != MPI_PROC_NULL) copy_box(fd, face_box(fd, w, dim, +1, true, has), send_hi_, packed_hi, true);
+    }
     MPI_Request requests[4];
     MPI_Irecv(recv_lo_.data(), static_cast<int>(recv_lo), MPI_DOUBLE, lo, 1, d_.comm(), &requests[0]);
     MPI_Irecv(recv_hi_.data(), static_cast<int>(recv_hi), MPI_DOUBLE, hi, 0, d_.comm(), &requests[1]);
-    MPI_Isend(send_lo_.data(), static_cast<int>(send_lo_.size()), MPI_DOUBLE, lo, 0, d_.comm(),
-              &requests[2]);
-    MPI_Isend(send_hi_.data(), static_cast<int>(send_hi_.size()), MPI_DOUBLE, hi, 1, d_.comm(),
-              &requests[3]);
+    MPI_Isend(send_lo_.data(), static_cast<int>(send_lo), MPI_DOUBLE, lo, 0, d_.comm(), &requests[2]);
+    MPI_Isend(send_hi_.data(), static_cast<int>(send_hi), MPI_DOUBLE, hi, 1, d_.comm(), &requests[3]);
     MPI_Waitall(4, requests, MPI_STATUSES_IGNORE);
     // Unpack: beside an open boundary (MPI_PROC_NULL) the halo keeps its values.
     size_t at_lo = 0, at_hi = 0;
     for (int f : which) {
       field3d& fd = fields_[static_cast<size_t>(f)];
       const auto w = filled(fd, depth);
-      if (lo != MPI_PROC_NULL)
-        for_each_point(face_box(fd, w, dim, -1, false, has),
-                       [&](int x, int y, int z) { fd(x, y, z) = recv_lo_[at_lo++]; });
-      if (hi != MPI_PROC_NULL)
-        for_each_point(face_box(fd, w, dim, +1, false, has),
-                       [&](int x, int y, int z) { fd(x, y, z) = recv_hi_[at_hi++]; });
+      if (lo != MPI_PROC_NULL) copy_box(fd, face_box(fd, w, dim, -1, false, has), recv_lo_, at_lo, false);
+      if (hi != MPI_PROC_NULL) copy_box(fd, face_box(fd, w, dim, +1, false, has), recv_hi_, at_hi, false);
     }
   }
 }

@@ -56,6 +56,9 @@ class halox_updater final : public halo_updater {
  public:
   halox_updater(const halox::decomposition& d, const ivec3& cells, std::vector<field3d>& fields,
                 const halox::exchange_options& options);
+  halox_updater(const halox::decomposition& d, const ivec3& cells,
+                const std::vector<halox::field>& fields, const halox::exchange_options& options)
+      : ex_(d, cells, fields, options) {}
   void update(const std::vector<int>& fields, int depth) override { ex_.exchange(fields, depth); }
 
  private:

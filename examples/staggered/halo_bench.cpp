@@ -6,12 +6,19 @@
 //  2. all 14 fields (5 cell, 3 node, 6 face) at depth 1 and 2: one mixed
 //     exchange against one exchange per location;
 //  3. subset calls of the mixed exchange against exchanges built for that
-//     subset alone.
+//     subset alone;
+//  4. CloverLeaf3D's update_halo calls (cloverleaf_calls.hpp: 19 fields, the
+//     subsets and depths of a step in order, compute between them): halox,
+//     shared faces kept, against the code's own exchange, per kind of call;
+//     both runs' fields compared point by point.
 //
 //   mpiexec -n 2 --bind-to core halox-example-hydro3d-bench cells=32 rounds=7
 //     cells=N (32, per rank) steps=S (10) calls=C (20) rounds=R (7)
-//     transport=NAME|auto (mpi-p2p) algorithm=NAME|auto (staged)
-//     block=N (fields per block; 0: halox's choice) parts=app,mixed,subsets
+//     transport=NAME|auto (mpi-p2p) algorithm=NAME|auto (staged) boundary=periodic|open
+//     compute=on|off (on: the cloverleaf part runs a kernel over the next call's fields)
+//     shared=kept|from_owner (kept: halox's staggered fields move what the code's exchange
+//     does, and both runs' fields must agree; from_owner: the shared faces too, not compared)
+//     block=N (fields per block; 0: halox's choice) parts=app,mixed,subsets,cloverleaf
 //
 // Prints a table and one JSON object per measurement.
 #include <mpi.h>
@@ -19,10 +26,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <stdexcept>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "cloverleaf_calls.hpp"
 #include "fields.hpp"
 #include "halox/common/error.hpp"
 #include "step.hpp"
@@ -35,7 +45,10 @@ using hydro::field3d;
 struct bench_options {
   int cells = 32, steps = 10, calls = 20, rounds = 7, block = 0;
   std::string transport = "mpi-p2p", algorithm = "staged";
-  std::string parts = "app,mixed,subsets";  // which of the three measurements run
+  bool periodic = true;  // boundary=periodic|open (CloverLeaf's: open, walls)
+  bool compute = true;   // compute=on|off: the kernels between CloverLeaf3D's calls
+  halox::shared_points shared = halox::shared_points::kept;  // shared=kept|from_owner
+  std::string parts = "app,mixed,subsets,cloverleaf";  // which of the measurements run
 };
 
 bench_options parse(int argc, char** argv) {
@@ -51,6 +64,9 @@ bench_options parse(int argc, char** argv) {
     else if (key == "transport") o.transport = value;
     else if (key == "parts") o.parts = value;
     else if (key == "algorithm") o.algorithm = value;
+    else if (key == "boundary" && (value == "periodic" || value == "open")) o.periodic = value == "periodic";
+    else if (key == "compute" && (value == "on" || value == "off")) o.compute = value == "on";
+    else if (key == "shared") o.shared = halox::parse_shared_points(value);
     else throw halox::usage_error("unknown argument '" + arg + "'");
   }
   return o;
@@ -228,6 +244,64 @@ void subset_against_dedicated(const halox::decomposition& d, const bench_options
   }
 }
 
+// 4. CloverLeaf3D's calls: `steps` steps per run (after the start-up call),
+// each kind of call's time per call (the slowest rank's), halox against the
+// code's own exchange, and the halo time per step.
+void cloverleaf_calls(const halox::decomposition& d, const bench_options& o) {
+  namespace cl = hydro::cloverleaf;
+  const ivec3 cells{o.cells, o.cells, o.cells};
+  std::vector<field3d> halox_fields = cl::make_fields(d, cells), own_fields = cl::make_fields(d, cells);
+  hydro::halox_updater with_halox(d, cells, cl::descriptors(halox_fields, o.shared), options_of(o));
+  cl::own_exchange with_own(d, own_fields);
+  const cl::call start = cl::start_call();
+  const std::vector<cl::call> calls = cl::step_calls();
+  // Seconds per kind of call in one run, and the run's total.
+  auto run = [&](std::vector<field3d>& f, hydro::halo_updater& u) {
+    cl::initial_state(f, d, cells);
+    std::map<std::string, double> seconds;
+    auto timed = [&](const cl::call& c) {
+      if (o.compute) cl::compute(f, c.fields, d);  // the kernel before the call (untimed)
+      MPI_Barrier(d.comm());
+      const double t0 = MPI_Wtime();
+      u.update(c.fields, c.depth);
+      seconds[c.label] += MPI_Wtime() - t0;
+    };
+    timed(start);
+    for (int s = 0; s < o.steps; ++s)
+      for (const auto& c : calls) timed(c);
+    double total = 0;
+    for (auto& [label, t] : seconds) {
+      t = slowest(t, d.comm());
+      total += t;
+    }
+    seconds["halo time per step"] = total / o.steps;
+    return seconds;
+  };
+  std::map<std::string, int> per_run{{start.label, 1}};
+  for (const auto& c : calls) per_run[c.label] += o.steps;
+  std::map<std::string, std::vector<double>> halox_times, own_times;
+  for (int r = 0; r < o.rounds; ++r) {
+    for (const auto& [label, t] : run(halox_fields, with_halox)) halox_times[label].push_back(t);
+    for (const auto& [label, t] : run(own_fields, with_own)) own_times[label].push_back(t);
+  }
+  const long differ = cl::differing_points(halox_fields, own_fields);
+  if (differ != 0 && o.shared == halox::shared_points::kept)
+    throw std::runtime_error("CloverLeaf3D's calls: halox and the code's own exchange leave " +
+                             std::to_string(differ) + " points different");
+  if (d.rank() == 0)
+    std::printf("# CloverLeaf3D's calls: rank 0's fields after halox and after the code's own "
+                "exchange differ at %ld points%s\n",
+                differ, o.shared == halox::shared_points::kept ? "" : " (shared=from_owner: not required to agree)");
+  auto report_calls = [&](const std::string& label, const std::string& what) {
+    const int count = per_run.count(label) ? per_run[label] : 1;
+    report(d.rank(), what.c_str(), "halox", median(halox_times[label]) / count, "cloverleaf-own",
+           median(own_times[label]) / count, o);
+  };
+  for (const auto& [label, count] : per_run)
+    report_calls(label, "cloverleaf3d " + label + " x" + std::to_string(count));
+  report_calls("halo time per step", "cloverleaf3d halo time per step");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -239,19 +313,20 @@ int main(int argc, char** argv) {
     const bench_options o = parse(argc, argv);
     ivec3 dims{0, 0, 0};
     MPI_Dims_create(size, 3, dims.data());
-    const std::array<bool, 3> periodic{true, true, true};
+    const std::array<bool, 3> periodic{o.periodic, o.periodic, o.periodic};
     const auto decomp = halox::adopt_decomposition(MPI_COMM_WORLD, dims, periodic, halox::rank_order::mpi_cart());
     const auto sub = halox::subdomain_per_rank(decomp, {o.cells, o.cells, o.cells});
     const hydro::geometry g{sub.offset, sub.global, periodic};
     if (rank == 0)
-      std::printf("# %d ranks (%dx%dx%d), %d^3 cells per rank, transport %s, algorithm %s, "
+      std::printf("# %d ranks (%dx%dx%d, %s), %d^3 cells per rank, transport %s, algorithm %s, "
                   "%d rounds\n",
-                  size, dims[0], dims[1], dims[2], o.cells, o.transport.c_str(), o.algorithm.c_str(),
-                  o.rounds);
+                  size, dims[0], dims[1], dims[2], o.periodic ? "periodic" : "open", o.cells,
+                  o.transport.c_str(), o.algorithm.c_str(), o.rounds);
     auto runs = [&](const char* part) { return o.parts.find(part) != std::string::npos; };
     if (runs("app")) app_halos(decomp, g, o);
     if (runs("mixed")) mixed_against_separate(decomp, o);
     if (runs("subsets")) subset_against_dedicated(decomp, o);
+    if (runs("cloverleaf")) cloverleaf_calls(decomp, o);
   } catch (const std::exception& e) {
     if (rank == 0) std::fprintf(stderr, "halox-example-hydro3d-bench: error: %s\n", e.what());
     status = 1;

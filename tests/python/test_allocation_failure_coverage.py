@@ -4,6 +4,10 @@ Fortran module): a create call added to halox.h or to the module's bindings with
 fails here."""
 import re
 from pathlib import Path
+import pytest
+
+# Its result does not depend on the MPI library (CI runs it under one: docs/testing.md).
+pytestmark = pytest.mark.any_mpi
 
 ROOT = Path(__file__).resolve().parents[2]
 CREATE = re.compile(r"\b(halox_\w*(?:create|adopt)\w*)\s*\(")

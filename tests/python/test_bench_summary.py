@@ -10,6 +10,9 @@ import pytest
 
 from halox import cli, records, report, report_summary as summ
 
+# Its result does not depend on the MPI library (CI runs it under one: docs/testing.md).
+pytestmark = pytest.mark.any_mpi
+
 BASE = "mpi-types/staged/sequence"
 
 

@@ -29,6 +29,9 @@ import pytest
 
 from conftest import ROOT, build_dir, launcher, mpi_flavor
 
+# Its result does not depend on the MPI library (CI runs it under one: docs/testing.md).
+pytestmark = pytest.mark.any_mpi
+
 PROGRAM_DOCS = ["README.md"] + sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md"))
 FRAGMENT_MARK = "<!-- fragment: not a whole program -->"
 BLOCK = re.compile(r"^```(cpp|python)\n(.*?)^```", re.M | re.S)

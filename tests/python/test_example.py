@@ -50,3 +50,17 @@ def test_hydro3d_refuses_a_bad_argument(run_mpi):
     run = run_mpi(2, "halox-example-hydro3d", "exchange=carrier-pigeon")
     assert run.returncode != 0
     assert "exchange must be halox or plain" in run.stderr
+
+
+# CloverLeaf3D's own calls (examples/staggered/cloverleaf_calls.hpp): halox with the shared
+# faces kept leaves every point of the 19 fields as the code's own exchange does (the
+# benchmark stops with an error otherwise), on rank grids with and without self-neighbours.
+@pytest.mark.parametrize("ranks,boundary,algorithm", [(2, "open", "staged"),
+                                                      (4, "periodic", "standard"),
+                                                      (3, "open", "standard")])
+def test_cloverleaf3d_calls_leave_the_fields_as_the_codes_own_exchange(run_mpi, ranks, boundary,
+                                                                       algorithm):
+    run = run_mpi(ranks, "halox-example-hydro3d-bench", "cells=6", "rounds=1", "steps=2",
+                  "parts=cloverleaf", f"boundary={boundary}", f"algorithm={algorithm}")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "cloverleaf3d halo time per step" in run.stdout, run.stdout

@@ -22,6 +22,9 @@ from pathlib import Path
 
 import pytest
 
+# Its result does not depend on the MPI library (CI runs it under one: docs/testing.md).
+pytestmark = pytest.mark.any_mpi
+
 ROOT = Path(__file__).resolve().parents[2]
 LIMIT = 80
 COMPLEXITY_LIMIT = 25

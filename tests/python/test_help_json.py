@@ -7,6 +7,9 @@ import pytest
 from conftest import build_dir
 from halox import spec
 
+# Its result does not depend on the MPI library (CI runs it under one: docs/testing.md).
+pytestmark = pytest.mark.any_mpi
+
 PROGRAMS = ["halox-bench", "halox-halo2d", "halox-ipc", "halox-topo"]
 
 

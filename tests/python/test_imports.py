@@ -3,6 +3,10 @@ through an import inside a function (which hides a circle from the interpreter u
 function runs, and from a reader always)."""
 import ast
 import pathlib
+import pytest
+
+# Its result does not depend on the MPI library (CI runs it under one: docs/testing.md).
+pytestmark = pytest.mark.any_mpi
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "python" / "halox"

@@ -21,6 +21,9 @@ from pathlib import Path
 
 import pytest
 
+# Its result does not depend on the MPI library (CI runs it under one: docs/testing.md).
+pytestmark = pytest.mark.any_mpi
+
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ["common", "topology|grid", "decomposition", "plan", "pack", "memory", "transport", "exchange",
           "capi"]

@@ -4,6 +4,10 @@ import pathlib
 import subprocess
 import sys
 import tomllib
+import pytest
+
+# Its result does not depend on the MPI library (CI runs it under one: docs/testing.md).
+pytestmark = pytest.mark.any_mpi
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "python" / "data"

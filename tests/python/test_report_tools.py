@@ -13,6 +13,9 @@ from halox import cli
 from halox import records as rec
 from halox import report_breakdown
 
+# Its result does not depend on the MPI library (CI runs it under one: docs/testing.md).
+pytestmark = pytest.mark.any_mpi
+
 DATA = pathlib.Path(__file__).parent / "data"
 EXPECTED = DATA / "expected"
 

@@ -7,6 +7,9 @@ import pytest
 
 from halox import records, report, stability
 
+# Its result does not depend on the MPI library (CI runs it under one: docs/testing.md).
+pytestmark = pytest.mark.any_mpi
+
 
 def sample(round_trip_ns=(60.0,), copy_GBps=10.0, run_wait=0.0, steal=0.0):
     return {"at_s": 0.0, "round_trip_ns": list(round_trip_ns), "copy_GBps": copy_GBps,

@@ -12,6 +12,9 @@ import pytest
 
 from conftest import ROOT, build_dir, list_transports, mpi_flavor
 
+# Its result does not depend on the MPI library (CI runs it under one: docs/testing.md).
+pytestmark = pytest.mark.any_mpi
+
 EXAMPLES = ROOT / "examples" / "sweeps"
 
 

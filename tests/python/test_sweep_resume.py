@@ -17,6 +17,9 @@ from conftest import MPI_SEGMENT_PREFIXES, ROOT, build_dir, mpi_flavor
 from halox import execution
 from halox import sweep as swp
 
+# Its result does not depend on the MPI library (CI runs it under one: docs/testing.md).
+pytestmark = pytest.mark.any_mpi
+
 MATRIX = """
     [matrix]
     halo = [1]

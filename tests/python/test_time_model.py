@@ -9,6 +9,9 @@ from halox import betzy
 from halox import calibrate as cal
 from halox import timemodel as tm
 
+# Its result does not depend on the MPI library (CI runs it under one: docs/testing.md).
+pytestmark = pytest.mark.any_mpi
+
 NODE = "synthetic:pack:2 core:2 pu:1"
 KNOWN = {"self.us_per_message": 0.5, "core.us_per_message": 2.0,
          "socket.us_per_message": 2.0, "socket.memory_ns_per_byte": 0.3,
