@@ -27,7 +27,7 @@ module halox
   public :: halox_decomposition, halox_exchange, halox_field
   public :: halox_decomposition_create, halox_decomposition_adopt, halox_decomposition_destroy
   public :: halox_subdomain
-  public :: halox_exchange_create, halox_exchange_destroy
+  public :: halox_exchange_create, halox_exchange_destroy, halox_exchange_set_field_data
   public :: halox_start, halox_wait, halox_exchange_halos
   public :: halox_reverse, halox_reverse_start, halox_reverse_wait
   public :: halox_transport, halox_algorithm, halox_field_grouping, halox_bytes
@@ -67,6 +67,8 @@ module halox
   type :: halox_exchange
     type(c_ptr), private :: handle = c_null_ptr
     integer, private :: nfields = 0
+    ! Each field's element type and array shape, as created (halox_exchange_set_field_data).
+    integer(c_int), allocatable, private :: types(:), shapes(:,:)
   end type halox_exchange
 
   ! One field: made by halox_field(array) from a 3-D real32 or real64 array
@@ -91,6 +93,11 @@ module halox
   interface halox_field
     module procedure field_real32, field_real64
   end interface halox_field
+
+  ! New memory for a field of an exchange (a code that re-allocates its arrays).
+  interface halox_exchange_set_field_data
+    module procedure set_field_data_real32, set_field_data_real64
+  end interface halox_exchange_set_field_data
 
   interface halox_decomposition_create
     module procedure decomposition_create_f08, decomposition_create_integer
@@ -171,6 +178,13 @@ module halox
       integer(c_int), value :: count
       integer(c_int), intent(in) :: indices(*)
       integer(c_int), value :: depth
+    end function
+    integer(c_int) function c_exchange_set_field_data(ex, index, data) &
+        bind(C, name="halox_exchange_set_field_data")
+      import :: c_ptr, c_int
+      type(c_ptr), value :: ex
+      integer(c_int), value :: index
+      type(c_ptr), value :: data
     end function
     integer(c_int) function c_exchange_subset(ex, count, indices, depth) &
         bind(C, name="halox_exchange_subset")
@@ -625,7 +639,7 @@ contains
     if (status == HALOX_SUCCESS) &
       status = c_exchange_create(ex%handle, decomp%handle, c_null_ptr, widths, &
                                  int(size(field_list), c_int), c_fields, options)
-    if (status == HALOX_SUCCESS) ex%nfields = size(field_list)
+    if (status == HALOX_SUCCESS) call remember_fields(ex, field_list)
     call conclude(status, stat, errmsg)
   end subroutine halox_exchange_create
 
@@ -675,7 +689,7 @@ contains
     if (status == HALOX_SUCCESS) &
       status = c_exchange_create_fields(ex%handle, decomp%handle, c_null_ptr, &
                                         int(size(field_list), c_int), specs, options)
-    if (status == HALOX_SUCCESS) ex%nfields = size(field_list)
+    if (status == HALOX_SUCCESS) call remember_fields(ex, field_list)
     call conclude(status, stat, errmsg)
   end subroutine create_located
 
@@ -873,7 +887,75 @@ contains
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
     call conclude(c_exchange_destroy(ex%handle), stat, errmsg)
+    if (allocated(ex%types)) deallocate(ex%types, ex%shapes)
   end subroutine halox_exchange_destroy
+
+  subroutine remember_fields(ex, field_list)
+    type(halox_exchange), intent(inout) :: ex
+    type(halox_field), intent(in) :: field_list(:)
+    integer :: i
+    ex%nfields = size(field_list)
+    ex%types = [(field_list(i)%type, i = 1, size(field_list))]
+    allocate(ex%shapes(3, size(field_list)))
+    do i = 1, size(field_list)
+      ex%shapes(:, i) = field_list(i)%shape
+    end do
+  end subroutine remember_fields
+
+  ! field: 1-based, as passed to halox_exchange_create; array: of the type and
+  ! shape of the one it replaces, with the TARGET attribute. Not collective,
+  ! but every rank gives the same fields new memory before the same call,
+  ! which re-establishes their schedules collectively.
+  subroutine set_field_data_real32(ex, field, array, stat, errmsg)
+    type(halox_exchange), intent(in) :: ex
+    integer, intent(in) :: field
+    real(real32), pointer, intent(in) :: array(:,:,:)
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    type(c_ptr) :: data
+    data = c_null_ptr
+    if (size(array) > 0) data = c_loc(array(lbound(array, 1), lbound(array, 2), lbound(array, 3)))
+    call set_field_data(ex, field, HALOX_FLOAT, shape(array), is_contiguous(array), data, stat, errmsg)
+  end subroutine set_field_data_real32
+
+  subroutine set_field_data_real64(ex, field, array, stat, errmsg)
+    type(halox_exchange), intent(in) :: ex
+    integer, intent(in) :: field
+    real(real64), pointer, intent(in) :: array(:,:,:)
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    type(c_ptr) :: data
+    data = c_null_ptr
+    if (size(array) > 0) data = c_loc(array(lbound(array, 1), lbound(array, 2), lbound(array, 3)))
+    call set_field_data(ex, field, HALOX_DOUBLE, shape(array), is_contiguous(array), data, stat, errmsg)
+  end subroutine set_field_data_real64
+
+  subroutine set_field_data(ex, field, type, extents, contiguous, data, stat, errmsg)
+    type(halox_exchange), intent(in) :: ex
+    integer, intent(in) :: field, extents(3)
+    integer(c_int), intent(in) :: type
+    logical, intent(in) :: contiguous
+    type(c_ptr), intent(in) :: data
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    character(len=*), parameter :: me = "halox_exchange_set_field_data: "
+    character(len=*), parameter :: kinds(2) = [character(len=6) :: "real32", "real64"]
+    if (field < 1 .or. field > ex%nfields) then
+      call conclude(HALOX_ERROR_USAGE, stat, errmsg, me // "field " // str(field) // &
+                    " is not one of the exchange's " // str(ex%nfields) // " fields")
+    else if (type /= ex%types(field) .or. any(extents /= ex%shapes(:, field))) then
+      call conclude(HALOX_ERROR_USAGE, stat, errmsg, me // "the " // ordinal(field) // &
+                    " field's new array is " // trim(kinds(type)) // " " // str(extents(1)) // &
+                    " x " // str(extents(2)) // " x " // str(extents(3)) // ", the one it replaces " // &
+                    trim(kinds(ex%types(field))) // " " // str(ex%shapes(1, field)) // " x " // &
+                    str(ex%shapes(2, field)) // " x " // str(ex%shapes(3, field)))
+    else if (.not. contiguous) then
+      call conclude(HALOX_ERROR_USAGE, stat, errmsg, me // "the " // ordinal(field) // &
+                    " field's new array is not contiguous: pass whole arrays")
+    else
+      call conclude(c_exchange_set_field_data(ex%handle, int(field - 1, c_int), data), stat, errmsg)
+    end if
+  end subroutine set_field_data
 
   ! The first stage is in flight on return: overlap interior work here.
   ! A subset: fields= (1-based, in the order of halox_exchange_create) or

@@ -945,6 +945,44 @@ void bind_reverse_calls(nb::class_<py_exchange>& exchange) {
           "Completes a reverse call.");
 }
 
+// HaloExchange.set_field_data: the array checked against the one it replaces.
+void set_field_data(py_exchange& s, nb::handle field, nb::object array) {
+  int index = -1;
+  if (nb::isinstance<nb::str>(field)) {
+    const auto name = nb::cast<std::string>(field);
+    const auto at = std::find(s.names.begin(), s.names.end(), name);
+    if (at == s.names.end()) throw nb::value_error(("set_field_data: no field named '" + name + "'").c_str());
+    index = static_cast<int>(at - s.names.begin());
+  } else if (nb::isinstance<int>(field)) {
+    index = nb::cast<int>(field);
+    if (index < 0 || index >= static_cast<int>(nb::len(s.arrays)))
+      throw nb::value_error(("set_field_data: field index " + std::to_string(index) +
+                             " is not one of the exchange's " + std::to_string(nb::len(s.arrays)) +
+                             " fields").c_str());
+  } else {
+    throw nb::value_error(("set_field_data: field: expected a name or an index, got " + repr_of(field)).c_str());
+  }
+  nb::object old = s.arrays[static_cast<size_t>(index)];
+  nb::module_ np = nb::module_::import_("numpy");
+  const std::string what = "set_field_data: field '" + s.names[static_cast<size_t>(index)] + "': ";
+  if (!nb::isinstance(array, np.attr("ndarray")) || !nb::isinstance(old, np.attr("ndarray")))
+    throw nb::value_error((what + "expected a numpy.ndarray in place of one, got " +
+                           nb::cast<std::string>(nb::str(array.type())))
+                              .c_str());
+  const nb::object dtype = array.attr("dtype"), old_dtype = old.attr("dtype");
+  const nb::object shape = array.attr("shape"), old_shape = old.attr("shape");
+  if (!dtype.equal(old_dtype) || !shape.equal(old_shape))
+    throw nb::value_error((what + "expected shape " + repr_of(old_shape) + " and dtype " +
+                           nb::cast<std::string>(nb::str(old_dtype)) + " as before, got " +
+                           repr_of(shape) + " " + nb::cast<std::string>(nb::str(dtype)))
+                              .c_str());
+  nb::object flags = array.attr("flags");
+  if (!nb::cast<bool>(flags.attr("c_contiguous")) || !nb::cast<bool>(flags.attr("writeable")))
+    throw nb::value_error((what + "expected a C-contiguous, writable array").c_str());
+  s.ex->set_field_data(index, reinterpret_cast<void*>(nb::cast<uintptr_t>(array.attr("ctypes").attr("data"))));
+  s.arrays[static_cast<size_t>(index)] = array;
+}
+
 void bind_exchange(nb::module_& m) {
   auto exchange = nb::class_<py_exchange>(m, "HaloExchange",
                           "Exchanges the halos of numpy fields; collective over the "
@@ -989,6 +1027,12 @@ void bind_exchange(nb::module_& m) {
             s.ex->wait();
           },
           "Completes the exchange.")
+      .def("set_field_data", &set_field_data, "field"_a, "array"_a,
+           "Gives field (a name or an index) new memory: a numpy array of the same shape and "
+           "dtype as the one it replaces, C-contiguous and writable (a code that re-allocates "
+           "its arrays between calls, as LULESH does). Not collective, but every rank that gives "
+           "a field new memory must do so before the same call, which then re-establishes the "
+           "moved fields' schedules collectively.")
       .def(
           "prepare",
           [](py_exchange& s, nb::handle fields, int depth) {

@@ -347,7 +347,7 @@ contains
     type(halox_exchange) :: ex
     integer :: n(3), y, z, stat
     character(len=256) :: msg
-    real(real64), allocatable, target :: nodes(:,:,:)
+    real(real64), allocatable, target :: nodes(:,:,:), moved(:,:,:), short(:,:,:)
     call halox_subdomain(decomp, n)
     allocate(nodes(0:n(1) + 2, 0:n(2) + 2, 0:n(3) + 2), source=real(rank + 1, real64))
     call halox_exchange_create(ex, decomp, [halox_field(nodes, location=HALOX_NODE, &
@@ -358,6 +358,27 @@ contains
     if (nodes(n(1) + 1, y, z) /= rank + 1) call fail(failures, "kept: the shared face moved")
     if (ranks > 1 .and. nodes(n(1) + 2, y, z) == rank + 1) &
       call fail(failures, "kept: the point beyond the shared face did not move")
+    ! New memory for the field (a code that re-allocates): the new array moves, the old one
+    ! stays as it was; an array of another shape is refused.
+    allocate(moved, mold=nodes)
+    moved = -1
+    nodes = rank + 1
+    moved(:, y, z) = rank + 1
+    call halox_exchange_set_field_data(ex, 1, moved)
+    call halox_exchange_halos(ex)
+    if (any(nodes /= rank + 1)) call fail(failures, "set_field_data: the old array was written")
+    if (ranks > 1 .and. moved(n(1) + 2, y, z) == rank + 1) &
+      call fail(failures, "set_field_data: the new array did not move")
+    if (moved(n(1) + 1, y, z) /= rank + 1) call fail(failures, "set_field_data: the face moved")
+    allocate(short(0:n(1) + 1, 0:n(2) + 2, 0:n(3) + 2))
+    msg = ""
+    call halox_exchange_set_field_data(ex, 1, short, stat=stat, errmsg=msg)
+    call expect_usage_error(stat, msg, "halox_exchange_set_field_data: the 1st field's new " // &
+                            "array is real64", "a shorter array", failures)
+    msg = ""
+    call halox_exchange_set_field_data(ex, 2, moved, stat=stat, errmsg=msg)
+    call expect_usage_error(stat, msg, "field 2 is not one of the exchange's 1 fields", &
+                            "field 2 of 1", failures)
     call halox_exchange_destroy(ex)
     msg = ""
     call halox_exchange_create(ex, decomp, [halox_field(nodes, location=HALOX_NODE, &

@@ -383,3 +383,30 @@ def test_kept_shared_faces_keep_each_holders_value():
                           halo=((1, 1, 1), (0, 2, 2)), shared="kept")
     with pytest.raises(ValueError, match="keeps its shared points .* no halo above in x"):
         halox.HaloExchange(decomp, sub, [no_room])
+
+
+def test_set_field_data_moves_fields_to_new_memory():
+    """A code that re-allocates its arrays gives the exchange the new ones; the old ones are
+    left alone, and an array of another shape or dtype is refused."""
+    decomp, sub = split_decomposition(PERIODIC["mixed"])
+    case = Case(decomp, sub)
+    ex = halox.HaloExchange(decomp, sub, case.fields)
+    case.fill(1)
+    ex.exchange()
+    old = [a.copy() for a in case.arrays]
+    before = case.arrays
+    case.arrays = [np.zeros_like(a) for a in before]
+    ex.set_field_data("xvel", case.arrays[1])
+    for f in range(len(case.arrays)):
+        if f != 1:
+            ex.set_field_data(f, case.arrays[f])
+    case.fill(2)
+    ex.exchange(["density", "xvel"], depth=1)
+    assert agreed(not case.wrong(2, 1, {0, 1})), f"rank {comm.rank}: {case.wrong(2, 1, {0, 1})}"
+    assert agreed(all(np.array_equal(a, b) for a, b in zip(before, old)))
+    with pytest.raises(ValueError, match=r"set_field_data: field 'density': expected shape"):
+        ex.set_field_data("density", np.zeros((2, 2, 2)))
+    with pytest.raises(ValueError, match=r"set_field_data: no field named 'rho'"):
+        ex.set_field_data("rho", case.arrays[0])
+    with pytest.raises(ValueError, match=r"expected shape .* and dtype float64 as before"):
+        ex.set_field_data(0, case.arrays[0].astype(np.float32))
