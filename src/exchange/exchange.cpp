@@ -158,8 +158,6 @@ struct halo_exchange::state {
   MPI_Comm comm = MPI_COMM_NULL;  // decomp.comm()
   node_membership node;
   wait_policy waits;
-  std::unique_ptr<transport> mover;
-  bool started = false;
   setup_times setup;
   std::unique_ptr<stage_timer::recorder> recording;  // null: not recording
   // Reverse calls: by fields, depth and whether every holder gets the total.
