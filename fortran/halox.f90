@@ -179,6 +179,15 @@ module halox
       integer(c_int), intent(in) :: indices(*)
       integer(c_int), value :: depth
     end function
+    integer(c_int) function c_start_subset_algorithm(ex, count, indices, depth, algorithm) &
+        bind(C, name="halox_start_subset_algorithm")
+      import :: c_ptr, c_int, c_char
+      type(c_ptr), value :: ex
+      integer(c_int), value :: count
+      integer(c_int), intent(in) :: indices(*)
+      integer(c_int), value :: depth
+      character(kind=c_char), intent(in) :: algorithm(*)
+    end function
     integer(c_int) function c_exchange_set_field_data(ex, index, data) &
         bind(C, name="halox_exchange_set_field_data")
       import :: c_ptr, c_int
@@ -961,31 +970,35 @@ contains
   ! A subset: fields= (1-based, in the order of halox_exchange_create) or
   ! names=, and depth= (cells; 0, the default: each field's whole halo).
   ! The first call of a subset and depth is collective (it builds its
-  ! schedule); later ones reuse it.
-  subroutine halox_start(ex, stat, errmsg, fields, names, depth, mask)
+  ! schedule); later ones reuse it. algorithm=: the call's own ("standard",
+  ! "staged", "faces"; absent: the exchange's).
+  subroutine halox_start(ex, stat, errmsg, fields, names, depth, mask, algorithm)
     type(halox_exchange), intent(in) :: ex
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
     integer, intent(in), optional :: fields(:), depth
-    character(len=*), intent(in), optional :: names(:)
+    character(len=*), intent(in), optional :: names(:), algorithm
     logical, intent(in), optional :: mask(:)
-    call forward_call("halox_start", ex, .false., stat, errmsg, fields, names, depth, mask)
+    call forward_call("halox_start", ex, .false., stat, errmsg, fields, names, depth, mask, &
+                      algorithm)
   end subroutine halox_start
 
   ! halox_start, or halox_start and halox_wait (run), for every field or a subset.
-  subroutine forward_call(function_name, ex, run, stat, errmsg, fields, names, depth, mask)
+  subroutine forward_call(function_name, ex, run, stat, errmsg, fields, names, depth, mask, &
+                          algorithm)
     character(len=*), intent(in) :: function_name
     type(halox_exchange), intent(in) :: ex
     logical, intent(in) :: run
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
     integer, intent(in), optional :: fields(:), depth
-    character(len=*), intent(in), optional :: names(:)
+    character(len=*), intent(in), optional :: names(:), algorithm
     logical, intent(in), optional :: mask(:)
     integer(c_int), allocatable :: indices(:)
     integer(c_int) :: status
     character(len=:), allocatable :: message
-    if (.not. (present(fields) .or. present(names) .or. present(depth) .or. present(mask))) then
+    if (.not. (present(fields) .or. present(names) .or. present(depth) .or. present(mask) .or. &
+               present(algorithm))) then
       if (run) then
         status = c_exchange_run(ex%handle)
       else
@@ -996,7 +1009,12 @@ contains
       return
     end if
     call subset_indices(function_name, ex, fields, names, mask, indices, status, message)
-    if (status == HALOX_SUCCESS) then
+    if (status == HALOX_SUCCESS .and. present(algorithm)) then
+      status = c_start_subset_algorithm(ex%handle, size(indices, kind=c_int), indices, &
+                                        depth_of(depth), c_string(algorithm))
+      if (status == HALOX_SUCCESS .and. run) status = c_wait(ex%handle)
+      if (status /= HALOX_SUCCESS) message = in_fortran(function_name)
+    else if (status == HALOX_SUCCESS) then
       if (run) then
         status = c_exchange_subset(ex%handle, size(indices, kind=c_int), indices, depth_of(depth))
       else
@@ -1088,14 +1106,15 @@ contains
   end subroutine halox_wait
 
   ! halox_start and halox_wait in one; fields=, names=, mask=, depth= as for halox_start.
-  subroutine halox_exchange_halos(ex, stat, errmsg, fields, names, depth, mask)
+  subroutine halox_exchange_halos(ex, stat, errmsg, fields, names, depth, mask, algorithm)
     type(halox_exchange), intent(in) :: ex
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
     integer, intent(in), optional :: fields(:), depth
-    character(len=*), intent(in), optional :: names(:)
+    character(len=*), intent(in), optional :: names(:), algorithm
     logical, intent(in), optional :: mask(:)
-    call forward_call("halox_exchange_halos", ex, .true., stat, errmsg, fields, names, depth, mask)
+    call forward_call("halox_exchange_halos", ex, .true., stat, errmsg, fields, names, depth, &
+                      mask, algorithm)
   end subroutine halox_exchange_halos
 
   ! Reverse calls (docs/fortran.md#adding-into-halos): every copy of a point in

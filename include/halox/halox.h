@@ -231,6 +231,11 @@ halox_status halox_exchange_create_fields(halox_exchange* ex, halox_decompositio
  * are checked before anything moves (HALOX_ERROR_USAGE). */
 halox_status halox_start_subset(halox_exchange ex, int count, const int* indices, int depth);
 halox_status halox_exchange_subset(halox_exchange ex, int count, const int* indices, int depth);
+/* A subset call with an algorithm of its own ("standard", "staged" or "faces";
+ * NULL: the exchange's), where a code's calls want different algorithms:
+ * each subset, depth and algorithm has its schedule. */
+halox_status halox_start_subset_algorithm(halox_exchange ex, int count, const int* indices,
+                                          int depth, const char* algorithm);
 /* The index of the field named `name` (HALOX_ERROR_USAGE when none is). */
 halox_status halox_field_index(halox_exchange ex, const char* name, int* index);
 

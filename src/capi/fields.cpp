@@ -101,7 +101,12 @@ halox_status halox_exchange_create_fields(halox_exchange* ex, halox_decompositio
 }
 
 halox_status halox_start_subset(halox_exchange ex, int count, const int* indices, int depth) {
-  const char* function = "halox_start_subset";
+  return halox_start_subset_algorithm(ex, count, indices, depth, nullptr);
+}
+
+halox_status halox_start_subset_algorithm(halox_exchange ex, int count, const int* indices,
+                                          int depth, const char* algorithm) {
+  const char* function = algorithm ? "halox_start_subset_algorithm" : "halox_start_subset";
   return guarded(function, [&] {
     auto* h = live(ex, handle_kind::exchange, function);
     if (h->in_flight)
@@ -111,12 +116,17 @@ halox_status halox_start_subset(halox_exchange ex, int count, const int* indices
     if (count <= 0 || indices == nullptr)
       throw halox::usage_error(fmt::format("{}: no fields (count {})", function, count));
     const std::vector<int> fields(indices, indices + count);
+    halox::algorithm alg{};
     try {
       (void)h->exchange->check_subset(fields, depth);
+      if (algorithm) alg = halox::parse_algorithm(algorithm);
     } catch (const halox::usage_error& e) {
       throw halox::usage_error(fmt::format("{}: {}", function, e.what()));
     }
-    h->exchange->start(fields, depth);
+    if (algorithm)
+      h->exchange->start(fields, depth, alg);
+    else
+      h->exchange->start(fields, depth);
     h->in_flight = true;
   });
 }

@@ -459,6 +459,18 @@ static void kept_shared_faces_checked(void) {
   if (dims[0] > 1 && beyond == rank + 1) beyond_moved = 0;
   EXPECT(own_faces_kept);
   EXPECT(beyond_moved);
+  /* A call with an algorithm of its own: faces leaves the corners, standard fills them. */
+  const int first = 0;
+  const size_t corner = (size_t)(n[0] + 2) + (size_t)a[0] * ((size_t)(n[1] + 2) + (size_t)a[1] * (size_t)z);
+  for (int i = 0; i < a[0] * a[1] * a[2]; ++i) node[i] = rank + 1;
+  EXPECT(halox_start_subset_algorithm(ex, 1, &first, 0, "faces") == HALOX_SUCCESS);
+  EXPECT(halox_wait(ex) == HALOX_SUCCESS);
+  EXPECT(node[corner] == rank + 1);
+  EXPECT(halox_start_subset_algorithm(ex, 1, &first, 0, NULL) == HALOX_SUCCESS);
+  EXPECT(halox_wait(ex) == HALOX_SUCCESS);
+  if (dims[0] > 1) EXPECT(node[corner] != rank + 1);
+  EXPECT_ERROR(halox_start_subset_algorithm(ex, 1, &first, 0, "diagonal"), HALOX_ERROR_USAGE,
+               "halox_start_subset_algorithm: unknown algorithm 'diagonal'");
   /* A kept field needs a halo above to hold its copy of the face. */
   halox_field_spec no_room = spec;
   no_room.halo[1] = 0;

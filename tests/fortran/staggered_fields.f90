@@ -352,7 +352,7 @@ contains
     allocate(nodes(0:n(1) + 2, 0:n(2) + 2, 0:n(3) + 2), source=real(rank + 1, real64))
     call halox_exchange_create(ex, decomp, [halox_field(nodes, location=HALOX_NODE, &
                                name="xvel", shared="kept")])
-    call halox_exchange_halos(ex)
+    call halox_exchange_halos(ex, algorithm="staged")   ! a call's own algorithm
     y = 1 + n(2) / 2
     z = 1 + n(3) / 2
     if (nodes(n(1) + 1, y, z) /= rank + 1) call fail(failures, "kept: the shared face moved")
@@ -379,6 +379,10 @@ contains
     call halox_exchange_set_field_data(ex, 2, moved, stat=stat, errmsg=msg)
     call expect_usage_error(stat, msg, "field 2 is not one of the exchange's 1 fields", &
                             "field 2 of 1", failures)
+    msg = ""
+    call halox_start(ex, algorithm="diagonal", stat=stat, errmsg=msg)
+    call expect_usage_error(stat, msg, "halox_start: unknown algorithm 'diagonal'", &
+                            "algorithm=""diagonal""", failures)
     call halox_exchange_destroy(ex)
     msg = ""
     call halox_exchange_create(ex, decomp, [halox_field(nodes, location=HALOX_NODE, &
