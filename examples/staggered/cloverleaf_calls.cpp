@@ -32,18 +32,6 @@ call labelled(std::vector<int> fields, int depth) {
   return {std::move(label), std::move(fields), depth};
 }
 
-// Per axis, whether this rank has a neighbour below [0] and above [1].
-std::array<std::array<bool, 2>, 3> neighbours(const halox::decomposition& d) {
-  std::array<std::array<bool, 2>, 3> has{};
-  for (int k = 0; k < 3; ++k)
-    for (int s = 0; s < 2; ++s) {
-      ivec3 dir{0, 0, 0};
-      dir[k] = s == 0 ? -1 : 1;
-      has[static_cast<size_t>(k)][static_cast<size_t>(s)] = d.neighbor(dir).has_value();
-    }
-  return has;
-}
-
 // The points a rank computes along each axis: those it owns, and the face it
 // shares with the rank above along a staggered axis.
 ivec3 computed_points(const field3d& f, const std::array<std::array<bool, 2>, 3>& has) {
@@ -52,25 +40,6 @@ ivec3 computed_points(const field3d& f, const std::array<std::array<bool, 2>, 3>
   for (int k = 0; k < 3; ++k)
     if (s[k] && has[static_cast<size_t>(k)][1]) ++n[k];
   return n;
-}
-
-// Rows of a box along x (contiguous), in the order pack and unpack share.
-template <class Row>
-void for_each_row(const halox::box& b, Row&& row) {
-  if (b.empty()) return;
-  for (int z = b.lo[2]; z < b.hi[2]; ++z)
-    for (int y = b.lo[1]; y < b.hi[1]; ++y) row(b.lo[0], y, z, b.extent(0));
-}
-
-// One row of a box copied: an x face's rows are a point or two long, which a
-// compiled Fortran loop copies inline (a library call per row would cost more
-// than the copy).
-inline void copy_row(const double* from, double* to, int count) {
-  if (count <= 4) {
-    for (int i = 0; i < count; ++i) to[i] = from[i];
-  } else {
-    std::copy(from, from + count, to);
-  }
 }
 
 }  // namespace
@@ -96,22 +65,13 @@ std::vector<call> step_calls() {
 
 std::vector<field3d> make_fields(const halox::decomposition& d, const ivec3& cells) {
   std::vector<field3d> out;
-  for (const auto& kind : kinds) {
-    field3d f;
-    f.name = kind.name;
-    f.at = kind.at;
-    const ivec3 s = halox::staggered_axes(f.at);
-    f.halo = {{2, 2, 2}, {2 + s[0], 2 + s[1], 2 + s[2]}};  // CloverLeaf's extents
-    f.grid = halox::local_grid(halox::field_points(d, cells, f.at), f.halo);
-    f.data.resize(f.grid.cells());
-    out.push_back(std::move(f));
-  }
+  for (const auto& kind : kinds) out.push_back(cloverleaf_field(d, cells, kind.name, kind.at));
   initial_state(out, d, cells);
   return out;
 }
 
 void initial_state(std::vector<field3d>& fields, const halox::decomposition& d, const ivec3& cells) {
-  const auto has = neighbours(d);
+  const auto has = neighbours_of(d).has;
   for (size_t i = 0; i < fields.size(); ++i) {
     field3d& f = fields[i];
     std::fill(f.data.begin(), f.data.end(), -1.0);
@@ -137,7 +97,7 @@ std::vector<halox::field> descriptors(std::vector<field3d>& fields, halox::share
 
 void compute(std::vector<field3d>& fields, const std::vector<int>& which,
              const halox::decomposition& d) {
-  const auto has = neighbours(d);
+  const auto has = neighbours_of(d).has;
   for (int i : which) {
     field3d& f = fields[static_cast<size_t>(i)];
     const ivec3 n = computed_points(f, has);
@@ -149,17 +109,10 @@ void compute(std::vector<field3d>& fields, const std::vector<int>& which,
 }
 
 own_exchange::own_exchange(const halox::decomposition& d, std::vector<field3d>& fields)
-    : d_(d), fields_(fields) {}
+    : d_(d), fields_(fields), near_(neighbours_of(d)) {}
 
 void own_exchange::update(const std::vector<int>& which, int depth) {
-  const auto has = neighbours(d_);
-  std::array<int, 6> peer{};
-  for (int k = 0; k < 3; ++k)
-    for (int s = 0; s < 2; ++s) {
-      ivec3 dir{0, 0, 0};
-      dir[k] = s == 0 ? -1 : 1;
-      peer[static_cast<size_t>(2 * k + s)] = d_.neighbor(dir).value_or(MPI_PROC_NULL);
-    }
+  const auto& has = near_.has;
   // The boxes of dimension `dim`'s messages toward side 0 (below) and 1 (above):
   // sent from the points this rank computes, received into its halo.
   auto boxes = [&](const field3d& f, int dim, bool send) {
@@ -203,19 +156,16 @@ void own_exchange::update(const std::vector<int>& which, int depth) {
       if (send_[side].size() < sent[side]) send_[side].resize(sent[side]);
       if (recv_[side].size() < received[side]) recv_[side].resize(received[side]);
     }
-    const int lo = peer[static_cast<size_t>(2 * dim)], hi = peer[static_cast<size_t>(2 * dim + 1)];
-    const std::array<bool, 2> neighbour{lo != MPI_PROC_NULL, hi != MPI_PROC_NULL};
+    const int lo = near_.rank[static_cast<size_t>(dim)][0], hi = near_.rank[static_cast<size_t>(dim)][1];
+    const auto& neighbour = has[static_cast<size_t>(dim)];
     // Pack each field in turn, as CloverLeaf's pack kernels do; nothing toward
     // an open boundary (the code's boundary kernels fill those halos).
     std::array<size_t, 2> at{0, 0};
     for (int i : which) {
-      const field3d& f = fields_[static_cast<size_t>(i)];
+      field3d& f = fields_[static_cast<size_t>(i)];
       const auto out = boxes(f, dim, true);
       for (size_t side = 0; side < 2; ++side)
-        if (neighbour[side]) for_each_row(out[side], [&](int x, int y, int z, int count) {
-          copy_row(f.data.data() + f.grid.index(x, y, z), send_[side].data() + at[side], count);
-          at[side] += static_cast<size_t>(count);
-        });
+        if (neighbour[side]) copy_box(f, out[side], send_[side], at[side], true);
     }
     MPI_Request requests[4];
     MPI_Irecv(recv_[0].data(), static_cast<int>(received[0]), MPI_DOUBLE, lo, 1, d_.comm(), &requests[0]);
@@ -227,13 +177,8 @@ void own_exchange::update(const std::vector<int>& which, int depth) {
     for (int i : which) {
       field3d& f = fields_[static_cast<size_t>(i)];
       const auto in = boxes(f, dim, false);
-      for (size_t side = 0; side < 2; ++side) {
-        if (!neighbour[side]) continue;
-        for_each_row(in[side], [&](int x, int y, int z, int count) {
-          copy_row(recv_[side].data() + at[side], &f(x, y, z), count);
-          at[side] += static_cast<size_t>(count);
-        });
-      }
+      for (size_t side = 0; side < 2; ++side)
+        if (neighbour[side]) copy_box(f, in[side], recv_[side], at[side], false);
     }
   }
 }

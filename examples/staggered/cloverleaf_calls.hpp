@@ -62,6 +62,7 @@ class own_exchange final : public halo_updater {
  private:
   const halox::decomposition& d_;
   std::vector<field3d>& fields_;
+  neighbour_ranks near_;
   std::vector<double> send_[2], recv_[2];
 };
 

@@ -28,20 +28,23 @@ std::pair<std::string, std::string> split_argument(const std::string& arg) {
   return {arg.substr(0, eq), eq == std::string::npos ? "" : arg.substr(eq + 1)};
 }
 
+field3d cloverleaf_field(const halox::decomposition& d, const ivec3& cells, std::string name,
+                         halox::location at) {
+  field3d f;
+  f.name = std::move(name);
+  f.at = at;
+  // CloverLeaf's extents: two cells below, two above, one more point above
+  // along a staggered axis.
+  const ivec3 staggered = halox::staggered_axes(at);
+  f.halo = {{2, 2, 2}, {2 + staggered[0], 2 + staggered[1], 2 + staggered[2]}};
+  f.grid = halox::local_grid(halox::field_points(d, cells, at), f.halo);
+  f.data.assign(f.grid.cells(), 0.0);
+  return f;
+}
+
 std::vector<field3d> make_fields(const halox::decomposition& d, const ivec3& cells) {
   std::vector<field3d> out;
-  for (const auto& k : kinds) {
-    field3d f;
-    f.name = k.name;
-    f.at = k.at;
-    // CloverLeaf's extents: two cells below, two above, one more point above
-    // along a staggered axis.
-    const ivec3 staggered = halox::staggered_axes(k.at);
-    f.halo = {{2, 2, 2}, {2 + staggered[0], 2 + staggered[1], 2 + staggered[2]}};
-    f.grid = halox::local_grid(halox::field_points(d, cells, k.at), f.halo);
-    f.data.assign(f.grid.cells(), 0.0);
-    out.push_back(std::move(f));
-  }
+  for (const auto& k : kinds) out.push_back(cloverleaf_field(d, cells, k.name, k.at));
   return out;
 }
 
@@ -56,8 +59,36 @@ halox_updater::halox_updater(const halox::decomposition& d, const ivec3& cells,
                              std::vector<field3d>& fields, const halox::exchange_options& options)
     : ex_(d, cells, descriptors(fields), options) {}
 
+neighbour_ranks neighbours_of(const halox::decomposition& d) {
+  neighbour_ranks n;
+  for (size_t k = 0; k < 3; ++k)
+    for (size_t s = 0; s < 2; ++s) {
+      ivec3 dir{0, 0, 0};
+      dir[k] = s == 0 ? -1 : 1;
+      const auto r = d.neighbor(dir);
+      n.has[k][s] = r.has_value();
+      n.rank[k][s] = r.value_or(MPI_PROC_NULL);
+    }
+  return n;
+}
+
+void copy_box(field3d& f, const halox::box& b, std::vector<double>& buffer, size_t& at, bool out) {
+  if (b.empty()) return;
+  const int count = b.extent(0);
+  for (int z = b.lo[2]; z < b.hi[2]; ++z)
+    for (int y = b.lo[1]; y < b.hi[1]; ++y) {
+      double* row = &f(b.lo[0], y, z);
+      double* packed = buffer.data() + at;
+      if (out)
+        for (int i = 0; i < count; ++i) packed[i] = row[i];
+      else
+        for (int i = 0; i < count; ++i) row[i] = packed[i];
+      at += static_cast<size_t>(count);
+    }
+}
+
 plain_updater::plain_updater(const halox::decomposition& d, std::vector<field3d>& fields)
-    : d_(d), fields_(fields) {}
+    : d_(d), fields_(fields), near_(neighbours_of(d)) {}
 
 namespace {
 
@@ -97,36 +128,11 @@ halox::box face_box(const field3d& f, const halox::halo_widths& w, int dim, int 
   return b;
 }
 
-// Copies a box's rows (x contiguous) out of a field into `to` from `at` on,
-// or back; a row of an x face is a point or two, copied inline.
-void copy_box(field3d& f, const halox::box& b, std::vector<double>& buffer, size_t& at, bool out) {
-  if (b.empty()) return;
-  const int count = b.extent(0);
-  for (int z = b.lo[2]; z < b.hi[2]; ++z)
-    for (int y = b.lo[1]; y < b.hi[1]; ++y) {
-      double* row = &f(b.lo[0], y, z);
-      double* packed = buffer.data() + at;
-      if (out)
-        for (int i = 0; i < count; ++i) packed[i] = row[i];
-      else
-        for (int i = 0; i < count; ++i) row[i] = packed[i];
-      at += static_cast<size_t>(count);
-    }
-}
-
 }  // namespace
 
 void plain_updater::update(const std::vector<int>& which, int depth) {
-  std::array<std::array<bool, 2>, 3> has{};
-  std::array<std::array<int, 2>, 3> peer{};
-  for (int k = 0; k < 3; ++k)
-    for (int s = 0; s < 2; ++s) {
-      ivec3 dir{0, 0, 0};
-      dir[k] = s == 0 ? -1 : 1;
-      const auto r = d_.neighbor(dir);
-      has[static_cast<size_t>(k)][static_cast<size_t>(s)] = r.has_value();
-      peer[static_cast<size_t>(k)][static_cast<size_t>(s)] = r.value_or(MPI_PROC_NULL);
-    }
+  const auto& has = near_.has;
+  const auto& peer = near_.rank;
   for (int dim = 0; dim < 3; ++dim) {
     // Pack every field of the call into one buffer per side (buffers grow to
     // the largest call and stay, as CloverLeaf allocates them once).

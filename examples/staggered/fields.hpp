@@ -8,6 +8,7 @@
 
 #include <mpi.h>
 
+#include <array>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,6 +43,22 @@ enum field_index {
 std::pair<std::string, std::string> split_argument(const std::string& arg);
 
 std::vector<field3d> make_fields(const halox::decomposition& d, const ivec3& cells);
+// One field with CloverLeaf's extents (halo 2 cells each side, one point more
+// above along a staggered axis), zero everywhere.
+field3d cloverleaf_field(const halox::decomposition& d, const ivec3& cells, std::string name,
+                         halox::location at);
+
+// Per axis, the neighbour below [0] and above [1]: its rank (MPI_PROC_NULL
+// across an open boundary), and whether there is one.
+struct neighbour_ranks {
+  std::array<std::array<int, 2>, 3> rank{};
+  std::array<std::array<bool, 2>, 3> has{};
+};
+neighbour_ranks neighbours_of(const halox::decomposition& d);
+
+// Copies a box's rows (x contiguous) between a field and `buffer` from `at`
+// on, moving `at` past them: out of the field (pack) or into it (unpack).
+void copy_box(field3d& f, const halox::box& b, std::vector<double>& buffer, size_t& at, bool out);
 std::vector<halox::field> descriptors(std::vector<field3d>& fields);
 
 // A halo update of some fields at a depth, however it is done.
@@ -76,6 +93,7 @@ class plain_updater final : public halo_updater {
  private:
   const halox::decomposition& d_;
   std::vector<field3d>& fields_;
+  neighbour_ranks near_;
   std::vector<double> send_lo_, send_hi_, recv_lo_, recv_hi_;
 };
 

@@ -949,10 +949,11 @@ void bind_reverse_calls(nb::class_<py_exchange>& exchange) {
 void set_field_data(py_exchange& s, nb::handle field, nb::object array) {
   int index = -1;
   if (nb::isinstance<nb::str>(field)) {
-    const auto name = nb::cast<std::string>(field);
-    const auto at = std::find(s.names.begin(), s.names.end(), name);
-    if (at == s.names.end()) throw nb::value_error(("set_field_data: no field named '" + name + "'").c_str());
-    index = static_cast<int>(at - s.names.begin());
+    try {
+      index = s.ex->fields_named({nb::cast<std::string>(field)}).front();
+    } catch (const halox::usage_error& e) {
+      throw nb::value_error((std::string("set_field_data: ") + e.what()).c_str());
+    }
   } else if (nb::isinstance<int>(field)) {
     index = nb::cast<int>(field);
     if (index < 0 || index >= static_cast<int>(nb::len(s.arrays)))

@@ -422,35 +422,36 @@ TEST(Staggered, KeptSharedFacesKeepEachHoldersValue) {
       case_fields c(d, sub, mixed_fields(), false);
       halo_exchange ex(d, sub, c.fields, {.alg = alg});
       c.fill_all(0, d.rank());
-      // Every held copy of a shared face above, of either kept field, marked by its holder.
+      // Every held copy of a shared face above, of either kept field: (field, index).
+      auto for_each_held_face = [&](auto&& visit) {
+        for (size_t i : {size_t{6}, size_t{7}}) {
+          const field_geometry& g = c.geometry[i];
+          for_each_point(g, [&](const ivec3& p, const ivec3&, bool inside) {
+            bool held_face = false;
+            for (int k = 0; k < 3; ++k) held_face = held_face || (inside && p[k] == g.points[k]);
+            if (held_face) visit(i, g.index(p));
+          });
+        }
+      };
+      auto value = [&](size_t i, size_t at) {
+        return c.specs[i].type == element_type::f32
+                   ? static_cast<double>(reinterpret_cast<float*>(c.memory[i].data())[at])
+                   : reinterpret_cast<double*>(c.memory[i].data())[at];
+      };
+      // Each marked by its holder.
       const double mark = 0.5 + d.rank();
-      for (size_t i : {size_t{6}, size_t{7}}) {
-        const field_geometry& g = c.geometry[i];
-        for_each_point(g, [&](const ivec3& p, const ivec3&, bool inside) {
-          bool held_face = false;
-          for (int k = 0; k < 3; ++k) held_face = held_face || (inside && p[k] == g.points[k]);
-          if (!held_face) return;
-          if (c.specs[i].type == element_type::f32)
-            reinterpret_cast<float*>(c.memory[i].data())[g.index(p)] = static_cast<float>(mark);
-          else
-            reinterpret_cast<double*>(c.memory[i].data())[g.index(p)] = mark;
-        });
-      }
+      for_each_held_face([&](size_t i, size_t at) {
+        if (c.specs[i].type == element_type::f32)
+          reinterpret_cast<float*>(c.memory[i].data())[at] = static_cast<float>(mark);
+        else
+          reinterpret_cast<double*>(c.memory[i].data())[at] = mark;
+      });
       ex.exchange({6, 7}, 1);
       size_t held = 0, kept = 0;
-      for (size_t i : {size_t{6}, size_t{7}}) {
-        const field_geometry& g = c.geometry[i];
-        for_each_point(g, [&](const ivec3& p, const ivec3&, bool inside) {
-          bool held_face = false;
-          for (int k = 0; k < 3; ++k) held_face = held_face || (inside && p[k] == g.points[k]);
-          if (!held_face) return;
-          ++held;
-          const double found = c.specs[i].type == element_type::f32
-                                   ? reinterpret_cast<float*>(c.memory[i].data())[g.index(p)]
-                                   : reinterpret_cast<double*>(c.memory[i].data())[g.index(p)];
-          kept += found == mark;
-        });
-      }
+      for_each_held_face([&](size_t i, size_t at) {
+        ++held;
+        kept += value(i, at) == mark;
+      });
       const std::string error =
           kept == held ? std::string{}
                        : fmt::format("rank {}: {} of {} held shared points overwritten", d.rank(),
