@@ -13,6 +13,9 @@
 namespace halox {
 
 namespace {
+// Outbox slots of the node path: a step's pack waits only for the readers of
+// the step two before it.
+constexpr size_t outbox_slots = 2;
 // By the enumerators' order.
 constexpr std::array<std::string_view, 3> reduction_names{"sum", "min", "max"};
 }  // namespace
@@ -126,30 +129,45 @@ T combine(T a, T b) {
   if constexpr (Op == reduction::max) return a < b ? b : a;
 }
 
-// Calls row(field_offset, buffer_offset, count) for each x-run of `sub`, a
-// part of `whole` (the box the buffer holds, x-fastest), in elements. The
-// offsets step by the rows' strides: an x slab is rows of a point or two.
-template <class Row>
-void for_rows(const local_grid& g, const box& whole, const box& sub, Row&& row) {
-  if (sub.empty()) return;
+// Combines the x-runs of `sub`, a part of `whole` (the box the buffer holds,
+// x-fastest), into the field: f = op(r, f) where the owner's copy comes from
+// the buffer (owners_first), else f = op(f, r). Count: the run's length when
+// known at compile time (an x slab is rows of a point or two, each on a cache
+// line of its own), 0 for any. The rows step by their strides.
+template <reduction Op, bool OwnersFirst, int Count, class T>
+void combine_rows(T* field, const local_grid& g, const T* buffer, const box& whole,
+                  const box& sub) {
   const size_t wx = static_cast<size_t>(whole.extent(0));
   const size_t buffer_plane = wx * static_cast<size_t>(whole.extent(1));
   const size_t field_row = static_cast<size_t>(g.allocated()[0]);
   const size_t field_plane = field_row * static_cast<size_t>(g.allocated()[1]);
-  const auto count = static_cast<size_t>(sub.extent(0));
-  size_t field_at = g.index(sub.lo[0], sub.lo[1], sub.lo[2]);
-  size_t buffer_at = static_cast<size_t>(sub.lo[0] - whole.lo[0]) +
+  const size_t count = Count ? static_cast<size_t>(Count) : static_cast<size_t>(sub.extent(0));
+  const size_t ahead = 8 * field_row;  // short rows: ask for a later row's line now
+  const bool fetch = count * sizeof(T) < 64;
+  const int rows = sub.extent(1);
+  T* f_plane = field + g.index(sub.lo[0], sub.lo[1], sub.lo[2]);
+  const T* b_plane = buffer + static_cast<size_t>(sub.lo[0] - whole.lo[0]) +
                      wx * static_cast<size_t>(sub.lo[1] - whole.lo[1]) +
                      buffer_plane * static_cast<size_t>(sub.lo[2] - whole.lo[2]);
-  for (int z = sub.lo[2]; z < sub.hi[2]; ++z) {
-    size_t f = field_at, b = buffer_at;
-    for (int y = sub.lo[1]; y < sub.hi[1]; ++y) {
-      row(f, b, count);
-      f += field_row;
-      b += wx;
+  for (int z = sub.lo[2]; z < sub.hi[2]; ++z, f_plane += field_plane, b_plane += buffer_plane) {
+    T* f = f_plane;
+    const T* r = b_plane;
+    for (int y = 0; y < rows; ++y, f += field_row, r += wx) {
+      if (fetch) __builtin_prefetch(f + ahead, 1);
+      for (size_t i = 0; i < count; ++i)
+        f[i] = OwnersFirst ? combine<Op>(r[i], f[i]) : combine<Op>(f[i], r[i]);
     }
-    field_at += field_plane;
-    buffer_at += buffer_plane;
+  }
+}
+
+template <reduction Op, bool OwnersFirst, class T>
+void combine_part(T* field, const local_grid& g, const T* buffer, const box& whole,
+                  const box& sub) {
+  if (sub.empty()) return;
+  switch (sub.extent(0)) {
+    case 1: return combine_rows<Op, OwnersFirst, 1>(field, g, buffer, whole, sub);
+    case 2: return combine_rows<Op, OwnersFirst, 2>(field, g, buffer, whole, sub);
+    default: return combine_rows<Op, OwnersFirst, 0>(field, g, buffer, whole, sub);
   }
 }
 
@@ -158,27 +176,14 @@ void for_rows(const local_grid& g, const box& whole, const box& sub, Row&& row) 
 template <reduction Op, class T>
 void combine_box(T* field, const field_layout& l, const T* buffer, const box& region, int axis) {
   const int n = l.grid.interior[axis];
-  const size_t ahead = 8 * static_cast<size_t>(l.grid.allocated()[0]);
-  auto run = [&](const box& sub, bool owners_first) {
-    for_rows(l.grid, region, sub, [&](size_t at, size_t from, size_t count) {
-      T* f = field + at;
-      const T* r = buffer + from;
-      // Short rows: each is a cache line of its own; ask for a later one now.
-      if (count * sizeof(T) < 64) __builtin_prefetch(f + ahead, 1);
-      if (owners_first)
-        for (size_t i = 0; i < count; ++i) f[i] = combine<Op>(r[i], f[i]);
-      else
-        for (size_t i = 0; i < count; ++i) f[i] = combine<Op>(f[i], r[i]);
-    });
-  };
   box below = region, mine = region, above = region;
   below.hi[axis] = std::clamp(region.hi[axis], region.lo[axis], 0);
   mine.lo[axis] = std::clamp(0, region.lo[axis], region.hi[axis]);
   mine.hi[axis] = std::clamp(n, mine.lo[axis], region.hi[axis]);
   above.lo[axis] = std::clamp(n, region.lo[axis], region.hi[axis]);
-  run(below, true);
-  run(mine, false);
-  run(above, true);
+  combine_part<Op, true>(field, l.grid, buffer, region, below);
+  combine_part<Op, false>(field, l.grid, buffer, region, mine);
+  combine_part<Op, true>(field, l.grid, buffer, region, above);
 }
 
 // The operation and the element type chosen once per box, not per point.
@@ -296,8 +301,11 @@ reverse_schedule::reverse_schedule(std::vector<reverse_step> steps,
     unsigned long long agreed = lo_bytes;
     MPI_Allreduce(MPI_IN_PLACE, &agreed, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, node->comm);
     hi_offset_ = (static_cast<size_t>(agreed) + 63) / 64 * 64;
-    signals_ = std::make_unique<node_signals>(*node, waits, "reverse", hi_offset_ + hi_bytes,
-                                              peers);
+    unsigned long long slot = hi_offset_ + hi_bytes;
+    MPI_Allreduce(MPI_IN_PLACE, &slot, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, node->comm);
+    slot_bytes_ = (static_cast<size_t>(slot) + 63) / 64 * 64;
+    signals_ = std::make_unique<node_signals>(*node, waits, "reverse",
+                                              outbox_slots * slot_bytes_, peers);
   }
   if (keep_halos) {
     for (const auto& s : steps_)
@@ -335,35 +343,41 @@ size_t reverse_schedule::bytes_sent() const {
 
 // What the peer below (above) sent toward this rank: a message received, or, for a peer on
 // the node, its outbox's part toward +axis (-axis).
-const std::byte* reverse_schedule::from_lo(size_t step) const {
+const std::byte* reverse_schedule::from_lo(size_t step, size_t slot) const {
   const int peer = on_node_[step].lo;
-  return peer >= 0 ? signals_->payload(peer) + hi_offset_ : recv_lo_.data();
+  return peer >= 0 ? signals_->payload(peer) + slot * slot_bytes_ + hi_offset_ : recv_lo_.data();
 }
-const std::byte* reverse_schedule::from_hi(size_t step) const {
+const std::byte* reverse_schedule::from_hi(size_t step, size_t slot) const {
   const int peer = on_node_[step].hi;
-  return peer >= 0 ? signals_->payload(peer) : recv_hi_.data();
+  return peer >= 0 ? signals_->payload(peer) + slot * slot_bytes_ : recv_hi_.data();
 }
 
 void reverse_schedule::build_packs(const field_set& fields) {
   layout_plan_.layouts = *layouts_;
-  packs_.assign(steps_.size(), {});
-  unpacks_.assign(steps_.size(), {});
-  std::byte* outbox = signals_ ? signals_->payload(signals_->me()) : nullptr;
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    const reverse_step& s = steps_[i];
-    std::byte* to_lo = on_node_[i].lo >= 0 ? outbox : send_lo_.data();
-    std::byte* to_hi = on_node_[i].hi >= 0 ? outbox + hi_offset_ : send_hi_.data();
-    auto* pointers = const_cast<std::byte* const*>(fields.pointers.data());
-    if (s.lo.send_bytes > 0) add_pack(packs_[i][0], to_lo, s.lo.send, pointers, layout_plan_);
-    if (s.hi.send_bytes > 0) add_pack(packs_[i][1], to_hi, s.hi.send, pointers, layout_plan_);
-    // A step back from the owner is a forward step: what lands is copied, by the pack kernels.
-    if (s.what == reverse_step::kind::from_owner) {
-      if (s.lo.recv_bytes > 0) add_unpack(unpacks_[i][0], from_lo(i), s.lo.recv, pointers, layout_plan_);
-      if (s.hi.recv_bytes > 0) add_unpack(unpacks_[i][1], from_hi(i), s.hi.recv, pointers, layout_plan_);
+  auto* pointers = const_cast<std::byte* const*>(fields.pointers.data());
+  for (size_t slot = 0; slot < outbox_slots; ++slot) {
+    step_lists& packs = packs_[slot];
+    step_lists& unpacks = unpacks_[slot];
+    packs.assign(steps_.size(), {});
+    unpacks.assign(steps_.size(), {});
+    std::byte* outbox = signals_ ? signals_->payload(signals_->me()) + slot * slot_bytes_ : nullptr;
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      const reverse_step& s = steps_[i];
+      std::byte* to_lo = on_node_[i].lo >= 0 ? outbox : send_lo_.data();
+      std::byte* to_hi = on_node_[i].hi >= 0 ? outbox + hi_offset_ : send_hi_.data();
+      if (s.lo.send_bytes > 0) add_pack(packs[i][0], to_lo, s.lo.send, pointers, layout_plan_);
+      if (s.hi.send_bytes > 0) add_pack(packs[i][1], to_hi, s.hi.send, pointers, layout_plan_);
+      // A step back from the owner is a forward step: what lands is copied, by the pack kernels.
+      if (s.what == reverse_step::kind::from_owner) {
+        if (s.lo.recv_bytes > 0)
+          add_unpack(unpacks[i][0], from_lo(i, slot), s.lo.recv, pointers, layout_plan_);
+        if (s.hi.recv_bytes > 0)
+          add_unpack(unpacks[i][1], from_hi(i, slot), s.hi.recv, pointers, layout_plan_);
+      }
+      // Slabs across x are rows of a point or two, each on a cache line of its own.
+      for (auto& list : packs[i]) list.fetch_ahead(list.can_fetch_ahead());
+      for (auto& list : unpacks[i]) list.fetch_ahead(list.can_fetch_ahead());
     }
-    // Slabs across x are rows of a point or two, each on a cache line of its own.
-    for (auto& list : packs_[i]) list.fetch_ahead(list.can_fetch_ahead());
-    for (auto& list : unpacks_[i]) list.fetch_ahead(list.can_fetch_ahead());
   }
   packed_for_ = fields.pointers;
 }
@@ -387,20 +401,24 @@ void reverse_schedule::start(const field_set& fields, reduction op, MPI_Comm com
 void reverse_schedule::post(size_t step) {
   const reverse_step& s = steps_[step];
   const node_sides& node = on_node_[step];
+  const size_t slot = ++seq_ % outbox_slots;
+  const std::array<copy_list, 2>& packs = packs_[slot][step];
   requests_.clear();
   if (signals_) {
-    // The outbox is this step's: its last readers are done with the step before.
-    for (int r : last_readers_) signals_->wait_done(r, seq_);
-    last_readers_.clear();
+    // The slot is this step's once the readers of the step that last used it are done.
+    std::vector<int>& readers = slot_readers_[slot];
+    for (int r : readers) signals_->wait_done(r, slot_seq_[slot]);
+    readers.clear();
     if (node.lo >= 0) {
-      packs_[step][0].run();
-      last_readers_.push_back(node.lo);
+      packs[0].run();
+      readers.push_back(node.lo);
     }
     if (node.hi >= 0) {
-      packs_[step][1].run();
-      last_readers_.push_back(node.hi);
+      packs[1].run();
+      readers.push_back(node.hi);
     }
-    signals_->raise_ready(++seq_);
+    slot_seq_[slot] = seq_;
+    signals_->raise_ready(seq_);
   }
   // Receives first, then the packed sends: both sides post before they wait.
   if (s.lo.recv_bytes > 0 && node.lo < 0) {
@@ -414,13 +432,13 @@ void reverse_schedule::post(size_t step) {
               s.hi.recv_tag, comm_, &requests_.back());
   }
   if (s.lo.send_bytes > 0 && node.lo < 0) {
-    packs_[step][0].run();
+    packs[0].run();
     requests_.emplace_back();
     MPI_Isend(send_lo_.data(), static_cast<int>(s.lo.send_bytes), MPI_BYTE, s.lo.peer,
               s.lo.send_tag, comm_, &requests_.back());
   }
   if (s.hi.send_bytes > 0 && node.hi < 0) {
-    packs_[step][1].run();
+    packs[1].run();
     requests_.emplace_back();
     MPI_Isend(send_hi_.data(), static_cast<int>(s.hi.send_bytes), MPI_BYTE, s.hi.peer,
               s.hi.send_tag, comm_, &requests_.back());
@@ -436,12 +454,15 @@ void reverse_schedule::complete(size_t step) {
   const node_sides& node = on_node_[step];
   if (node.lo >= 0) signals_->wait_ready(node.lo, seq_);
   if (node.hi >= 0) signals_->wait_ready(node.hi, seq_);
+  const size_t slot = seq_ % outbox_slots;  // the step's, counted by post()
   if (s.what == reverse_step::kind::from_owner) {
-    for (const auto& list : unpacks_[step]) list.run();
+    for (const auto& list : unpacks_[slot][step]) list.run();
   } else {
     // Below first, then above: the documented order of the copies.
-    if (s.lo.recv_bytes > 0) combine_boxes(s.lo.recv, *layouts_, *fields_, from_lo(step), s.axis, op_);
-    if (s.hi.recv_bytes > 0) combine_boxes(s.hi.recv, *layouts_, *fields_, from_hi(step), s.axis, op_);
+    if (s.lo.recv_bytes > 0)
+      combine_boxes(s.lo.recv, *layouts_, *fields_, from_lo(step, slot), s.axis, op_);
+    if (s.hi.recv_bytes > 0)
+      combine_boxes(s.hi.recv, *layouts_, *fields_, from_hi(step, slot), s.axis, op_);
   }
   if (signals_) signals_->raise_done(seq_);
 }

@@ -115,25 +115,31 @@ class reverse_schedule {
   // The packs of each step toward -axis and +axis, built for the fields'
   // addresses at the first call (and again when a field moved).
   void build_packs(const field_set& fields);
-  const std::byte* from_lo(size_t step) const;
-  const std::byte* from_hi(size_t step) const;
+  const std::byte* from_lo(size_t step, size_t slot) const;
+  const std::byte* from_hi(size_t step, size_t slot) const;
   exchange_plan layout_plan_;  // the layouts, as the pack kernels take them
-  std::vector<std::array<copy_list, 2>> packs_;
-  std::vector<std::array<copy_list, 2>> unpacks_;  // steps back from the owner
+  // By outbox slot, then step, then side (-axis, +axis).
+  using step_lists = std::vector<std::array<copy_list, 2>>;
+  std::array<step_lists, 2> packs_;
+  std::array<step_lists, 2> unpacks_;  // steps back from the owner
   std::vector<std::byte*> packed_for_;
   std::vector<halo_run> kept_;  // halo runs restored at the end, and their values
   std::vector<std::byte> kept_values_;
   // The node path: each step's peers by node rank (-1: by message), the
-  // outbox (the part toward -axis at 0, toward +axis at hi_offset_, agreed by
-  // the node), the step count so far and who read the last step's outbox.
+  // outbox (two slots, used by steps in turn, so that an owner packs the next
+  // step while its readers still combine the last; in each slot the part
+  // toward -axis at 0, toward +axis at hi_offset_, agreed by the node), the
+  // step count so far, and for each slot the step that last used it and its
+  // readers.
   struct node_sides {
     int lo = -1, hi = -1;
   };
   std::vector<node_sides> on_node_;
   std::unique_ptr<node_signals> signals_;
-  size_t hi_offset_ = 0;
+  size_t hi_offset_ = 0, slot_bytes_ = 0;
   uint64_t seq_ = 0;
-  std::vector<int> last_readers_;
+  std::array<uint64_t, 2> slot_seq_{};
+  std::array<std::vector<int>, 2> slot_readers_;
   // The call in flight.
   const field_set* fields_ = nullptr;
   reduction op_ = reduction::sum;
