@@ -719,8 +719,10 @@ reverse_schedule& halo_exchange::reverse_schedule_of(const std::vector<int>& mov
   if (s.reverse_comm == MPI_COMM_NULL) MPI_Comm_dup(s.comm, &s.reverse_comm);
   at->second = std::make_unique<reverse_schedule>(
       reverse_steps(s.decomp, whole.layouts, moved, depth, every_holder,
-                    {one_round[0] != 0, one_round[1] != 0, one_round[2] != 0}),
-      whole.layouts, !every_holder,
+                    {one_round[0] != 0, one_round[1] != 0, one_round[2] != 0},
+                    // A staged exchange's reverse calls take its three steps too.
+                    whole.alg != algorithm::staged),
+      whole.layouts, moved, depth, !every_holder,
       // With a single-copy transport for the node, so do the reverse calls' node peers.
       s.choice.local().reach == transport_reach::same_node ? &s.node : nullptr, s.waits);
   return *at->second;

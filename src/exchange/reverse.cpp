@@ -1,11 +1,14 @@
 #include "exchange/reverse.hpp"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
 #include <string_view>
 #include <cstring>
+#include <stdexcept>
+#include <utility>
 
 #include "halox/common/error.hpp"
 #include "transport/common/node_signals.hpp"
@@ -62,7 +65,24 @@ void axis_spans(reverse_step::kind what, int n, int w_lo, int w_hi, span1& send_
       send_lo = {0, w_hi}, recv_lo = {-w_lo, 0};
       send_hi = {n - w_lo, n}, recv_hi = {n, n + w_hi};
       return;
+    case k::one_round:  // not an axis step
+      return;
   }
+}
+
+void count_bytes(reverse_step& step, const std::vector<field_layout>& layouts) {
+  exchange_plan laid_out;  // the pack layer's byte count takes the layouts as a plan
+  laid_out.layouts = layouts;
+  for (auto& side : step.sides) {
+    side.send_bytes = packed_bytes(side.send, laid_out);
+    side.recv_bytes = packed_bytes(side.recv, laid_out);
+  }
+}
+
+void add_box(std::vector<field_box>& to, int field, const std::array<span1, 3>& s,
+             const ivec3& direction) {
+  const box b = make_box(s);
+  if (!b.empty()) to.push_back({field, b, direction});
 }
 
 reverse_step make_step(const decomposition& d, const std::vector<field_layout>& layouts,
@@ -72,14 +92,17 @@ reverse_step make_step(const decomposition& d, const std::vector<field_layout>& 
   reverse_step step;
   step.axis = axis;
   step.what = what;
+  step.sides.resize(2);
+  reverse_step::side& lo = step.sides[0];
+  reverse_step::side& hi = step.sides[1];
   ivec3 down{0, 0, 0}, up{0, 0, 0};
   down[axis] = -1;
   up[axis] = +1;
-  if (sides.lo[axis]) step.lo.peer = *d.neighbor(down);
-  if (sides.hi[axis]) step.hi.peer = *d.neighbor(up);
+  if (sides.lo[axis]) lo.peer = *d.neighbor(down);
+  if (sides.hi[axis]) hi.peer = *d.neighbor(up);
   // Toward -axis: tag 2 axis; toward +axis: 2 axis + 1.
-  step.lo.send_tag = 2 * axis, step.lo.recv_tag = 2 * axis + 1;
-  step.hi.send_tag = 2 * axis + 1, step.hi.recv_tag = 2 * axis;
+  lo.send_tag = 2 * axis, lo.recv_tag = 2 * axis + 1;
+  hi.send_tag = 2 * axis + 1, hi.recv_tag = 2 * axis;
   for (int f : moved) {
     const field_layout& l = layouts[static_cast<size_t>(f)];
     const halo_widths w = filled_widths(l, depth);
@@ -100,25 +123,67 @@ reverse_step make_step(const decomposition& d, const std::vector<field_layout>& 
     }
     axis_spans(what, n[axis], w.lo[axis], w.hi[axis], send_lo[axis], recv_lo[axis],
                send_hi[axis], recv_hi[axis]);
-    auto add = [&](std::vector<field_box>& to, const std::array<span1, 3>& s, const ivec3& dir) {
-      const box b = make_box(s);
-      if (!b.empty()) to.push_back({f, b, dir});
-    };
-    if (step.lo.peer >= 0) {
-      add(step.lo.send, send_lo, down);
-      add(step.lo.recv, recv_lo, down);
+    if (lo.peer >= 0) {
+      add_box(lo.send, f, send_lo, down);
+      add_box(lo.recv, f, recv_lo, down);
     }
-    if (step.hi.peer >= 0) {
-      add(step.hi.send, send_hi, up);
-      add(step.hi.recv, recv_hi, up);
+    if (hi.peer >= 0) {
+      add_box(hi.send, f, send_hi, up);
+      add_box(hi.recv, f, recv_hi, up);
     }
   }
-  exchange_plan laid_out;  // the pack layer's byte count takes the layouts as a plan
-  laid_out.layouts = layouts;
-  for (auto* s : {&step.lo, &step.hi}) {
-    s->send_bytes = packed_bytes(s->send, laid_out);
-    s->recv_bytes = packed_bytes(s->recv, laid_out);
-  }
+  count_bytes(step, layouts);
+  return step;
+}
+
+size_t side_index(const ivec3& direction) {
+  return static_cast<size_t>(direction_index(direction));
+}
+
+// Tags of the one-round step, past the axis steps' 0..5: by the direction the
+// message travels.
+constexpr int one_round_tag = 8;
+
+// Every holder's copies to their owners at once: toward each neighbour the
+// halo slab it owns, from each the copies of my points it holds.
+reverse_step make_one_round_step(const decomposition& d, const std::vector<field_layout>& layouts,
+                                 const std::vector<int>& moved, int depth) {
+  const neighbour_sides sides = sides_of(d);
+  reverse_step step;
+  step.what = reverse_step::kind::one_round;
+  step.sides.resize(static_cast<size_t>(direction_count));
+  for (int dz = -1; dz <= 1; ++dz)
+    for (int dy = -1; dy <= 1; ++dy)
+      for (int dx = -1; dx <= 1; ++dx) {
+        const ivec3 toward{dx, dy, dz};
+        if (toward == ivec3{0, 0, 0}) continue;
+        bool there = true;
+        for (int k = 0; k < 3; ++k)
+          there = there && (toward[k] == 0 || (toward[k] < 0 ? sides.lo[k] : sides.hi[k]));
+        if (!there) continue;
+        const size_t i = side_index(toward);
+        reverse_step::side& side = step.sides[i];
+        side.peer = *d.neighbor(toward);
+        side.send_tag = one_round_tag + static_cast<int>(i);
+        side.recv_tag = one_round_tag + direction_index(opposite(toward));
+        for (int f : moved) {
+          const field_layout& l = layouts[static_cast<size_t>(f)];
+          const halo_widths w = filled_widths(l, depth);
+          const ivec3& n = l.grid.interior;
+          std::array<span1, 3> send, recv;
+          for (int k = 0; k < 3; ++k) {
+            if (toward[k] < 0)
+              send[k] = {-w.lo[k], 0}, recv[k] = {0, w.hi[k]};
+            else if (toward[k] > 0)
+              send[k] = {n[k], n[k] + w.hi[k]}, recv[k] = {n[k] - w.lo[k], n[k]};
+            else
+              send[k] = recv[k] = {0, n[k]};
+          }
+          add_box(side.send, f, send, toward);
+          add_box(side.recv, f, recv, toward);
+        }
+      }
+  count_bytes(step, layouts);
   return step;
 }
 
@@ -212,6 +277,140 @@ void combine_boxes(const std::vector<field_box>& boxes, const std::vector<field_
   }
 }
 
+
+// A one-round step's copies of `c.region` combined into the field in the
+// documented order: at each (x, y) holder the z copies, then along y, then
+// along x. `from[i]`: source i's first point (i > 0, a bit of c.along each).
+template <reduction Op, int Along, class T>
+void combine_gathered(T* field, const local_grid& g, const gathered_copies& c,
+                      const std::array<const T*, 8>& from) {
+  const size_t field_row = static_cast<size_t>(g.allocated()[0]);
+  const size_t field_plane = field_row * static_cast<size_t>(g.allocated()[1]);
+  const box& r = c.region;
+  const auto count = static_cast<size_t>(r.extent(0));
+  T* f_plane = field + g.index(r.lo[0], r.lo[1], r.lo[2]);
+  for (int z = 0; z < r.extent(2); ++z, f_plane += field_plane) {
+    T* f = f_plane;
+    for (int y = 0; y < r.extent(1); ++y, f += field_row) {
+      std::array<const T*, 8> p{};
+      for (size_t i = 1; i < 8; ++i)
+        if ((static_cast<int>(i) & ~Along) == 0)
+          p[i] = from[i] + static_cast<size_t>(z) * c.plane[i] + static_cast<size_t>(y) * c.row[i];
+      for (size_t x = 0; x < count; ++x) {
+        auto copy = [&](size_t i) { return i == 0 ? f[x] : p[i][x]; };
+        auto along_z = [&](size_t ab) {
+          T t = copy(ab);
+          if constexpr ((Along & 4) != 0) t = combine<Op>(t, copy(ab | 4));
+          return t;
+        };
+        auto along_y = [&](size_t a) {
+          T t = along_z(a);
+          if constexpr ((Along & 2) != 0) t = combine<Op>(t, along_z(a | 2));
+          return t;
+        };
+        T t = along_y(0);
+        if constexpr ((Along & 1) != 0) t = combine<Op>(t, along_y(1));
+        f[x] = t;
+      }
+    }
+  }
+}
+
+template <reduction Op, class T>
+void combine_gathered(T* field, const local_grid& g, const gathered_copies& c,
+                      const std::array<const T*, 8>& from) {
+  switch (c.along) {
+    case 1: return combine_gathered<Op, 1>(field, g, c, from);
+    case 2: return combine_gathered<Op, 2>(field, g, c, from);
+    case 3: return combine_gathered<Op, 3>(field, g, c, from);
+    case 4: return combine_gathered<Op, 4>(field, g, c, from);
+    case 5: return combine_gathered<Op, 5>(field, g, c, from);
+    case 6: return combine_gathered<Op, 6>(field, g, c, from);
+    case 7: return combine_gathered<Op, 7>(field, g, c, from);
+    default: return;
+  }
+}
+
+// `received(side)`: the start of what that side's peer sent.
+template <class T, class Received>
+void combine_gathered(T* field, const local_grid& g, const gathered_copies& c, reduction op,
+                      Received&& received) {
+  std::array<const T*, 8> from{};
+  for (size_t i = 1; i < 8; ++i)
+    if ((static_cast<int>(i) & ~c.along) == 0)
+      from[i] = reinterpret_cast<const T*>(received(c.side[i]) + c.first[i]);
+  switch (op) {
+    case reduction::sum: return combine_gathered<reduction::sum>(field, g, c, from);
+    case reduction::min: return combine_gathered<reduction::min>(field, g, c, from);
+    case reduction::max: return combine_gathered<reduction::max>(field, g, c, from);
+  }
+}
+
+// The regions of a one-round step's combine, field by field: along each axis
+// the points held below (the first w.hi), above (the last w.lo) or by no
+// neighbour; a region per combination that some neighbour holds.
+std::vector<gathered_copies> gather_plan(const reverse_step& step,
+                                         const std::vector<field_layout>& layouts,
+                                         const std::vector<int>& moved, int depth) {
+  // Where field `f`'s box of a side's buffer starts, in bytes, and the box.
+  auto held = [&](size_t side, int f) -> std::pair<const box*, size_t> {
+    size_t at = 0;
+    for (const auto& b : step.sides[side].recv) {
+      if (b.field == f) return {&b.region, at};
+      at += static_cast<size_t>(b.region.volume()) * layouts[static_cast<size_t>(b.field)].element_bytes;
+    }
+    throw std::logic_error("reverse: a one-round copy has no box in its holder's message");
+  };
+  std::array<bool, 3> below{}, above{};
+  for (int k = 0; k < 3; ++k) {
+    ivec3 e{0, 0, 0};
+    e[k] = -1;
+    below[static_cast<size_t>(k)] = step.sides[side_index(e)].peer >= 0;
+    e[k] = +1;
+    above[static_cast<size_t>(k)] = step.sides[side_index(e)].peer >= 0;
+  }
+  std::vector<gathered_copies> out;
+  for (int f : moved) {
+    const field_layout& l = layouts[static_cast<size_t>(f)];
+    const halo_widths w = filled_widths(l, depth);
+    const ivec3& n = l.grid.interior;
+    // By axis, the span of each class: held below (-1), by none (0), above (+1).
+    std::array<std::array<span1, 3>, 3> band;
+    for (size_t k = 0; k < 3; ++k) {
+      const span1 lo{0, below[k] ? w.hi[k] : 0};
+      const span1 hi{above[k] ? n[k] - w.lo[k] : n[k], n[k]};
+      band[k] = {lo, span1{lo.hi, hi.lo}, hi};
+    }
+    for (int cz = -1; cz <= 1; ++cz)
+      for (int cy = -1; cy <= 1; ++cy)
+        for (int cx = -1; cx <= 1; ++cx) {
+          const ivec3 cls{cx, cy, cz};
+          gathered_copies c;
+          c.field = f;
+          c.region = make_box({band[0][static_cast<size_t>(cx + 1)], band[1][static_cast<size_t>(cy + 1)],
+                               band[2][static_cast<size_t>(cz + 1)]});
+          c.along = (cx != 0 ? 1 : 0) | (cy != 0 ? 2 : 0) | (cz != 0 ? 4 : 0);
+          if (c.along == 0 || c.region.empty()) continue;
+          for (size_t i = 1; i < 8; ++i) {
+            if ((static_cast<int>(i) & ~c.along) != 0) continue;
+            ivec3 from{0, 0, 0};
+            for (int k = 0; k < 3; ++k)
+              if ((i >> k) & 1) from[k] = cls[k];
+            c.side[i] = side_index(from);
+            const auto [r, at] = held(c.side[i], f);
+            const auto ex = static_cast<size_t>(r->extent(0)), ey = static_cast<size_t>(r->extent(1));
+            const size_t first = static_cast<size_t>(c.region.lo[0] - r->lo[0]) +
+                                 ex * (static_cast<size_t>(c.region.lo[1] - r->lo[1]) +
+                                       ey * static_cast<size_t>(c.region.lo[2] - r->lo[2]));
+            c.first[i] = at + first * l.element_bytes;
+            c.row[i] = ex;
+            c.plane[i] = ex * ey;
+          }
+          out.push_back(c);
+        }
+  }
+  return out;
+}
 }  // namespace
 
 std::array<bool, 3> one_round_axes(const std::vector<field_layout>& layouts,
@@ -229,9 +428,16 @@ std::array<bool, 3> one_round_axes(const std::vector<field_layout>& layouts,
 std::vector<reverse_step> reverse_steps(const decomposition& d,
                                         const std::vector<field_layout>& layouts,
                                         const std::vector<int>& moved, int depth,
-                                        bool every_holder, const std::array<bool, 3>& one_round) {
+                                        bool every_holder, const std::array<bool, 3>& one_round,
+                                        bool all_at_once) {
   using k = reverse_step::kind;
   std::vector<reverse_step> steps;
+  if (!every_holder && all_at_once && std::ranges::all_of(one_round, [](bool b) { return b; })) {
+    reverse_step step = make_one_round_step(d, layouts, moved, depth);
+    if (std::ranges::any_of(step.sides, [](const auto& s) { return s.peer >= 0; }))
+      steps.push_back(std::move(step));
+    return steps;
+  }
   for (int p = 0; p < 3; ++p) {
     const int axis = axis_order[p];
     std::vector<k> kinds;
@@ -245,7 +451,7 @@ std::vector<reverse_step> reverse_steps(const decomposition& d,
       // Every-holder calls combine every point held: the owned-only spans of
       // an into-owner step apply to reverse calls alone.
       reverse_step step = make_step(d, layouts, moved, depth, axis, every_holder ? 0 : p, what);
-      if (step.lo.peer >= 0 || step.hi.peer >= 0) steps.push_back(std::move(step));
+      if (step.sides[0].peer >= 0 || step.sides[1].peer >= 0) steps.push_back(std::move(step));
     }
   }
   return steps;
@@ -278,78 +484,83 @@ void add_halo_runs(const field_layout& l, int field, const box& region,
 
 reverse_schedule::~reverse_schedule() = default;
 
+namespace {
+// Outbox parts: one per side index of any step (two for an axis step, 27 for one round).
+constexpr auto outbox_parts = static_cast<size_t>(direction_count);
+}  // namespace
+
 reverse_schedule::reverse_schedule(std::vector<reverse_step> steps,
-                                   const std::vector<field_layout>& layouts, bool keep_halos,
+                                   const std::vector<field_layout>& layouts,
+                                   const std::vector<int>& moved, int depth, bool keep_halos,
                                    const node_membership* node, const wait_policy& waits)
     : steps_(std::move(steps)), layouts_(&layouts) {
+  for (const auto& s : steps_)
+    if (s.what == reverse_step::kind::one_round) gathered_ = gather_plan(s, layouts, moved, depth);
+  size_t sides = 0;
+  for (const auto& s : steps_) sides = std::max(sides, s.sides.size());
   on_node_.resize(steps_.size());
-  if (node) {
-    size_t lo_bytes = 0, hi_bytes = 0;
-    std::vector<int> peers;
-    for (size_t i = 0; i < steps_.size(); ++i) {
-      const reverse_step& s = steps_[i];
-      if (s.lo.peer >= 0 && node->on_node(s.lo.peer))
-        on_node_[i].lo = node->node_rank_of[static_cast<size_t>(s.lo.peer)];
-      if (s.hi.peer >= 0 && node->on_node(s.hi.peer))
-        on_node_[i].hi = node->node_rank_of[static_cast<size_t>(s.hi.peer)];
-      for (int r : {on_node_[i].lo, on_node_[i].hi})
-        if (r >= 0 && std::ranges::find(peers, r) == peers.end()) peers.push_back(r);
-      lo_bytes = std::max(lo_bytes, s.lo.send_bytes);
-      hi_bytes = std::max(hi_bytes, s.hi.send_bytes);
+  std::vector<unsigned long long> part_bytes(outbox_parts, 0);
+  send_.resize(sides);
+  recv_.resize(sides);
+  std::vector<int> peers;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const reverse_step& s = steps_[i];
+    on_node_[i].assign(s.sides.size(), -1);
+    for (size_t j = 0; j < s.sides.size(); ++j) {
+      const reverse_step::side& side = s.sides[j];
+      if (node && side.peer >= 0 && node->on_node(side.peer)) {
+        const int r = node->node_rank_of[static_cast<size_t>(side.peer)];
+        on_node_[i][j] = r;
+        if (std::ranges::find(peers, r) == peers.end()) peers.push_back(r);
+        part_bytes[j] = std::max<unsigned long long>(part_bytes[j], side.send_bytes);
+      } else {
+        send_[j].resize(std::max(send_[j].size(), side.send_bytes));
+        recv_[j].resize(std::max(recv_[j].size(), side.recv_bytes));
+      }
     }
-    // The part toward +axis starts at the same offset in every outbox of the node.
-    unsigned long long agreed = lo_bytes;
-    MPI_Allreduce(MPI_IN_PLACE, &agreed, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, node->comm);
-    hi_offset_ = (static_cast<size_t>(agreed) + 63) / 64 * 64;
-    unsigned long long slot = hi_offset_ + hi_bytes;
-    MPI_Allreduce(MPI_IN_PLACE, &slot, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, node->comm);
-    slot_bytes_ = (static_cast<size_t>(slot) + 63) / 64 * 64;
+  }
+  if (node) {
+    // Each part starts at the same offset in every outbox of the node.
+    MPI_Allreduce(MPI_IN_PLACE, part_bytes.data(), static_cast<int>(outbox_parts),
+                  MPI_UNSIGNED_LONG_LONG, MPI_MAX, node->comm);
+    part_offset_.resize(outbox_parts);
+    for (size_t j = 0; j < outbox_parts; ++j) {
+      part_offset_[j] = slot_bytes_;
+      slot_bytes_ += (static_cast<size_t>(part_bytes[j]) + 63) / 64 * 64;
+    }
     signals_ = std::make_unique<node_signals>(*node, waits, "reverse",
                                               outbox_slots * slot_bytes_, peers);
   }
   if (keep_halos) {
     for (const auto& s : steps_)
-      for (const auto* side : {&s.lo, &s.hi})
-        for (const auto& b : side->recv)
+      for (const auto& side : s.sides)
+        for (const auto& b : side.recv)
           add_halo_runs(layouts[static_cast<size_t>(b.field)], b.field, b.region, kept_);
     size_t bytes = 0;
     for (const auto& r : kept_) bytes += r.bytes;
     kept_values_.resize(bytes);
   }
-  size_t send_lo = 0, send_hi = 0, recv_lo = 0, recv_hi = 0;
-  for (const auto& s : steps_) {
-    send_lo = std::max(send_lo, s.lo.send_bytes);
-    send_hi = std::max(send_hi, s.hi.send_bytes);
-    recv_lo = std::max(recv_lo, s.lo.recv_bytes);
-    recv_hi = std::max(recv_hi, s.hi.recv_bytes);
-  }
-  send_lo_.resize(send_lo);
-  send_hi_.resize(send_hi);
-  recv_lo_.resize(recv_lo);
-  recv_hi_.resize(recv_hi);
 }
 
 size_t reverse_schedule::message_count() const {
   size_t count = 0;
-  for (const auto& s : steps_) count += (s.lo.send_bytes > 0) + (s.hi.send_bytes > 0);
+  for (const auto& s : steps_)
+    for (const auto& side : s.sides) count += side.send_bytes > 0;
   return count;
 }
 
 size_t reverse_schedule::bytes_sent() const {
   size_t bytes = 0;
-  for (const auto& s : steps_) bytes += s.lo.send_bytes + s.hi.send_bytes;
+  for (const auto& s : steps_)
+    for (const auto& side : s.sides) bytes += side.send_bytes;
   return bytes;
 }
 
-// What the peer below (above) sent toward this rank: a message received, or, for a peer on
-// the node, its outbox's part toward +axis (-axis).
-const std::byte* reverse_schedule::from_lo(size_t step, size_t slot) const {
-  const int peer = on_node_[step].lo;
-  return peer >= 0 ? signals_->payload(peer) + slot * slot_bytes_ + hi_offset_ : recv_lo_.data();
-}
-const std::byte* reverse_schedule::from_hi(size_t step, size_t slot) const {
-  const int peer = on_node_[step].hi;
-  return peer >= 0 ? signals_->payload(peer) + slot * slot_bytes_ : recv_hi_.data();
+const std::byte* reverse_schedule::received(size_t step, size_t i, size_t slot) const {
+  const int peer = on_node_[step][i];
+  if (peer < 0) return recv_[i].data();
+  const size_t facing = steps_[step].sides.size() - 1 - i;
+  return signals_->payload(peer) + slot * slot_bytes_ + part_offset_[facing];
 }
 
 void reverse_schedule::build_packs(const field_set& fields) {
@@ -363,20 +574,19 @@ void reverse_schedule::build_packs(const field_set& fields) {
     std::byte* outbox = signals_ ? signals_->payload(signals_->me()) + slot * slot_bytes_ : nullptr;
     for (size_t i = 0; i < steps_.size(); ++i) {
       const reverse_step& s = steps_[i];
-      std::byte* to_lo = on_node_[i].lo >= 0 ? outbox : send_lo_.data();
-      std::byte* to_hi = on_node_[i].hi >= 0 ? outbox + hi_offset_ : send_hi_.data();
-      if (s.lo.send_bytes > 0) add_pack(packs[i][0], to_lo, s.lo.send, pointers, layout_plan_);
-      if (s.hi.send_bytes > 0) add_pack(packs[i][1], to_hi, s.hi.send, pointers, layout_plan_);
-      // A step back from the owner is a forward step: what lands is copied, by the pack kernels.
-      if (s.what == reverse_step::kind::from_owner) {
-        if (s.lo.recv_bytes > 0)
-          add_unpack(unpacks[i][0], from_lo(i, slot), s.lo.recv, pointers, layout_plan_);
-        if (s.hi.recv_bytes > 0)
-          add_unpack(unpacks[i][1], from_hi(i, slot), s.hi.recv, pointers, layout_plan_);
+      packs[i].resize(s.sides.size());
+      unpacks[i].resize(s.sides.size());
+      for (size_t j = 0; j < s.sides.size(); ++j) {
+        const reverse_step::side& side = s.sides[j];
+        std::byte* to = on_node_[i][j] >= 0 ? outbox + part_offset_[j] : send_[j].data();
+        if (side.send_bytes > 0) add_pack(packs[i][j], to, side.send, pointers, layout_plan_);
+        // A step back from the owner is a forward step: what lands is copied, by the pack kernels.
+        if (s.what == reverse_step::kind::from_owner && side.recv_bytes > 0)
+          add_unpack(unpacks[i][j], received(i, j, slot), side.recv, pointers, layout_plan_);
+        // Slabs across x are rows of a point or two, each on a cache line of its own.
+        packs[i][j].fetch_ahead(packs[i][j].can_fetch_ahead());
+        unpacks[i][j].fetch_ahead(unpacks[i][j].can_fetch_ahead());
       }
-      // Slabs across x are rows of a point or two, each on a cache line of its own.
-      for (auto& list : packs[i]) list.fetch_ahead(list.can_fetch_ahead());
-      for (auto& list : unpacks[i]) list.fetch_ahead(list.can_fetch_ahead());
     }
   }
   packed_for_ = fields.pointers;
@@ -400,70 +610,80 @@ void reverse_schedule::start(const field_set& fields, reduction op, MPI_Comm com
 
 void reverse_schedule::post(size_t step) {
   const reverse_step& s = steps_[step];
-  const node_sides& node = on_node_[step];
+  const std::vector<int>& node = on_node_[step];
   const size_t slot = ++seq_ % outbox_slots;
-  const std::array<copy_list, 2>& packs = packs_[slot][step];
+  const std::vector<copy_list>& packs = packs_[slot][step];
   requests_.clear();
   if (signals_) {
     // The slot is this step's once the readers of the step that last used it are done.
     std::vector<int>& readers = slot_readers_[slot];
     for (int r : readers) signals_->wait_done(r, slot_seq_[slot]);
     readers.clear();
-    if (node.lo >= 0) {
-      packs[0].run();
-      readers.push_back(node.lo);
-    }
-    if (node.hi >= 0) {
-      packs[1].run();
-      readers.push_back(node.hi);
-    }
+    for (size_t j = 0; j < s.sides.size(); ++j)
+      if (node[j] >= 0) {
+        packs[j].run();
+        if (std::ranges::find(readers, node[j]) == readers.end()) readers.push_back(node[j]);
+      }
     slot_seq_[slot] = seq_;
     signals_->raise_ready(seq_);
   }
   // Receives first, then the packed sends: both sides post before they wait.
-  if (s.lo.recv_bytes > 0 && node.lo < 0) {
+  for (size_t j = 0; j < s.sides.size(); ++j) {
+    const reverse_step::side& side = s.sides[j];
+    if (side.recv_bytes == 0 || node[j] >= 0) continue;
     requests_.emplace_back();
-    MPI_Irecv(recv_lo_.data(), static_cast<int>(s.lo.recv_bytes), MPI_BYTE, s.lo.peer,
-              s.lo.recv_tag, comm_, &requests_.back());
+    MPI_Irecv(recv_[j].data(), static_cast<int>(side.recv_bytes), MPI_BYTE, side.peer,
+              side.recv_tag, comm_, &requests_.back());
   }
-  if (s.hi.recv_bytes > 0 && node.hi < 0) {
+  for (size_t j = 0; j < s.sides.size(); ++j) {
+    const reverse_step::side& side = s.sides[j];
+    if (side.send_bytes == 0 || node[j] >= 0) continue;
+    packs[j].run();
     requests_.emplace_back();
-    MPI_Irecv(recv_hi_.data(), static_cast<int>(s.hi.recv_bytes), MPI_BYTE, s.hi.peer,
-              s.hi.recv_tag, comm_, &requests_.back());
+    MPI_Isend(send_[j].data(), static_cast<int>(side.send_bytes), MPI_BYTE, side.peer,
+              side.send_tag, comm_, &requests_.back());
   }
-  if (s.lo.send_bytes > 0 && node.lo < 0) {
-    packs[0].run();
-    requests_.emplace_back();
-    MPI_Isend(send_lo_.data(), static_cast<int>(s.lo.send_bytes), MPI_BYTE, s.lo.peer,
-              s.lo.send_tag, comm_, &requests_.back());
-  }
-  if (s.hi.send_bytes > 0 && node.hi < 0) {
-    packs[1].run();
-    requests_.emplace_back();
-    MPI_Isend(send_hi_.data(), static_cast<int>(s.hi.send_bytes), MPI_BYTE, s.hi.peer,
-              s.hi.send_tag, comm_, &requests_.back());
+}
+
+void reverse_schedule::combine(size_t step, size_t slot) {
+  const reverse_step& s = steps_[step];
+  switch (s.what) {
+    case reverse_step::kind::from_owner:
+      for (const auto& list : unpacks_[slot][step]) list.run();
+      return;
+    case reverse_step::kind::one_round:
+      for (const auto& c : gathered_) {
+        const field_layout& l = (*layouts_)[static_cast<size_t>(c.field)];
+        std::byte* field = fields_->pointers[static_cast<size_t>(c.field)];
+        auto from = [&](size_t side) { return received(step, side, slot); };
+        if (l.element_bytes == sizeof(float))
+          combine_gathered(reinterpret_cast<float*>(field), l.grid, c, op_, from);
+        else
+          combine_gathered(reinterpret_cast<double*>(field), l.grid, c, op_, from);
+      }
+      return;
+    default:
+      // Below first, then above: the documented order of the copies.
+      for (size_t j = 0; j < s.sides.size(); ++j)
+        if (s.sides[j].recv_bytes > 0)
+          combine_boxes(s.sides[j].recv, *layouts_, *fields_, received(step, j, slot), s.axis, op_);
+      return;
   }
 }
 
 void reverse_schedule::complete(size_t step) {
   const reverse_step& s = steps_[step];
-  waits_->wait_all(requests_, {}, [&](size_t i) {
-    return fmt::format("a reverse-exchange message of the {} step (peers {} below, {} above)",
-                       "xyz"[s.axis], s.lo.peer, s.hi.peer);
+  waits_->wait_all(requests_, {}, [&](size_t) {
+    std::vector<int> peers;
+    for (const auto& side : s.sides)
+      if (side.peer >= 0) peers.push_back(side.peer);
+    return fmt::format("a reverse-exchange message of the {} step (peers {})",
+                       s.what == reverse_step::kind::one_round ? "one-round" : std::string(1, "xyz"[s.axis]),
+                       fmt::join(peers, ", "));
   });
-  const node_sides& node = on_node_[step];
-  if (node.lo >= 0) signals_->wait_ready(node.lo, seq_);
-  if (node.hi >= 0) signals_->wait_ready(node.hi, seq_);
-  const size_t slot = seq_ % outbox_slots;  // the step's, counted by post()
-  if (s.what == reverse_step::kind::from_owner) {
-    for (const auto& list : unpacks_[slot][step]) list.run();
-  } else {
-    // Below first, then above: the documented order of the copies.
-    if (s.lo.recv_bytes > 0)
-      combine_boxes(s.lo.recv, *layouts_, *fields_, from_lo(step, slot), s.axis, op_);
-    if (s.hi.recv_bytes > 0)
-      combine_boxes(s.hi.recv, *layouts_, *fields_, from_hi(step, slot), s.axis, op_);
-  }
+  for (int r : on_node_[step])
+    if (r >= 0) signals_->wait_ready(r, seq_);
+  combine(step, seq_ % outbox_slots);  // the step's slot, counted by post()
   if (signals_) signals_->raise_done(seq_);
 }
 

@@ -14,15 +14,18 @@
 //                         (halo included), Y over the y copies of those sums,
 //                         X over the x copies of those.
 //
-// That is what three steps of messages compute (z, y, x; two messages each),
-// so the answer is the same bitwise whatever carried the forward exchange:
+// That is what three steps of messages compute (z, y, x; two messages each):
 // each step sends a halo slab to the rank that owns it, and the owner
-// combines what lands into its points in the order above. "Every holder"
-// steps send the slab both ranks hold to each other and combine it alike on
-// both sides, so every holder computes the owner's total from the same
-// operands in the same order: one round where no point along an axis is held
-// on both sides of its owner (halo widths below plus above at most the
-// points a rank owns), else a step into the owner and one back.
+// combines what lands into its points in the order above. A call into the
+// owners may instead take one round: every holder sends its copies straight
+// to the owner, which evaluates the same expression over the holders'
+// copies, so the answer is the same bits either way.
+// "Every holder" steps send the slab both ranks hold to each other and
+// combine it alike on both sides, so every holder computes the owner's total
+// from the same operands in the same order: one round per axis where no
+// point along an axis is held on both sides of its owner (halo widths below
+// plus above at most the points a rank owns), else a step into the owner and
+// one back.
 #pragma once
 
 #include <mpi.h>
@@ -46,12 +49,16 @@ namespace halox {
 
 class node_signals;
 
-// One axis step of a reverse call.
+// One step of a reverse call: an axis step (two sides, toward -axis and
+// +axis) or, for a call into the owners whose halos are no deeper than the
+// points they are filled from, one round in which every holder sends its
+// copies straight to the owner (a side per neighbour direction).
 struct reverse_step {
   enum class kind {
     into_owner,    // halo slab to its owner, combined there
     every_holder,  // the slab both ranks hold, to each other, combined on both
     from_owner,    // the owner's values copied back to the holders (a forward step)
+    one_round,     // every copy to its owner at once; the owner combines them in the order
   };
   struct side {
     int peer = -1;  // -1: no neighbour on this side
@@ -59,18 +66,24 @@ struct reverse_step {
     std::vector<field_box> send, recv;
     size_t send_bytes = 0, recv_bytes = 0;
   };
-  int axis = 0;
+  int axis = 0;  // of an axis step
   kind what = kind::into_owner;
-  side lo, hi;
+  // An axis step: [toward -axis, toward +axis]; one round: by direction_index
+  // of the neighbour's direction (grid.hpp; the centre unused). The side facing
+  // this rank on the peer is sides.size() - 1 - i.
+  std::vector<side> sides;
 };
 
 // The steps of a reverse call over `moved` fields at `depth`, built locally.
 // `one_round[axis]`: every rank may combine that axis in one round (agreed by
-// the caller over all ranks).
+// the caller over all ranks). `all_at_once`: a call into the owners takes one
+// round where every axis allows it (else three axis steps); the answer is the
+// same bits either way.
 std::vector<reverse_step> reverse_steps(const decomposition& d,
                                         const std::vector<field_layout>& layouts,
                                         const std::vector<int>& moved, int depth,
-                                        bool every_holder, const std::array<bool, 3>& one_round);
+                                        bool every_holder, const std::array<bool, 3>& one_round,
+                                        bool all_at_once);
 
 // Whether this rank's points along each axis can be combined in one round
 // (no point held on both sides of it).
@@ -83,6 +96,18 @@ struct halo_run {
   size_t offset = 0, bytes = 0;
 };
 
+// One region of a one-round step's combine: points of a field whose copies
+// come from the same holders.
+struct gathered_copies {
+  int field = 0;
+  box region;
+  int along = 0;  // bit k: a neighbour along axis k holds a copy
+  // By source a | b << 1 | c << 2 (the copy of the holder along x, y, z; 0 is
+  // the owner's own): the side whose buffer holds it, the byte offset there of
+  // the region's first point, and the buffer's row and plane, in elements.
+  std::array<size_t, 8> side{}, first{}, row{}, plane{};
+};
+
 // Runs the steps: start() posts the first, wait() the rest.
 class reverse_schedule {
  public:
@@ -93,8 +118,10 @@ class reverse_schedule {
   // rank sends straight from its outbox in node-shared memory (one copy
   // less than a message, no MPI), the others get messages. Collective over
   // node->comm then.
+  // `moved` and `depth`: those the steps were built for.
   reverse_schedule(std::vector<reverse_step> steps, const std::vector<field_layout>& layouts,
-                   bool keep_halos, const node_membership* node, const wait_policy& waits);
+                   const std::vector<int>& moved, int depth, bool keep_halos,
+                   const node_membership* node, const wait_policy& waits);
   ~reverse_schedule();
   reverse_schedule(const reverse_schedule&) = delete;
   reverse_schedule& operator=(const reverse_schedule&) = delete;
@@ -111,32 +138,34 @@ class reverse_schedule {
 
   std::vector<reverse_step> steps_;
   const std::vector<field_layout>* layouts_;
-  std::vector<std::byte> send_lo_, send_hi_, recv_lo_, recv_hi_;
+  // Message buffers, by side index (the largest of any step).
+  std::vector<std::vector<std::byte>> send_, recv_;
   // The packs of each step toward -axis and +axis, built for the fields'
   // addresses at the first call (and again when a field moved).
   void build_packs(const field_set& fields);
-  const std::byte* from_lo(size_t step, size_t slot) const;
-  const std::byte* from_hi(size_t step, size_t slot) const;
+  // What the peer of side `i` of a step sent this rank: a message received,
+  // or, for a peer on the node, its outbox part facing this rank.
+  const std::byte* received(size_t step, size_t i, size_t slot) const;
+  void combine(size_t step, size_t slot);
   exchange_plan layout_plan_;  // the layouts, as the pack kernels take them
-  // By outbox slot, then step, then side (-axis, +axis).
-  using step_lists = std::vector<std::array<copy_list, 2>>;
+  // By outbox slot, then step, then side.
+  using step_lists = std::vector<std::vector<copy_list>>;
   std::array<step_lists, 2> packs_;
   std::array<step_lists, 2> unpacks_;  // steps back from the owner
   std::vector<std::byte*> packed_for_;
+  std::vector<gathered_copies> gathered_;  // of a one-round step
   std::vector<halo_run> kept_;  // halo runs restored at the end, and their values
   std::vector<std::byte> kept_values_;
-  // The node path: each step's peers by node rank (-1: by message), the
-  // outbox (two slots, used by steps in turn, so that an owner packs the next
-  // step while its readers still combine the last; in each slot the part
-  // toward -axis at 0, toward +axis at hi_offset_, agreed by the node), the
-  // step count so far, and for each slot the step that last used it and its
+  // The node path: each step's peers by node rank, by side (-1: by
+  // message), the outbox (two slots, used by steps in turn, so that an owner
+  // packs the next step while its readers still combine the last; in each
+  // slot a part per side index at part_offset_, agreed by the node), the step
+  // count so far, and for each slot the step that last used it and its
   // readers.
-  struct node_sides {
-    int lo = -1, hi = -1;
-  };
-  std::vector<node_sides> on_node_;
+  std::vector<std::vector<int>> on_node_;
   std::unique_ptr<node_signals> signals_;
-  size_t hi_offset_ = 0, slot_bytes_ = 0;
+  std::vector<size_t> part_offset_;
+  size_t slot_bytes_ = 0;
   uint64_t seq_ = 0;
   std::array<uint64_t, 2> slot_seq_{};
   std::array<std::vector<int>, 2> slot_readers_;

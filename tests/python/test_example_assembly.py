@@ -2,7 +2,9 @@
 nodal sums and particle deposition. N ranks agree with 1 rank to rounding (the
 additions run in another order), every transport and algorithm gives the same
 bits, and every holder's total is the same, so the copy from the owners
-changes no copy (the LULESH-style exchange's holders add in different orders)."""
+changes no copy (the LULESH-style exchange's holders add in different orders);
+in the Fortran twin, N ranks agree with 1, transports give the same bits, and
+its LULESH-style exchange gives the same sums to rounding."""
 import re
 
 import pytest
@@ -65,3 +67,18 @@ def test_nodal3d_fortran_agrees_across_ranks_and_transports(run_mpi, boundary):
     _, other = fortran_state(run_mpi(4, "halox-example-nodal3d-fortran", "8", "3", boundary,
                                      "shm", "staged"))
     assert other == bits
+
+
+@pytest.mark.parametrize("boundary", ["open", "periodic"])
+def test_nodal3d_fortran_lulesh_style_exchange_is_the_same_physics(run_mpi, boundary):
+    halox_sums, _ = fortran_state(run_mpi(4, "halox-example-nodal3d-fortran", "8", "3", boundary))
+    # Its exchanges written the way LULESH's are: the holders add in other orders.
+    lulesh_sums, _ = fortran_state(run_mpi(4, "halox-example-nodal3d-fortran", "8", "3", boundary,
+                                           "exchange=lulesh"))
+    assert lulesh_sums == pytest.approx(halox_sums, rel=1e-11, abs=1e-13)
+
+
+def test_nodal3d_fortran_refuses_a_bad_exchange(run_mpi):
+    run = run_mpi(2, "halox-example-nodal3d-fortran", "8", "3", "open", "exchange=carrier-pigeon")
+    assert run.returncode != 0
+    assert "exchange must be halox or lulesh" in run.stderr
