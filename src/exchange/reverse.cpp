@@ -164,6 +164,7 @@ reverse_step make_one_round_step(const decomposition& d, const std::vector<field
         const size_t i = side_index(toward);
         reverse_step::side& side = step.sides[i];
         side.peer = *d.neighbor(toward);
+        side.in_place = side.peer == d.rank();
         side.send_tag = one_round_tag + static_cast<int>(i);
         side.recv_tag = one_round_tag + direction_index(opposite(toward));
         for (int f : moved) {
@@ -352,11 +353,24 @@ void combine_gathered(T* field, const local_grid& g, const gathered_copies& c, r
 std::vector<gathered_copies> gather_plan(const reverse_step& step,
                                          const std::vector<field_layout>& layouts,
                                          const std::vector<int>& moved, int depth) {
-  // Where field `f`'s box of a side's buffer starts, in bytes, and the box.
-  auto held = [&](size_t side, int f) -> std::pair<const box*, size_t> {
+  // Where field `f`'s box of a side's buffer starts, in bytes, and the box, in
+  // this rank's points. Copies this rank holds of its own points (across a
+  // periodic dimension of one rank) are read from the field, whose points lie
+  // one sub-domain on in that direction.
+  auto held = [&](size_t side, int f) -> std::pair<box, size_t> {
+    const field_layout& l = layouts[static_cast<size_t>(f)];
+    if (step.sides[side].in_place) {
+      const ivec3 toward = direction_of(static_cast<int>(side));
+      box shifted = l.grid.allocated_box();
+      for (int k = 0; k < 3; ++k) {
+        shifted.lo[k] += toward[k] * l.grid.interior[k];
+        shifted.hi[k] += toward[k] * l.grid.interior[k];
+      }
+      return {shifted, 0};
+    }
     size_t at = 0;
     for (const auto& b : step.sides[side].recv) {
-      if (b.field == f) return {&b.region, at};
+      if (b.field == f) return {b.region, at};
       at += static_cast<size_t>(b.region.volume()) * layouts[static_cast<size_t>(b.field)].element_bytes;
     }
     throw std::logic_error("reverse: a one-round copy has no box in its holder's message");
@@ -398,10 +412,10 @@ std::vector<gathered_copies> gather_plan(const reverse_step& step,
               if ((i >> k) & 1) from[k] = cls[k];
             c.side[i] = side_index(from);
             const auto [r, at] = held(c.side[i], f);
-            const auto ex = static_cast<size_t>(r->extent(0)), ey = static_cast<size_t>(r->extent(1));
-            const size_t first = static_cast<size_t>(c.region.lo[0] - r->lo[0]) +
-                                 ex * (static_cast<size_t>(c.region.lo[1] - r->lo[1]) +
-                                       ey * static_cast<size_t>(c.region.lo[2] - r->lo[2]));
+            const auto ex = static_cast<size_t>(r.extent(0)), ey = static_cast<size_t>(r.extent(1));
+            const size_t first = static_cast<size_t>(c.region.lo[0] - r.lo[0]) +
+                                 ex * (static_cast<size_t>(c.region.lo[1] - r.lo[1]) +
+                                       ey * static_cast<size_t>(c.region.lo[2] - r.lo[2]));
             c.first[i] = at + first * l.element_bytes;
             c.row[i] = ex;
             c.plane[i] = ex * ey;
@@ -508,6 +522,7 @@ reverse_schedule::reverse_schedule(std::vector<reverse_step> steps,
     on_node_[i].assign(s.sides.size(), -1);
     for (size_t j = 0; j < s.sides.size(); ++j) {
       const reverse_step::side& side = s.sides[j];
+      if (side.in_place) continue;
       if (node && side.peer >= 0 && node->on_node(side.peer)) {
         const int r = node->node_rank_of[static_cast<size_t>(side.peer)];
         on_node_[i][j] = r;
@@ -545,14 +560,14 @@ reverse_schedule::reverse_schedule(std::vector<reverse_step> steps,
 size_t reverse_schedule::message_count() const {
   size_t count = 0;
   for (const auto& s : steps_)
-    for (const auto& side : s.sides) count += side.send_bytes > 0;
+    for (const auto& side : s.sides) count += side.send_bytes > 0 && !side.in_place;
   return count;
 }
 
 size_t reverse_schedule::bytes_sent() const {
   size_t bytes = 0;
   for (const auto& s : steps_)
-    for (const auto& side : s.sides) bytes += side.send_bytes;
+    for (const auto& side : s.sides) bytes += side.in_place ? 0 : side.send_bytes;
   return bytes;
 }
 
@@ -578,6 +593,7 @@ void reverse_schedule::build_packs(const field_set& fields) {
       unpacks[i].resize(s.sides.size());
       for (size_t j = 0; j < s.sides.size(); ++j) {
         const reverse_step::side& side = s.sides[j];
+        if (side.in_place) continue;
         std::byte* to = on_node_[i][j] >= 0 ? outbox + part_offset_[j] : send_[j].data();
         if (side.send_bytes > 0) add_pack(packs[i][j], to, side.send, pointers, layout_plan_);
         // A step back from the owner is a forward step: what lands is copied, by the pack kernels.
@@ -630,14 +646,14 @@ void reverse_schedule::post(size_t step) {
   // Receives first, then the packed sends: both sides post before they wait.
   for (size_t j = 0; j < s.sides.size(); ++j) {
     const reverse_step::side& side = s.sides[j];
-    if (side.recv_bytes == 0 || node[j] >= 0) continue;
+    if (side.recv_bytes == 0 || node[j] >= 0 || side.in_place) continue;
     requests_.emplace_back();
     MPI_Irecv(recv_[j].data(), static_cast<int>(side.recv_bytes), MPI_BYTE, side.peer,
               side.recv_tag, comm_, &requests_.back());
   }
   for (size_t j = 0; j < s.sides.size(); ++j) {
     const reverse_step::side& side = s.sides[j];
-    if (side.send_bytes == 0 || node[j] >= 0) continue;
+    if (side.send_bytes == 0 || node[j] >= 0 || side.in_place) continue;
     packs[j].run();
     requests_.emplace_back();
     MPI_Isend(send_[j].data(), static_cast<int>(side.send_bytes), MPI_BYTE, side.peer,
@@ -655,7 +671,9 @@ void reverse_schedule::combine(size_t step, size_t slot) {
       for (const auto& c : gathered_) {
         const field_layout& l = (*layouts_)[static_cast<size_t>(c.field)];
         std::byte* field = fields_->pointers[static_cast<size_t>(c.field)];
-        auto from = [&](size_t side) { return received(step, side, slot); };
+        auto from = [&](size_t side) -> const std::byte* {
+          return s.sides[side].in_place ? field : received(step, side, slot);
+        };
         if (l.element_bytes == sizeof(float))
           combine_gathered(reinterpret_cast<float*>(field), l.grid, c, op_, from);
         else

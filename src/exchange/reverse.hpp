@@ -65,6 +65,9 @@ struct reverse_step {
     int send_tag = 0, recv_tag = 0;
     std::vector<field_box> send, recv;
     size_t send_bytes = 0, recv_bytes = 0;
+    // One round only: the peer is this rank (across a periodic dimension of
+    // one rank), whose copies are read in place, not sent.
+    bool in_place = false;
   };
   int axis = 0;  // of an axis step
   kind what = kind::into_owner;

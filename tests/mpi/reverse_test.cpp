@@ -613,19 +613,27 @@ TEST(Reverse, RandomConfigurations) {
   }
 }
 
-// Six messages per rank (two per axis) for a reverse call, whatever the
-// forward algorithm; every holder in one round where the halos allow (xvel's
-// 2 + 3 points are more than a 4-cell sub-domain: two rounds on every axis).
-TEST(Reverse, ThreeAxisStepsOfTwoMessages) {
+// Into the owners one round of a message per neighbour (26 on a periodic
+// 2x2x2 grid) where the halos allow, three axis steps of two messages where a
+// staged exchange asks for them or where a halo is deeper than the points it
+// is filled from; on every holder a round per axis (xvel's 2 + 3 points are
+// more than a 4-cell sub-domain: three steps into the owners, two rounds on
+// every axis on every holder).
+TEST(Reverse, MessagesPerCallFollowTheRounds) {
   if (world_size() != 8) GTEST_SKIP() << "needs a 2x2x2 grid";
   auto d = make_cart_decomposition(MPI_COMM_WORLD, {2, 2, 2}, {true, true, true}, false);
   case_fields c(d, global_cells(d.dims()), every_location(), false);
-  halo_exchange ex(d, c.mine[0].points, c.fields, {.alg = algorithm::standard});
   std::vector<int> all(c.specs.size());
   for (size_t f = 0; f < all.size(); ++f) all[f] = static_cast<int>(f);
-  EXPECT_EQ(ex.reverse_message_count(all), 6u);
-  EXPECT_EQ(ex.reverse_message_count({0, 1, 3}, 0, reverse_to::every_holder), 6u);
-  EXPECT_EQ(ex.reverse_message_count(all, 0, reverse_to::every_holder), 12u);
+  const std::vector<int> shallow{0, 1, 3};
+  halo_exchange standard(d, c.mine[0].points, c.fields, {.alg = algorithm::standard});
+  EXPECT_EQ(standard.reverse_message_count(shallow), 26u);
+  EXPECT_EQ(standard.reverse_message_count(shallow, 0, reverse_to::every_holder), 6u);
+  EXPECT_EQ(standard.reverse_message_count(all), 6u);
+  EXPECT_EQ(standard.reverse_message_count(all, 0, reverse_to::every_holder), 12u);
+  halo_exchange staged(d, c.mine[0].points, c.fields, {.alg = algorithm::staged});
+  EXPECT_EQ(staged.reverse_message_count(shallow), 6u);
+  EXPECT_EQ(staged.reverse_message_count(shallow, 0, reverse_to::every_holder), 6u);
 }
 
 }  // namespace
