@@ -101,6 +101,10 @@ struct field_layout {
 
 field_layout layout_of(const decomposition& d, const ivec3& cells, const field& f);
 
+// `count` fields of cells alike on `grid`, each exchanging its whole allocated halo.
+std::vector<field_layout> uniform_cell_layouts(const local_grid& grid, size_t element_bytes,
+                                               size_t count);
+
 // The points held by both a rank and its neighbours along each axis (1 along
 // the staggered axes of a field whose shared points are kept, 0 otherwise).
 ivec3 kept_shared_points(const field_layout& layout);

@@ -100,16 +100,12 @@ struct exchange_plan {
 // Tag of a message sent toward `direction` in the given field slot.
 int message_tag(int field_slot, const ivec3& direction);
 
-// fields_per_message > 0 groups the fields in messages of that many; 0 takes
-// the mode's grouping (compact: all, sequence: one, cache: cache_block). The
-// stages move blocks of min(fields per message, cache_block) fields;
-// cache_block 0 means blocks as large as the messages.
-exchange_plan make_plan(const decomposition& d, const local_grid& grid, int nfields,
-                        size_t element_bytes, algorithm alg, field_mode mode,
-                        int fields_per_message = 0, int cache_block = 0);
-
-// The general form: fields of their own layouts (field.hpp), of which the
-// plan moves `moved` (ascending field indices, each once) at `depth`.
+// Fields of their own layouts (field.hpp; uniform_cell_layouts for fields of
+// cells alike), of which the plan moves `moved` (ascending field indices, each
+// once) at `depth`. fields_per_message > 0 groups the fields in messages of
+// that many; 0 takes the mode's grouping (compact: all, sequence: one, cache:
+// cache_block). The stages move blocks of min(fields per message, cache_block)
+// fields; cache_block 0 means blocks as large as the messages.
 struct plan_request {
   std::vector<field_layout> layouts;
   std::vector<int> moved;  // empty: all
@@ -121,15 +117,13 @@ struct plan_request {
 };
 exchange_plan make_plan(const decomposition& d, plan_request request);
 
-// The largest block of fields whose halo traffic in one stage (the cache
-// lines its sent, received and copied boxes touch in the fields) fits in a
-// quarter of `cache_bytes`; at least one, and at least as many as make the
-// largest message to a peer min_fragment_bytes (a block is a message of its
-// own: smaller ones cost more in messages and signals than the cache saves).
+// The largest block of the request's fields whose halo traffic in one stage
+// (the cache lines its sent, received and copied boxes touch in the fields;
+// the largest field's counts) fits in a quarter of `cache_bytes`; at least
+// one, and at least as many as make the largest message to a peer
+// min_fragment_bytes (a block is a message of its own: smaller ones cost more
+// in messages and signals than the cache saves).
 inline constexpr size_t min_fragment_bytes = 64 * 1024;
-int cache_sized_block(const decomposition& d, const local_grid& grid, int nfields,
-                      size_t element_bytes, algorithm alg, size_t cache_bytes);
-// The same for fields of their own layouts: the largest field's traffic counts.
 int cache_sized_block(const decomposition& d, const plan_request& request, size_t cache_bytes);
 
 // The sides of each dimension on which this rank has a neighbour.

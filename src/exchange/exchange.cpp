@@ -180,11 +180,6 @@ struct halo_exchange::state {
 
 namespace {
 
-std::vector<field_layout> uniform_layouts(const local_grid& grid, element_type type, size_t count) {
-  return std::vector<field_layout>(
-      count, field_layout{grid, element_size(type), location::cell, grid.halo});
-}
-
 std::vector<std::string> names_of(const std::vector<field>& fields) {
   std::vector<std::string> names;
   for (size_t f = 0; f < fields.size(); ++f)
@@ -271,7 +266,7 @@ std::string field_problem(const std::vector<field>& fields, const std::vector<st
 halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid, element_type type,
                              std::vector<void*> fields, const exchange_options& options)
     : halo_exchange(
-          decomp, uniform_layouts(grid, type, fields.size()), {},
+          decomp, uniform_cell_layouts(grid, element_size(type), fields.size()), {},
           [&] {
             field_set set;
             for (void* f : fields) set.pointers.push_back(static_cast<std::byte*>(f));
@@ -282,7 +277,8 @@ halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid
 halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid, element_type type,
                              const shared_field_memory& memory, const exchange_options& options)
     : halo_exchange(
-          decomp, uniform_layouts(grid, type, static_cast<size_t>(memory.nfields())), {},
+          decomp,
+          uniform_cell_layouts(grid, element_size(type), static_cast<size_t>(memory.nfields())), {},
           [&] {
             field_set set;
             for (int f = 0; f < memory.nfields(); ++f)

@@ -256,7 +256,7 @@ struct scored {
 double typical_cost(const std::vector<scored>& screened) {
   std::vector<double> costs;
   for (const auto& s : screened) costs.push_back(s.cost_s);
-  return median_of(std::move(costs));
+  return median(std::move(costs));
 }
 
 // cma's outbox rule, where the caller left it unset, is not measured while screening: cma
@@ -295,7 +295,7 @@ std::vector<scored> screen(MPI_Comm comm, const std::vector<exchange_options>& a
         ex.exchange();
         times.push_back(MPI_Wtime() - t0);
       }
-      figures[0] = median_of(std::move(times));
+      figures[0] = median(std::move(times));
       figures[1] = MPI_Wtime() - t_build;
       screened.push_back({all[n], ex.tuning_as_built(), 0, 0, n == 0});
       ran = true;
@@ -359,7 +359,7 @@ std::pair<size_t, double> final_choice(MPI_Comm comm, const std::vector<scored>&
   std::vector<double> of_best;
   for (int round = 0; round < rounds; ++round)
     of_best.push_back(round_time[static_cast<size_t>(round) * finalists + best]);
-  return {best, median_of(std::move(of_best))};
+  return {best, median(std::move(of_best))};
 }
 
 // The rounds the rest of the budget holds, each as costly as the finalists' screening.

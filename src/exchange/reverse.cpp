@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/enum_names.hpp"
 #include "halox/common/error.hpp"
 #include "transport/common/node_signals.hpp"
 
@@ -19,20 +20,13 @@ namespace {
 // Outbox slots of the node path: a step's pack waits only for the readers of
 // the step two before it.
 constexpr size_t outbox_slots = 2;
-// By the enumerators' order.
-constexpr std::array<std::string_view, 3> reduction_names{"sum", "min", "max"};
+constexpr auto reduction_names = make_enum_names<reduction>("reduction", "sum", "min", "max");
+static_assert(reduction_names.names.size() == std::size(all_reductions));
 }  // namespace
 
-reduction parse_reduction(const std::string& name) {
-  const auto at = std::ranges::find(reduction_names, name);
-  if (at == reduction_names.end())
-    throw usage_error(fmt::format("unknown reduction '{}' (expected sum, min, max)", name));
-  return static_cast<reduction>(at - reduction_names.begin());
-}
+reduction parse_reduction(const std::string& name) { return reduction_names.parse(name); }
 
-std::string to_string(reduction op) {
-  return std::string(reduction_names.at(static_cast<size_t>(op)));
-}
+std::string to_string(reduction op) { return reduction_names.to_string(op); }
 
 namespace {
 
@@ -289,10 +283,14 @@ void combine_gathered(T* field, const local_grid& g, const gathered_copies& c,
   const size_t field_plane = field_row * static_cast<size_t>(g.allocated()[1]);
   const box& r = c.region;
   const auto count = static_cast<size_t>(r.extent(0));
+  // Short rows (an x face): each is a cache line of its own; ask for a later one now.
+  const bool fetch = count * sizeof(T) < 64;
+  const size_t ahead = 8 * field_row;
   T* f_plane = field + g.index(r.lo[0], r.lo[1], r.lo[2]);
   for (int z = 0; z < r.extent(2); ++z, f_plane += field_plane) {
     T* f = f_plane;
     for (int y = 0; y < r.extent(1); ++y, f += field_row) {
+      if (fetch) __builtin_prefetch(f + ahead, 1);
       std::array<const T*, 8> p{};
       for (size_t i = 1; i < 8; ++i)
         if ((static_cast<int>(i) & ~Along) == 0)

@@ -1,12 +1,12 @@
 #include "halox/grid.hpp"
 
 #include <fmt/core.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "common/enum_names.hpp"
 #include "halox/common/error.hpp"
 
 namespace halox {
@@ -64,24 +64,13 @@ box local_grid::allocated_box() const {
           {interior[0] + halo.hi[0], interior[1] + halo.hi[1], interior[2] + halo.hi[2]}};
 }
 
-algorithm parse_algorithm(const std::string& name) {
-  std::vector<std::string> names;
-  for (const algorithm a : all_algorithms) {
-    if (to_string(a) == name) return a;
-    names.push_back(to_string(a));
-  }
-  throw usage_error(
-      fmt::format("unknown algorithm '{}' (expected {})", name, fmt::join(names, ", ")));
-}
+constexpr auto algorithm_names =
+    make_enum_names<algorithm>("algorithm", "standard", "staged", "faces");
+static_assert(algorithm_names.names.size() == std::size(all_algorithms));
 
-std::string to_string(algorithm a) {
-  switch (a) {
-    case algorithm::standard: return "standard";
-    case algorithm::staged: return "staged";
-    case algorithm::faces: return "faces";
-  }
-  return "?";
-}
+algorithm parse_algorithm(const std::string& name) { return algorithm_names.parse(name); }
+
+std::string to_string(algorithm a) { return algorithm_names.to_string(a); }
 
 int step_count(algorithm a) { return a == algorithm::staged ? 3 : 1; }
 

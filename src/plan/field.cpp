@@ -1,12 +1,12 @@
 #include "halox/field.hpp"
 
 #include <fmt/core.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "common/enum_names.hpp"
 #include "halox/common/error.hpp"
 
 namespace halox {
@@ -21,29 +21,13 @@ std::string to_string(element_type t) { return t == element_type::f32 ? "float" 
 
 size_t element_size(element_type t) { return t == element_type::f32 ? 4 : 8; }
 
-location parse_location(const std::string& name) {
-  std::vector<std::string> names;
-  for (const location at : all_locations) {
-    if (to_string(at) == name) return at;
-    names.push_back(to_string(at));
-  }
-  throw usage_error(
-      fmt::format("unknown location '{}' (expected {})", name, fmt::join(names, ", ")));
-}
+constexpr auto location_names = make_enum_names<location>(
+    "location", "cell", "x_face", "y_face", "z_face", "x_edge", "y_edge", "z_edge", "node");
+static_assert(location_names.names.size() == std::size(all_locations));
 
-std::string to_string(location at) {
-  switch (at) {
-    case location::cell: return "cell";
-    case location::x_face: return "x_face";
-    case location::y_face: return "y_face";
-    case location::z_face: return "z_face";
-    case location::x_edge: return "x_edge";
-    case location::y_edge: return "y_edge";
-    case location::z_edge: return "z_edge";
-    case location::node: return "node";
-  }
-  return "?";
-}
+location parse_location(const std::string& name) { return location_names.parse(name); }
+
+std::string to_string(location at) { return location_names.to_string(at); }
 
 ivec3 staggered_axes(location at) {
   switch (at) {
@@ -79,6 +63,12 @@ ivec3 field_points(const decomposition& d, const ivec3& cells, location at) {
 field_layout layout_of(const decomposition& d, const ivec3& cells, const field& f) {
   return {local_grid(field_points(d, cells, f.at), f.halo), element_size(f.type), f.at, f.halo,
           f.shared};
+}
+
+std::vector<field_layout> uniform_cell_layouts(const local_grid& grid, size_t element_bytes,
+                                               size_t count) {
+  return std::vector<field_layout>(count,
+                                   field_layout{grid, element_bytes, location::cell, grid.halo});
 }
 
 ivec3 kept_shared_points(const field_layout& layout) {

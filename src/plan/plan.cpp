@@ -1,34 +1,23 @@
 #include "halox/plan.hpp"
 
 #include <fmt/core.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "common/enum_names.hpp"
 #include "halox/common/error.hpp"
 
 namespace halox {
 
-field_mode parse_field_mode(const std::string& name) {
-  std::vector<std::string> names;
-  for (const field_mode m : all_field_modes) {
-    if (to_string(m) == name) return m;
-    names.push_back(to_string(m));
-  }
-  throw usage_error(
-      fmt::format("unknown field mode '{}' (expected {})", name, fmt::join(names, ", ")));
-}
+constexpr auto field_mode_names =
+    make_enum_names<field_mode>("field mode", "compact", "sequence", "cache");
+static_assert(field_mode_names.names.size() == std::size(all_field_modes));
 
-std::string to_string(field_mode m) {
-  switch (m) {
-    case field_mode::compact: return "compact";
-    case field_mode::sequence: return "sequence";
-    case field_mode::cache: return "cache";
-  }
-  return "?";
-}
+field_mode parse_field_mode(const std::string& name) { return field_mode_names.parse(name); }
+
+std::string to_string(field_mode m) { return field_mode_names.to_string(m); }
 
 int message_tag(int field_slot, const ivec3& direction) {
   return field_slot * direction_count + direction_index(direction);
@@ -185,19 +174,6 @@ std::string request_problem(const plan_request& r) {
 
 }  // namespace
 
-exchange_plan make_plan(const decomposition& d, const local_grid& grid, int nfields,
-                        size_t element_bytes, algorithm alg, field_mode mode,
-                        int fields_per_message, int cache_block) {
-  if (nfields < 1) throw usage_error(fmt::format("number of fields must be at least 1, got {}", nfields));
-  plan_request r;
-  r.layouts.assign(static_cast<size_t>(nfields), field_layout{grid, element_bytes, location::cell, grid.halo});
-  r.alg = alg;
-  r.mode = mode;
-  r.fields_per_message = fields_per_message;
-  r.cache_block = cache_block;
-  return make_plan(d, std::move(r));
-}
-
 exchange_plan make_plan(const decomposition& d, plan_request request) {
   if (auto problem = request_problem(request); !problem.empty()) throw usage_error(problem);
   exchange_plan plan;
@@ -306,15 +282,6 @@ int cache_sized_block(const decomposition& d, const plan_request& request, size_
                               : (min_fragment_bytes + per_field_message - 1) / per_field_message;
   return static_cast<int>(
       std::clamp<size_t>(std::max(fitting, carrying), 1, static_cast<size_t>(nfields)));
-}
-
-int cache_sized_block(const decomposition& d, const local_grid& grid, int nfields,
-                      size_t element_bytes, algorithm alg, size_t cache_bytes) {
-  plan_request r;
-  r.layouts.assign(static_cast<size_t>(std::max(nfields, 1)),
-                   field_layout{grid, element_bytes, location::cell, grid.halo});
-  r.alg = alg;
-  return cache_sized_block(d, r, cache_bytes);
 }
 
 std::vector<int> fields_filled(const stage& st) {

@@ -12,6 +12,7 @@
 
 #include <vector>
 
+#include "cell_fields.hpp"
 #include "halox/decomposition.hpp"
 #include "halox/field_memory.hpp"
 #include "halox/plan.hpp"
@@ -56,7 +57,8 @@ size_t exchange_by_peer_reads(const ivec3& dims, const std::array<bool, 3>& peri
     typed.push_back(static_cast<double*>(memory.field(f)));
   }
   fields.shared = &memory;
-  const exchange_plan plan = make_plan(decomp, grid, nfields, sizeof(double), alg, mode);
+  const exchange_plan plan =
+      make_plan(decomp, testing_support::cell_fields(grid, nfields, sizeof(double), alg, mode));
   node_membership node = make_node_membership(decomp.comm(), 0);
   wait_policy waits;
   const transport_tuning tuning;

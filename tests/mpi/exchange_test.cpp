@@ -24,6 +24,7 @@
 #include "halox_programs/decomposition/options.hpp"
 #include "halox_programs/self_copy_reference.hpp"
 #include "halox_programs/verify.hpp"
+#include "cell_fields.hpp"
 #include "scoped_environment.hpp"
 
 using namespace halox;
@@ -355,12 +356,15 @@ TEST(Exchange, CacheBlocksCarryAMinimumFragment) {
   const local_grid small({16, 16, 16}, halo_widths::uniform(1));
   const size_t message = world_size() == 2 ? 4096 : 2048;
   ASSERT_LT(message * 8, min_fragment_bytes);
-  EXPECT_EQ(cache_sized_block(row, small, 8, 8, algorithm::staged, small_cache), 8);
-  EXPECT_EQ(cache_sized_block(row, small, 64, 8, algorithm::staged, small_cache),
+  auto fields = [](const local_grid& grid, size_t count) {
+    return testing_support::cell_fields(grid, count, 8, algorithm::staged);
+  };
+  EXPECT_EQ(cache_sized_block(row, fields(small, 8), small_cache), 8);
+  EXPECT_EQ(cache_sized_block(row, fields(small, 64), small_cache),
             static_cast<int>(min_fragment_bytes / message));
-  EXPECT_EQ(cache_sized_block(alone, small, 8, 8, algorithm::staged, small_cache), 1);
+  EXPECT_EQ(cache_sized_block(alone, fields(small, 8), small_cache), 1);
   const local_grid large({64, 64, 64}, halo_widths::uniform(5));  // x messages of 160 KiB
-  EXPECT_EQ(cache_sized_block(row, large, 8, 8, algorithm::staged, small_cache), 1);
+  EXPECT_EQ(cache_sized_block(row, fields(large, 8), small_cache), 1);
 }
 
 TEST(Exchange, FieldBlocksAreExactForEveryTransport) {

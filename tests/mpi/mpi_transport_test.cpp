@@ -18,6 +18,7 @@
 #include "halox/plan.hpp"
 #include "halox/extend/registry.hpp"
 #include "halox_programs/verify.hpp"
+#include "cell_fields.hpp"
 #include "scoped_environment.hpp"
 
 using namespace halox;
@@ -105,7 +106,7 @@ TEST(Plan, OnePeerInSeveralDirectionsIsOneMessageListedAlikeAtBothEnds) {
   local_grid g({5, 4, 3}, halo_widths::uniform(1));
   const int other = 1 - d.rank();
   for (auto alg : {algorithm::standard, algorithm::staged}) {
-    auto p = make_plan(d, g, 2, 8, alg, field_mode::compact);
+    auto p = make_plan(d, testing_support::cell_fields(g, 2, 8, alg, field_mode::compact));
     for (const auto& st : p.stages) {
       ASSERT_LE(st.sends.size(), 1u);
       ASSERT_EQ(st.sends.size(), st.recvs.size());
@@ -307,7 +308,8 @@ TEST_P(Timeout, NamesThePeerThatDidNotArrive) {
   verify_context vctx{grid, sub, d.periodic(), algorithm::standard};
   fill_fields(fields, vctx, 0);
   exchange_plan plan =
-      make_plan(d, grid, 1, sizeof(double), algorithm::standard, field_mode::compact);
+      make_plan(d, testing_support::cell_fields(grid, 1, sizeof(double), algorithm::standard,
+                                                field_mode::compact));
   ASSERT_EQ(plan.stages.size(), 1u);
   ASSERT_EQ(plan.stages[0].sends.size(), d.rank() == 1 ? 1u : 0u);
 

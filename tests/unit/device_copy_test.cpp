@@ -10,10 +10,12 @@
 #include "transport/cuda/copy_batch.hpp"
 #include "halox/decomposition.hpp"
 #include "halox/extend/pack.hpp"
+#include "cell_fields.hpp"
 #include "halox/plan.hpp"
 
 using namespace halox;
 using namespace halox::device;
+using halox::testing_support::cell_fields;
 
 namespace {
 
@@ -62,7 +64,7 @@ stage stage_of(const std::vector<halo_region>& step, int nfields, size_t element
 // The fields' layouts as a plan carries them (nothing else set): every field as g.
 exchange_plan layouts_as(const local_grid& g, int nfields, size_t element_bytes) {
   exchange_plan plan;
-  plan.layouts.assign(static_cast<size_t>(nfields), field_layout{g, element_bytes, location::cell, g.halo});
+  plan.layouts = uniform_cell_layouts(g, element_bytes, static_cast<size_t>(nfields));
   return plan;
 }
 
@@ -150,7 +152,7 @@ TEST(DeviceCopies, LocalCopyBatchesOfThePlanEqualHostCopies) {
         for (auto mode : {field_mode::compact, field_mode::sequence}) {
           const local_grid g(sh.interior, sh.halo);
           const int nfields = 3;
-          const exchange_plan plan = make_plan(d, g, nfields, element_bytes, a, mode);
+          const exchange_plan plan = make_plan(d, cell_fields(g, nfields, element_bytes, a, mode));
           field_storage kernel(g, nfields, element_bytes, 0, 3),
               host(g, nfields, element_bytes, 0, 3);
           size_t copied = 0;

@@ -2,17 +2,20 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
+#include "cell_fields.hpp"
 #include "halox/plan.hpp"
 
 using namespace halox;
+using halox::testing_support::cell_fields;
 
 namespace {
 
 TEST(Plan, OneRankPeriodicIsAllLocalCopies) {
   auto d = make_cart_decomposition(MPI_COMM_SELF, {1, 1, 1}, {true, true, true}, false);
   local_grid g({4, 4, 4}, halo_widths::uniform(1));
-  auto p = make_plan(d, g, 2, 8, algorithm::standard, field_mode::compact);
+  auto p = make_plan(d, cell_fields(g, 2, 8, algorithm::standard, field_mode::compact));
   ASSERT_EQ(p.stages.size(), 1u);
   EXPECT_TRUE(p.stages[0].sends.empty());
   EXPECT_TRUE(p.stages[0].recvs.empty());
@@ -24,7 +27,7 @@ TEST(Plan, OneRankOpenBoundariesMoveNothing) {
   auto d = make_cart_decomposition(MPI_COMM_SELF, {1, 1, 1}, {false, false, false}, false);
   local_grid g({4, 4, 4}, halo_widths::uniform(2));
   for (auto a : {algorithm::standard, algorithm::staged, algorithm::faces}) {
-    auto p = make_plan(d, g, 1, 4, a, field_mode::sequence);
+    auto p = make_plan(d, cell_fields(g, 1, 4, a, field_mode::sequence));
     EXPECT_EQ(p.bytes_sent() + p.bytes_copied() + p.bytes_received(), 0u);
   }
 }
@@ -32,7 +35,7 @@ TEST(Plan, OneRankOpenBoundariesMoveNothing) {
 TEST(Plan, SequenceModeHasAStagePerFieldAndStep) {
   auto d = make_cart_decomposition(MPI_COMM_SELF, {1, 1, 1}, {true, false, true}, false);
   local_grid g({4, 5, 6}, halo_widths::uniform(1));
-  auto p = make_plan(d, g, 3, 8, algorithm::staged, field_mode::sequence);
+  auto p = make_plan(d, cell_fields(g, 3, 8, algorithm::staged, field_mode::sequence));
   ASSERT_EQ(p.stages.size(), 9u);
   for (size_t s = 0; s < p.stages.size(); ++s)
     for (const auto& c : p.stages[s].copies)
@@ -47,7 +50,9 @@ TEST(Plan, CompactMessagesMoveInBlocksThroughAllSteps) {
   auto d = make_cart_decomposition(MPI_COMM_SELF, {1, 1, 1}, {true, true, true}, false);
   local_grid g({4, 5, 6}, halo_widths::uniform(1));
   for (int block : {1, 2, 3, 0}) {
-    auto p = make_plan(d, g, 3, 8, algorithm::staged, field_mode::compact, 0, block);
+    plan_request r = cell_fields(g, 3, 8, algorithm::staged, field_mode::compact);
+    r.cache_block = block;
+    auto p = make_plan(d, std::move(r));
     const int per_block = block == 0 ? 3 : block;
     EXPECT_EQ(p.fields_per_message, 3);
     EXPECT_EQ(p.fields_per_block, per_block);
@@ -64,11 +69,15 @@ TEST(Plan, CompactMessagesMoveInBlocksThroughAllSteps) {
     }
   }
   // cache: messages of a block each, the block sized as asked.
-  auto cached = make_plan(d, g, 5, 8, algorithm::standard, field_mode::cache, 0, 2);
+  plan_request cache = cell_fields(g, 5, 8, algorithm::standard, field_mode::cache);
+  cache.cache_block = 2;
+  auto cached = make_plan(d, std::move(cache));
   EXPECT_EQ(cached.fields_per_message, 2);
   EXPECT_EQ(cached.stages.size(), 3u);
   // sequence is blocks of one, whatever the cache allows.
-  EXPECT_EQ(make_plan(d, g, 5, 8, algorithm::standard, field_mode::sequence, 0, 4).stages.size(), 5u);
+  plan_request sequence = cell_fields(g, 5, 8, algorithm::standard, field_mode::sequence);
+  sequence.cache_block = 4;
+  EXPECT_EQ(make_plan(d, std::move(sequence)).stages.size(), 5u);
 }
 
 // Blocks are sized by the cache lines the boxes touch, not by the bytes they
@@ -78,16 +87,18 @@ TEST(Plan, CacheBlocksCountTheLinesTheBoxesTouch) {
   local_grid g({64, 64, 64}, halo_widths::uniform(1));
   // The x step copies 2 boxes of 64 x 64 one-cell runs: 4 x 4096 lines, 1 MiB per field.
   constexpr size_t mib = 1 << 20;
-  EXPECT_EQ(cache_sized_block(d, g, 8, 4, algorithm::staged, 2 * mib), 1);
-  EXPECT_EQ(cache_sized_block(d, g, 8, 4, algorithm::staged, 16 * mib), 4);
-  EXPECT_EQ(cache_sized_block(d, g, 8, 4, algorithm::staged, 64 * mib), 8);
-  EXPECT_EQ(cache_sized_block(d, g, 8, 4, algorithm::staged, 0), 8);
+  const plan_request eight = cell_fields(g, 8, 4, algorithm::staged);
+  EXPECT_EQ(cache_sized_block(d, eight, 2 * mib), 1);
+  EXPECT_EQ(cache_sized_block(d, eight, 16 * mib), 4);
+  EXPECT_EQ(cache_sized_block(d, eight, 64 * mib), 8);
+  EXPECT_EQ(cache_sized_block(d, eight, 0), 8);
   // With x and y open only the z step moves anything: 2 x 2 planes of 64 x 64
   // floats (the x and y halos beside open boundaries are not carried), 64
   // rows each of 64-float runs, a run touching (256 - 4) + 64 bytes of lines.
   auto open_xy = make_cart_decomposition(MPI_COMM_SELF, {1, 1, 1}, {false, false, true}, false);
   const size_t z_step = 4 * 64 * (64 * 4 - 4 + 64);
-  EXPECT_EQ(cache_sized_block(open_xy, g, 100, 4, algorithm::staged, 4 * z_step * 10), 10);
+  EXPECT_EQ(cache_sized_block(open_xy, cell_fields(g, 100, 4, algorithm::staged), 4 * z_step * 10),
+            10);
 }
 
 TEST(Plan, TagsAreDistinctPerFieldSlotAndDirection) {
@@ -99,8 +110,8 @@ TEST(Plan, TagsAreDistinctPerFieldSlotAndDirection) {
 
 TEST(Plan, RejectsNoFields) {
   auto d = make_cart_decomposition(MPI_COMM_SELF, {1, 1, 1}, {true, true, true}, false);
-  EXPECT_THROW(make_plan(d, local_grid({4, 4, 4}, halo_widths::uniform(1)), 0, 8,
-                         algorithm::standard, field_mode::compact),
+  EXPECT_THROW(make_plan(d, cell_fields(local_grid({4, 4, 4}, halo_widths::uniform(1)), 0, 8,
+                                        algorithm::standard, field_mode::compact)),
                std::exception);
 }
 

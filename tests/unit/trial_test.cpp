@@ -5,7 +5,7 @@
 #include "transport/core/trial.hpp"
 
 using halox::choose_from_rounds;
-using halox::median_of;
+using halox::median;
 
 // seconds[round * candidates + c]
 TEST(Trial, ASlowMomentOfTheMachineDoesNotDecide) {
@@ -49,8 +49,8 @@ TEST(Trial, OneCandidateIsChosen) {
   EXPECT_TRUE(choice.clear);
 }
 
-TEST(Trial, MedianIsTheMiddleTimeOrTheUpperOfTwo) {
-  EXPECT_EQ(median_of({3.0, 1.0, 2.0}), 2.0);
-  EXPECT_EQ(median_of({4.0, 1.0, 3.0, 2.0}), 3.0);
-  EXPECT_EQ(median_of({5.0}), 5.0);
+TEST(Trial, TheTrialsTakeTheOneMedian) {
+  EXPECT_EQ(median({3.0, 1.0, 2.0}), 2.0);
+  EXPECT_EQ(median({4.0, 1.0, 3.0, 2.0}), 2.5);
+  EXPECT_EQ(median({5.0}), 5.0);
 }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "halox/common/median.hpp"
+
 namespace halox {
 
 double percentile_of_sorted(const std::vector<double>& sorted, double fraction) {
@@ -33,7 +35,7 @@ summary summarize(std::vector<double> samples) {
   double sum_sq = 0;
   for (double v : samples) sum_sq += (v - s.mean) * (v - s.mean);
   s.stddev = s.count > 1 ? std::sqrt(sum_sq / static_cast<double>(s.count - 1)) : 0.0;
-  s.median = percentile_of_sorted(samples, 0.5);
+  s.median = median(samples);
   s.p5 = percentile_of_sorted(samples, 0.05);
   s.p25 = percentile_of_sorted(samples, 0.25);
   s.p75 = percentile_of_sorted(samples, 0.75);

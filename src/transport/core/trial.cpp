@@ -16,12 +16,6 @@ namespace {
 constexpr int rounds_at_once = 7, most_rounds = 21, untimed = 1, timed = 2;
 }  // namespace
 
-double median_of(std::vector<double> values) {
-  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-  std::nth_element(values.begin(), middle, values.end());
-  return *middle;
-}
-
 void start_together(MPI_Comm comm) {
   MPI_Request request = MPI_REQUEST_NULL;
   MPI_Ibarrier(comm, &request);
@@ -44,7 +38,7 @@ trial_choice choose_from_rounds(const std::vector<double>& seconds, size_t candi
   for (size_t c = 0; c < candidates; ++c) {
     std::vector<double> relative(rounds);
     for (size_t r = 0; r < rounds; ++r) relative[r] = fastest[r] > 0 ? at(r, c) / fastest[r] : 1.0;
-    score[c] = median_of(std::move(relative));
+    score[c] = median(std::move(relative));
   }
   trial_choice out;
   out.best = static_cast<size_t>(std::min_element(score.begin(), score.end()) - score.begin());

@@ -15,6 +15,8 @@
 #include <functional>
 #include <vector>
 
+#include "halox/common/median.hpp"  // the median the trials take
+
 namespace halox {
 
 class transport;
@@ -44,9 +46,6 @@ struct trial_choice {
 };
 inline constexpr double trial_tie = 0.02, trial_clear_gap = 0.10;
 trial_choice choose_from_rounds(const std::vector<double>& seconds, size_t candidates);
-
-// The median of a non-empty set of times (the upper one of an even count).
-double median_of(std::vector<double> values);
 
 // Collective over comm: the sorted union of every rank's values, each below
 // `below`; one reduction of below bits, whatever the number of ranks.

@@ -15,7 +15,8 @@ struct summary {
   double p5 = 0, p25 = 0, p75 = 0, p95 = 0;
 };
 
-// Percentiles by linear interpolation between closest ranks.
+// Percentiles by linear interpolation between closest ranks; the median is
+// halox::median (halox/common/median.hpp), the same as the 50th percentile.
 summary summarize(std::vector<double> samples);
 double percentile_of_sorted(const std::vector<double>& sorted, double fraction);
 

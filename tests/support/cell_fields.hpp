@@ -1,0 +1,23 @@
+// The plan request most plan and transport tests make: fields of cells alike.
+#pragma once
+
+#include <cstddef>
+
+#include "halox/field.hpp"
+#include "halox/plan.hpp"
+
+namespace halox::testing_support {
+
+// `count` fields of cells of `element_bytes` on `grid`, each exchanging its
+// whole halo; what else a request holds is its default (all fields moved, in
+// messages as the mode groups them).
+inline plan_request cell_fields(const local_grid& grid, size_t count, size_t element_bytes,
+                                algorithm alg, field_mode mode = field_mode::compact) {
+  plan_request request;
+  request.layouts = uniform_cell_layouts(grid, element_bytes, count);
+  request.alg = alg;
+  request.mode = mode;
+  return request;
+}
+
+}  // namespace halox::testing_support
