@@ -276,25 +276,24 @@ void combine_boxes(const std::vector<field_box>& boxes, const std::vector<field_
 // A one-round step's copies of `c.region` combined into the field in the
 // documented order: at each (x, y) holder the z copies, then along y, then
 // along x. `from[i]`: source i's first point (i > 0, a bit of c.along each).
-template <reduction Op, int Along, class T>
+// Count: the rows' length when known at compile time (an x face: rows of a
+// point or two, each on a cache line of its own), 0 for any.
+template <reduction Op, int Along, int Count, class T>
 void combine_gathered(T* field, const local_grid& g, const gathered_copies& c,
-                      const std::array<const T*, 8>& from) {
+                      std::array<const T*, 8> from) {
   const size_t field_row = static_cast<size_t>(g.allocated()[0]);
   const size_t field_plane = field_row * static_cast<size_t>(g.allocated()[1]);
   const box& r = c.region;
-  const auto count = static_cast<size_t>(r.extent(0));
-  // Short rows (an x face): each is a cache line of its own; ask for a later one now.
-  const bool fetch = count * sizeof(T) < 64;
+  const size_t count = Count ? static_cast<size_t>(Count) : static_cast<size_t>(r.extent(0));
+  const bool fetch = count * sizeof(T) < 64;  // ask for a later short row's line now
   const size_t ahead = 8 * field_row;
+  constexpr auto held = [](size_t i) { return i > 0 && (static_cast<int>(i) & ~Along) == 0; };
   T* f_plane = field + g.index(r.lo[0], r.lo[1], r.lo[2]);
-  for (int z = 0; z < r.extent(2); ++z, f_plane += field_plane) {
+  for (int z = 0; z < r.extent(2); ++z) {
     T* f = f_plane;
-    for (int y = 0; y < r.extent(1); ++y, f += field_row) {
+    std::array<const T*, 8> p = from;
+    for (int y = 0; y < r.extent(1); ++y) {
       if (fetch) __builtin_prefetch(f + ahead, 1);
-      std::array<const T*, 8> p{};
-      for (size_t i = 1; i < 8; ++i)
-        if ((static_cast<int>(i) & ~Along) == 0)
-          p[i] = from[i] + static_cast<size_t>(z) * c.plane[i] + static_cast<size_t>(y) * c.row[i];
       for (size_t x = 0; x < count; ++x) {
         auto copy = [&](size_t i) { return i == 0 ? f[x] : p[i][x]; };
         auto along_z = [&](size_t ab) {
@@ -311,7 +310,23 @@ void combine_gathered(T* field, const local_grid& g, const gathered_copies& c,
         if constexpr ((Along & 1) != 0) t = combine<Op>(t, along_y(1));
         f[x] = t;
       }
+      f += field_row;
+      for (size_t i = 1; i < 8; ++i)
+        if (held(i)) p[i] += c.row[i];
     }
+    f_plane += field_plane;
+    for (size_t i = 1; i < 8; ++i)
+      if (held(i)) from[i] += c.plane[i];
+  }
+}
+
+template <reduction Op, int Along, class T>
+void combine_gathered(T* field, const local_grid& g, const gathered_copies& c,
+                      const std::array<const T*, 8>& from) {
+  switch (c.region.extent(0)) {
+    case 1: return combine_gathered<Op, Along, 1>(field, g, c, from);
+    case 2: return combine_gathered<Op, Along, 2>(field, g, c, from);
+    default: return combine_gathered<Op, Along, 0>(field, g, c, from);
   }
 }
 
