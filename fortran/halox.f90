@@ -59,9 +59,6 @@ module halox
 
   type :: halox_decomposition
     type(c_ptr), private :: handle = c_null_ptr
-    ! What halox_field's inferred halos need: the global grid, the open axes.
-    integer, private :: global(3) = 0
-    logical, private :: periodic(3) = .true.
   end type halox_decomposition
 
   type :: halox_exchange
@@ -230,6 +227,13 @@ module halox
       import :: c_ptr, c_int
       type(c_ptr), value :: decomp
       integer(c_int), intent(out) :: extent(3), offset(3)
+    end function
+    integer(c_int) function c_field_points(decomp, location, points) &
+        bind(C, name="halox_field_points")
+      import :: c_ptr, c_int
+      type(c_ptr), value :: decomp
+      integer(c_int), value :: location
+      integer(c_int), intent(out) :: points(3)
     end function
     integer(c_int) function c_agree(decomp, function_name, problem) bind(C, name="halox_agree")
       import :: c_ptr, c_int, c_char
@@ -482,8 +486,6 @@ contains
     c_periodic = 1
     if (present(dims)) c_dims = dims
     if (present(periodic)) c_periodic = merge(1, 0, periodic)
-    decomp%global = global
-    decomp%periodic = c_periodic /= 0
     call conclude(c_decomposition_create(decomp%handle, int(comm, c_int), int(global, c_int), &
                                          c_dims, c_periodic), stat, errmsg)
   end subroutine decomposition_create_integer
@@ -533,8 +535,6 @@ contains
       c_extent = extent
       extent_ptr = c_loc(c_extent)
     end if
-    decomp%global = global
-    decomp%periodic = c_periodic /= 0
     if (present(order)) then
       call conclude(c_decomposition_adopt(decomp%handle, int(comm, c_int), int(global, c_int), &
                                           int(dims, c_int), c_periodic, c_string(order), &
@@ -687,7 +687,7 @@ contains
         else if (f%halo(1) < 0 .and. widths(1) >= 0) then
           specs(i)%halo = widths
         else if (f%halo(1) < 0 .and. status == HALOX_SUCCESS) then
-          call infer_halo(f, i, decomp, extent, offset, specs(i)%halo, problem)
+          call infer_halo(f, i, decomp, extent, specs(i)%halo, problem)
         end if
       end associate
     end do
@@ -709,22 +709,25 @@ contains
   ! point there and may end where the others do (CloverLeaf's x_max+3: one
   ! point less above, on a side without a neighbour) or one further.
   ! Other bounds need halo=.
-  subroutine infer_halo(f, i, decomp, extent, offset, halo, problem)
+  subroutine infer_halo(f, i, decomp, extent, halo, problem)
     type(halox_field), intent(in) :: f
     integer, intent(in) :: i
     type(halox_decomposition), intent(in) :: decomp
-    integer(c_int), intent(in) :: extent(3), offset(3)
+    integer(c_int), intent(in) :: extent(3)
     integer(c_int), intent(out) :: halo(6)
     character(len=:), allocatable, intent(inout) :: problem
     integer :: d, below, above, upper, points
+    integer(c_int) :: held(3)
     character(len=*), parameter :: axes = "xyz"
+    if (c_field_points(decomp%handle, int(f%location, c_int), held) /= HALOX_SUCCESS) then
+      problem = field_label(f, i) // ": location " // str(f%location) // " is not a halox location"
+      return
+    end if
     do d = 1, 3
       below = max(1 - f%lower(d), 0)
       above = below + staggered(d, f%location)
       upper = f%lower(d) + f%shape(d) - 1
-      points = extent(d)
-      if (staggered(d, f%location) == 1 .and. .not. decomp%periodic(d) .and. &
-          offset(d) + extent(d) == decomp%global(d)) points = points + 1
+      points = held(d)
       ! The last face of an open axis: the same bounds as the other ranks
       ! (CloverLeaf's), the halo above one point less.
       if (points > extent(d) .and. upper == points + above - 1) above = above - 1

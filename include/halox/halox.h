@@ -182,6 +182,12 @@ halox_status halox_decomposition_destroy(halox_decomposition* decomp);
 halox_status halox_subdomain(halox_decomposition decomp, int extent[3], int offset[3]);
 halox_status halox_decomposition_rank(halox_decomposition decomp, int* rank, int* size);
 halox_status halox_decomposition_grid(halox_decomposition decomp, int dims[3], int coords[3]);
+/* The points a field at `location` holds on this rank, halos not counted:
+ * its cells, and one point more along a staggered axis at the high end of an
+ * open dimension (the last face or node): halox::field_points, the one
+ * statement of the staggered geometry, as the Fortran module asks it. */
+halox_status halox_field_points(halox_decomposition decomp, halox_location location,
+                                int points[3]);
 /* The decomposition's communicator (owned by it: do not free). */
 halox_status halox_decomposition_comm(halox_decomposition decomp, MPI_Comm* comm);
 

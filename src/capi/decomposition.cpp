@@ -166,6 +166,19 @@ halox_status halox_decomposition_rank(halox_decomposition decomp, int* rank, int
   });
 }
 
+halox_status halox_field_points(halox_decomposition decomp, halox_location location,
+                                int points[3]) {
+  return guarded("halox_field_points", [&] {
+    auto* d = live(decomp, handle_kind::decomposition, "halox_field_points");
+    if (location < HALOX_CELL || location > HALOX_NODE)
+      throw halox::usage_error(fmt::format("halox_field_points: location {} is not a halox_location",
+                                           static_cast<int>(location)));
+    const halox::ivec3 held =
+        halox::field_points(*d->decomp, d->sub.extent, halox::all_locations[location]);
+    for (int i = 0; i < 3; ++i) points[i] = held[i];
+  });
+}
+
 halox_status halox_decomposition_grid(halox_decomposition decomp, int dims[3], int coords[3]) {
   return guarded("halox_decomposition_grid", [&] {
     auto* d = live(decomp, handle_kind::decomposition, "halox_decomposition_grid");

@@ -273,6 +273,17 @@ static void located_checked(int size) {
     cell_alloc *= extent[k] + 4;
     node_alloc *= node_points[k] + 5;
   }
+  /* The library's statement of the geometry agrees with the one above (open axes: the last
+   * rank holds the last node), x faces are staggered along x alone. */
+  int asked[3], x_faces[3];
+  EXPECT(halox_field_points(d, HALOX_NODE, asked) == HALOX_SUCCESS);
+  EXPECT(halox_field_points(d, HALOX_X_FACE, x_faces) == HALOX_SUCCESS);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT(asked[k] == node_points[k]);
+    EXPECT(x_faces[k] == (k == 0 ? node_points[k] : extent[k]));
+  }
+  EXPECT_ERROR(halox_field_points(d, (halox_location)8, asked), HALOX_ERROR_USAGE,
+               "halox_field_points: location 8");
   double* cell = calloc((size_t)cell_alloc, sizeof(double));
   float* node = calloc((size_t)node_alloc, sizeof(float));
   halox_field_spec fields[2] = {
