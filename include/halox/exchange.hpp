@@ -247,13 +247,17 @@ class halo_exchange {
   // its whole halo or for a subset at a depth (the points a forward call of
   // the same fields and depth fills send their values back). With
   // reverse_to::every_holder every rank that holds the point, owner or not,
-  // ends with the same total, in one round of messages where the halos allow.
+  // ends with the same total, in a round of messages per axis where the
+  // halos allow.
   // Copies are combined in one fixed order (docs/library.md#adding-into-halos):
   // along z, then y, then x; along an axis the owner's value, then the copy
   // of the rank below, then that of the rank above. The answer is bitwise the
   // same whatever transport, algorithm or grouping the exchange was built
   // with, and from run to run. Reverse calls move by messages of their own
-  // (three axis steps, two messages each) on the exchange's communicator;
+  // on the exchange's communicator (into the owners one round, a message per
+  // neighbour; three axis steps of two messages with a staged exchange or
+  // halos deeper than a sub-domain) or, on one node with a single-copy
+  // transport, through node-shared outboxes;
   // collective like the forward calls. A reverse call may be in flight beside
   // a forward one of other fields, not of the same ones (usage_error).
   void start_reverse(reduction op, reverse_to to = reverse_to::owner);
