@@ -248,7 +248,8 @@ class halo_exchange {
   // the same fields and depth fills send their values back). With
   // reverse_to::every_holder every rank that holds the point, owner or not,
   // ends with the same total, in a round of messages per axis where the
-  // halos allow.
+  // halos allow (at most two: with neighbours along three axes, one round
+  // into the owners and one back).
   // Copies are combined in one fixed order (docs/library.md#adding-into-halos):
   // along z, then y, then x; along an axis the owner's value, then the copy
   // of the rank below, then that of the rank above. The answer is bitwise the

@@ -452,6 +452,21 @@ std::array<bool, 3> one_round_axes(const std::vector<field_layout>& layouts,
   return ok;
 }
 
+// The owners' totals back to every holder after a one-round step into them:
+// the same boxes the other way, copied (a forward round); this rank's copies
+// of its own points through the outbox or a message like the others'.
+reverse_step back_from_owners(const reverse_step& into_owners) {
+  reverse_step back = into_owners;
+  back.what = reverse_step::kind::from_owner;
+  for (auto& side : back.sides) {
+    std::swap(side.send, side.recv);
+    std::swap(side.send_bytes, side.recv_bytes);
+    side.send_tag += direction_count, side.recv_tag += direction_count;
+    side.in_place = false;
+  }
+  return back;
+}
+
 std::vector<reverse_step> reverse_steps(const decomposition& d,
                                         const std::vector<field_layout>& layouts,
                                         const std::vector<int>& moved, int depth,
@@ -459,10 +474,17 @@ std::vector<reverse_step> reverse_steps(const decomposition& d,
                                         bool all_at_once) {
   using k = reverse_step::kind;
   std::vector<reverse_step> steps;
-  if (!every_holder && all_at_once && std::ranges::all_of(one_round, [](bool b) { return b; })) {
+  const neighbour_sides sides = sides_of(d);
+  int axes = 0;  // with a neighbour (alike on every rank)
+  for (size_t a = 0; a < 3; ++a) axes += sides.lo[a] || sides.hi[a] ? 1 : 0;
+  // Every holder takes a round per axis, or, where that is three, two: into
+  // the owners, and the owners' totals back (the same bits either way).
+  const bool into_owners_at_once = !every_holder || axes == 3;
+  if (all_at_once && into_owners_at_once && std::ranges::all_of(one_round, [](bool b) { return b; })) {
     reverse_step step = make_one_round_step(d, layouts, moved, depth);
-    if (std::ranges::any_of(step.sides, [](const auto& s) { return s.peer >= 0; }))
-      steps.push_back(std::move(step));
+    if (std::ranges::none_of(step.sides, [](const auto& s) { return s.peer >= 0; })) return steps;
+    if (every_holder) steps.push_back(back_from_owners(step));
+    steps.insert(steps.begin(), std::move(step));
     return steps;
   }
   for (int p = 0; p < 3; ++p) {

@@ -25,7 +25,8 @@
 // from the same operands in the same order: one round per axis where no
 // point along an axis is held on both sides of its owner (halo widths below
 // plus above at most the points a rank owns), else a step into the owner and
-// one back.
+// one back. With neighbours along all three axes an every-holder call takes
+// two rounds instead: the one round into the owners, and their totals back.
 #pragma once
 
 #include <mpi.h>
