@@ -272,6 +272,10 @@ void combine_boxes(const std::vector<field_box>& boxes, const std::vector<field_
   }
 }
 
+// Whether source i (a bit per axis: the holder beside the owner along it) of a
+// region whose holders lie along the axes of `along` holds a copy (0: the
+// owner's own, always).
+constexpr bool holds_copy(size_t i, int along) { return (static_cast<int>(i) & ~along) == 0; }
 
 // A one-round step's copies of `c.region` combined into the field in the
 // documented order: at each (x, y) holder the z copies, then along y, then
@@ -287,7 +291,6 @@ void combine_gathered(T* field, const local_grid& g, const gathered_copies& c,
   const size_t count = Count ? static_cast<size_t>(Count) : static_cast<size_t>(r.extent(0));
   const bool fetch = count * sizeof(T) < 64;  // ask for a later short row's line now
   const size_t ahead = 8 * field_row;
-  constexpr auto held = [](size_t i) { return i > 0 && (static_cast<int>(i) & ~Along) == 0; };
   T* f_plane = field + g.index(r.lo[0], r.lo[1], r.lo[2]);
   for (int z = 0; z < r.extent(2); ++z) {
     T* f = f_plane;
@@ -312,11 +315,11 @@ void combine_gathered(T* field, const local_grid& g, const gathered_copies& c,
       }
       f += field_row;
       for (size_t i = 1; i < 8; ++i)
-        if (held(i)) p[i] += c.row[i];
+        if (holds_copy(i, Along)) p[i] += c.row[i];
     }
     f_plane += field_plane;
     for (size_t i = 1; i < 8; ++i)
-      if (held(i)) from[i] += c.plane[i];
+      if (holds_copy(i, Along)) from[i] += c.plane[i];
   }
 }
 
@@ -351,8 +354,7 @@ void combine_gathered(T* field, const local_grid& g, const gathered_copies& c, r
                       Received&& received) {
   std::array<const T*, 8> from{};
   for (size_t i = 1; i < 8; ++i)
-    if ((static_cast<int>(i) & ~c.along) == 0)
-      from[i] = reinterpret_cast<const T*>(received(c.side[i]) + c.first[i]);
+    if (holds_copy(i, c.along)) from[i] = reinterpret_cast<const T*>(received(c.side[i]) + c.first[i]);
   switch (op) {
     case reduction::sum: return combine_gathered<reduction::sum>(field, g, c, from);
     case reduction::min: return combine_gathered<reduction::min>(field, g, c, from);
@@ -419,7 +421,7 @@ std::vector<gathered_copies> gather_plan(const reverse_step& step,
           c.along = (cx != 0 ? 1 : 0) | (cy != 0 ? 2 : 0) | (cz != 0 ? 4 : 0);
           if (c.along == 0 || c.region.empty()) continue;
           for (size_t i = 1; i < 8; ++i) {
-            if ((static_cast<int>(i) & ~c.along) != 0) continue;
+            if (!holds_copy(i, c.along)) continue;
             ivec3 from{0, 0, 0};
             for (int k = 0; k < 3; ++k)
               if ((i >> k) & 1) from[k] = cls[k];
@@ -483,8 +485,8 @@ std::vector<reverse_step> reverse_steps(const decomposition& d,
   if (all_at_once && into_owners_at_once && std::ranges::all_of(one_round, [](bool b) { return b; })) {
     reverse_step step = make_one_round_step(d, layouts, moved, depth);
     if (std::ranges::none_of(step.sides, [](const auto& s) { return s.peer >= 0; })) return steps;
-    if (every_holder) steps.push_back(back_from_owners(step));
-    steps.insert(steps.begin(), std::move(step));
+    steps.push_back(std::move(step));
+    if (every_holder) steps.push_back(back_from_owners(steps.front()));
     return steps;
   }
   for (int p = 0; p < 3; ++p) {
