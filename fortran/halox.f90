@@ -492,10 +492,10 @@ contains
 
   ! A code's own decomposition: its ranks numbered in `order` ("XYZ": x
   ! fastest, as CloverLeaf numbers its chunks, the default; "ZYX": z fastest,
-  ! as MPI_Cart_create) on a dims grid, and this rank's own sub-domain
-  ! (offset: global index, 0-based, of its first cell; extent: its cells;
-  ! both or neither). Collective: the sub-domains must tile the global grid
-  ! as the order places the ranks.
+  ! as MPI_Cart_create) on a dims grid, and this rank's own sub-domain as the
+  ! code holds it (offset: global index, 0-based, of its first cell; extent:
+  ! its cells; both required). Collective: the sub-domains must tile the
+  ! global grid as the order places the ranks, so a wrong order is refused.
   subroutine decomposition_adopt_f08(decomp, comm, global, dims, periodic, order, offset, &
                                      extent, stat, errmsg)
     type(halox_decomposition), intent(inout) :: decomp
@@ -503,7 +503,7 @@ contains
     integer, intent(in) :: global(3), dims(3)
     logical, intent(in), optional :: periodic(3)
     character(len=*), intent(in), optional :: order
-    integer, intent(in), optional :: offset(3), extent(3)
+    integer, intent(in) :: offset(3), extent(3)
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
     call decomposition_adopt_integer(decomp, comm%MPI_VAL, global, dims, periodic, order, &
@@ -517,7 +517,7 @@ contains
     integer, intent(in) :: global(3), dims(3)
     logical, intent(in), optional :: periodic(3)
     character(len=*), intent(in), optional :: order
-    integer, intent(in), optional :: offset(3), extent(3)
+    integer, intent(in) :: offset(3), extent(3)
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
     integer(c_int), target :: c_offset(3), c_extent(3)
@@ -525,16 +525,10 @@ contains
     type(c_ptr) :: offset_ptr, extent_ptr
     c_periodic = 1
     if (present(periodic)) c_periodic = merge(1, 0, periodic)
-    offset_ptr = c_null_ptr
-    extent_ptr = c_null_ptr
-    if (present(offset)) then
-      c_offset = offset
-      offset_ptr = c_loc(c_offset)
-    end if
-    if (present(extent)) then
-      c_extent = extent
-      extent_ptr = c_loc(c_extent)
-    end if
+    c_offset = offset
+    offset_ptr = c_loc(c_offset)
+    c_extent = extent
+    extent_ptr = c_loc(c_extent)
     if (present(order)) then
       call conclude(c_decomposition_adopt(decomp%handle, int(comm, c_int), int(global, c_int), &
                                           int(dims, c_int), c_periodic, c_string(order), &

@@ -9,6 +9,7 @@
 #include "floors.hpp"
 #include "halox/common/error.hpp"
 #include "halox/device.hpp"
+#include "halox/extend/plan.hpp"
 #include "halox_programs/self_copy_reference.hpp"
 #include "halox_programs/verify.hpp"
 #include "halox_programs/device_memory.hpp"

@@ -9,7 +9,7 @@
 
 #include "halox/common/error.hpp"
 #include "halox/device.hpp"
-#include "halox/programs/topology.hpp"
+#include "halox/extend/topology.hpp"
 #include "halox_programs/device_memory.hpp"
 
 namespace halox::bench {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "halox/exchange_profile.hpp"
-#include "halox/plan.hpp"
+#include "halox/extend/plan.hpp"
 
 namespace halox {
 

@@ -7,7 +7,7 @@
 
 #include <cstddef>
 
-#include "halox/plan.hpp"
+#include "halox/extend/plan.hpp"
 
 namespace halox::bench {
 

@@ -10,7 +10,7 @@
 #include "halox_programs/decomposition/options.hpp"
 #include "halox/programs/decomposition/time_model.hpp"
 #include "halox/programs/decomposition/traffic.hpp"
-#include "halox/programs/topology.hpp"
+#include "halox/extend/topology.hpp"
 
 namespace halox::topo_program {
 

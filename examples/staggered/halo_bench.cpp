@@ -311,10 +311,9 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   try {
     const bench_options o = parse(argc, argv);
-    ivec3 dims{0, 0, 0};
-    MPI_Dims_create(size, 3, dims.data());
     const std::array<bool, 3> periodic{o.periodic, o.periodic, o.periodic};
-    const auto decomp = halox::adopt_decomposition(MPI_COMM_WORLD, dims, periodic, halox::rank_order::mpi_cart());
+    const auto decomp = halox::make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, periodic, false);
+    const ivec3 dims = decomp.dims();
     const auto sub = halox::subdomain_per_rank(decomp, {o.cells, o.cells, o.cells});
     const hydro::geometry g{sub.offset, sub.global, periodic};
     if (rank == 0)

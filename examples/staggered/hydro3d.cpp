@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "fields.hpp"
 #include "step.hpp"
@@ -69,12 +70,17 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   try {
     const app_options o = parse(argc, argv);
-    // The code numbers its ranks in its own order; halox adopts it.
+    // The code numbers its ranks in its own order and splits the grid its own way; halox
+    // adopts both (and would refuse sub-domains that do not follow the order).
     ivec3 dims{0, 0, 0};
     MPI_Dims_create(size, 3, dims.data());
-    const auto decomp = halox::adopt_decomposition(MPI_COMM_WORLD, dims, o.periodic,
-                                                   halox::rank_order::parse(o.order));
-    const auto sub = halox::subdomain_of_global(decomp, {o.global, o.global, o.global});
+    const auto order = halox::rank_order::parse(o.order);
+    const ivec3 at = halox::coords_of(rank, dims, order);
+    halox::subdomain sub;
+    sub.global = {o.global, o.global, o.global};
+    for (int k = 0; k < 3; ++k)
+      std::tie(sub.offset[k], sub.extent[k]) = halox::split_extent(o.global, dims[k], at[k]);
+    const auto decomp = halox::adopt_decomposition(MPI_COMM_WORLD, dims, o.periodic, order, sub);
     std::vector<field3d> fields = hydro::make_fields(decomp, sub.extent);
     const hydro::geometry g{sub.offset, sub.global, o.periodic};
     std::unique_ptr<hydro::halo_updater> halos;

@@ -6,6 +6,7 @@
 #include <array>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "halox/grid.hpp"
 
@@ -81,18 +82,23 @@ struct subdomain {
 subdomain subdomain_per_rank(const decomposition& d, const ivec3& per_rank);
 subdomain subdomain_of_global(const decomposition& d, const ivec3& global);
 
-// A code's own rank grid, as it numbers it: the ranks of comm (duplicated)
-// sit at coords_of(rank, dims, order); order "XYZ" numbers x fastest (as
-// CloverLeaf numbers its chunks), "ZYX" z fastest (as MPI_Cart_create).
-// Throws usage_error on every rank when dims do not fit the ranks.
+// A code's own rank grid, as it numbers it, with this rank's sub-domain as
+// the code holds it (`mine`: its first cell, its cells, the global grid).
+// The ranks of comm (duplicated) sit at coords_of(rank, dims, order); order
+// "XYZ" numbers x fastest (as CloverLeaf numbers its chunks), "ZYX" z fastest
+// (as MPI_Cart_create). Collective: the sub-domains are checked to tile the
+// global grid as the order places the ranks (require_tiling), so a wrong
+// order is refused on every rank before anything moves; a usage error on
+// every rank also when dims do not fit the ranks.
 decomposition adopt_decomposition(MPI_Comm comm, const ivec3& dims,
-                                  const std::array<bool, 3>& periodic, const rank_order& order);
-// The same from each rank's coordinates as the code computed them
-// (collective, once): the order they follow is found among the six; a usage
-// error on every rank when two ranks claim the same coordinates or the
-// coordinates follow no order.
+                                  const std::array<bool, 3>& periodic, const rank_order& order,
+                                  const subdomain& mine);
+// The same from each rank's coordinates as the code computed them: the order
+// they follow is found among the six; a usage error on every rank when two
+// ranks claim the same coordinates or the coordinates follow no order.
 decomposition adopt_decomposition(MPI_Comm comm, const ivec3& dims,
-                                  const std::array<bool, 3>& periodic, const ivec3& my_coords);
+                                  const std::array<bool, 3>& periodic, const ivec3& my_coords,
+                                  const subdomain& mine);
 
 // Collective, with the face neighbours only: checks that the sub-domains the
 // ranks hold (a code's own, `mine` on each rank) tile the global grid as d
@@ -102,5 +108,10 @@ decomposition adopt_decomposition(MPI_Comm comm, const ivec3& dims,
 // ends at the global extent. Throws usage_error on every rank, naming both
 // layouts (d's rank order, and the coordinates the code's offsets imply).
 void require_tiling(const decomposition& d, const subdomain& mine);
+// How that error tells a code to adopt the order its sub-domains follow, as
+// C++ spells it (the C API, the Fortran module and the Python package put
+// their own spelling in its place).
+inline constexpr std::string_view adopt_order_advice =
+    "adopt_decomposition(comm, dims, periodic, rank_order::parse(\"XYZ\"), mine)";
 
 }  // namespace halox

@@ -55,13 +55,15 @@
 #include "halox/decomposition.hpp"
 #include "halox/device.hpp"
 #include "halox/exchange_profile.hpp"
+#include "halox/field.hpp"
 #include "halox/field_memory.hpp"
 #include "halox/grid.hpp"
-#include "halox/plan.hpp"
 #include "halox/transport/choice.hpp"
 #include "halox/transport/tuning.hpp"
 
 namespace halox {
+
+struct exchange_plan;  // halox/extend/plan.hpp: what the exchange sends, stage by stage
 
 inline constexpr int fields_per_message_auto = -1;
 
@@ -78,7 +80,7 @@ struct exchange_options {
   // fields_per_message_auto = as mode cache. Whatever a message carries, a
   // stage moves its data in blocks of fields sized to the L2 cache.
   int fields_per_message = 0;
-  // Fields a stage moves at a time (blocks inside a message, see plan.hpp):
+  // Fields a stage moves at a time (blocks inside a message, see halox/extend/plan.hpp):
   // 0 = sized to the smallest L2 cache of the ranks.
   int fields_per_block = 0;
   // Groups of this many consecutive ranks count as nodes (0: shared-memory

@@ -62,6 +62,18 @@ std::string to_string(location at);
 // 1 along the axes whose points sit on the cells' faces, 0 along the others.
 ivec3 staggered_axes(location at);
 
+// How an exchange groups its fields into messages.
+enum class field_mode {
+  compact,   // all fields of a neighbour travel in one message
+  sequence,  // the fields are exchanged one after another
+  cache,     // blocks of fields whose halo traffic fits the L2 cache, one after another
+};
+// Every field mode, in the order the programs and reports list them.
+inline constexpr field_mode all_field_modes[] = {field_mode::compact, field_mode::sequence,
+                                                 field_mode::cache};
+field_mode parse_field_mode(const std::string& name);  // throws usage_error
+std::string to_string(field_mode m);
+
 enum class shared_points { from_owner, kept };
 shared_points parse_shared_points(const std::string& name);  // "from_owner" | "kept"
 std::string to_string(shared_points s);

@@ -159,10 +159,10 @@ halox_status halox_decomposition_create(halox_decomposition* decomp, MPI_Comm co
 /* A code's own decomposition: its ranks numbered in `order` ("XYZ": x
  * fastest, as CloverLeaf numbers its chunks; "ZYX": z fastest, as
  * MPI_Cart_create) on a dims grid (every entry given), and its own sub-domain
- * on this rank (offset: global index of its first cell; extent: its cells;
- * NULL for both: the global grid split as halox_decomposition_create does).
- * Collective: the sub-domains are checked to tile the global grid as the
- * order places the ranks (HALOX_ERROR_USAGE, naming both layouts). */
+ * on this rank, as the code holds it (offset: global index of its first cell;
+ * extent: its cells; both required). Collective: the sub-domains are checked
+ * to tile the global grid as the order places the ranks, so a wrong order is
+ * refused (HALOX_ERROR_USAGE on every rank, naming both layouts). */
 halox_status halox_decomposition_adopt(halox_decomposition* decomp, MPI_Comm comm,
                                        const int global[3], const int dims[3],
                                        const int periodic[3], const char* order,

@@ -429,10 +429,11 @@ std::string field_problem(const py_field& f, const std::string& name, const halo
 
 // The core's advice on adopting a rank order, as a Python program follows it.
 std::string in_python_terms(std::string message) {
-  const std::string cpp = "adopt_decomposition(comm, dims, periodic, rank_order::parse(\"XYZ\"))";
+  const std::string_view cpp = halox::adopt_order_advice;
   if (auto at = message.find(cpp); at != std::string::npos)
-    message.replace(at, cpp.size(),
-                    "halox.Decomposition.adopt(comm, dims, periodic, rank_order=\"XYZ\")");
+    message.replace(
+        at, cpp.size(),
+        "halox.Decomposition.adopt(comm, dims, periodic, rank_order=\"XYZ\", subdomain=mine)");
   return message;
 }
 
@@ -716,7 +717,7 @@ void bind_code_decomposition(nb::class_<py_decomposition>& decomposition) {
       .def_static(
           "adopt",
           [](nb::handle comm, nb::handle dims, nb::handle periodic, nb::handle rank_order,
-             nb::handle coords) {
+             nb::handle coords, nb::handle subdomain) {
             MPI_Comm parent = comm_of(comm);
             ivec3 d = ivec3_of(dims, "dims", false);
             auto p = bool3_of(periodic, "periodic");
@@ -724,26 +725,45 @@ void bind_code_decomposition(nb::class_<py_decomposition>& decomposition) {
               throw nb::value_error(
                   "Decomposition.adopt: expected rank_order= (\"XYZ\", \"ZYX\", ...) or "
                   "coords=(x, y, z), exactly one of them");
+            if (!nb::isinstance<halox::subdomain>(subdomain))
+              throw nb::value_error(
+                  ("Decomposition.adopt: expected subdomain=halox.Subdomain(offset, extent, "
+                   "global_domain), this rank's part as the code holds it (what shows a wrong "
+                   "rank order), got " +
+                   repr_of(subdomain))
+                      .c_str());
+            const auto& mine = nb::cast<const halox::subdomain&>(subdomain);
             std::optional<halox::rank_order> order;
-            ivec3 mine{};
+            ivec3 at{};
             if (!rank_order.is_none())
               order = halox::rank_order::parse(nb::cast<std::string>(rank_order));
             else
-              mine = ivec3_of(coords, "coords", false);
-            auto decomp = std::make_unique<halox::decomposition>([&] {
-              nb::gil_scoped_release release;  // collective
-              return order ? halox::adopt_decomposition(parent, d, p, *order)
-                           : halox::adopt_decomposition(parent, d, p, mine);
-            }());
+              at = ivec3_of(coords, "coords", false);
+            std::string refused;
+            std::unique_ptr<halox::decomposition> decomp;
+            {
+              nb::gil_scoped_release release;  // collective; usage_error on every rank alike
+              try {
+                decomp = std::make_unique<halox::decomposition>(
+                    order ? halox::adopt_decomposition(parent, d, p, *order, mine)
+                          : halox::adopt_decomposition(parent, d, p, at, mine));
+              } catch (const halox::usage_error& e) {
+                refused = e.what();
+              }
+            }
+            if (!refused.empty()) throw halox::usage_error(in_python_terms(refused));
             return new py_decomposition{std::move(decomp)};
           },
           "comm"_a, "dims"_a, "periodic"_a = nb::make_tuple(true, true, true), nb::kw_only(),
-          "rank_order"_a = nb::none(), "coords"_a = nb::none(), nb::rv_policy::take_ownership,
+          "rank_order"_a = nb::none(), "coords"_a = nb::none(), "subdomain"_a = nb::none(),
+          nb::rv_policy::take_ownership,
           "A code's own rank grid (collective over comm, duplicated): dims (x, y, z) exactly, "
-          "and either rank_order, which dimension runs fastest in its rank numbering (\"XYZ\": "
+          "either rank_order, which dimension runs fastest in its rank numbering (\"XYZ\": "
           "x fastest, as CloverLeaf numbers its chunks; \"ZYX\": as MPI_Cart_create), or "
-          "coords, this rank's coordinates as the code computed them. Raises ValueError on "
-          "every rank when they do not fit the ranks.")
+          "coords, this rank's coordinates as the code computed them, and subdomain, this "
+          "rank's part as the code holds it (a halox.Subdomain). Raises ValueError on every "
+          "rank when dims do not fit the ranks or the sub-domains do not tile the global "
+          "domain as the order places the ranks.")
       .def_prop_ro(
           "rank_order", [](const py_decomposition& s) { return s.d->order().name(); },
           "Which dimension runs fastest in the rank numbering, e.g. \"ZYX\" (MPI_Cart_create).")

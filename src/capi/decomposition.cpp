@@ -52,27 +52,26 @@ std::unique_ptr<halox_decomposition_s> adopted(MPI_Comm comm, const int global[3
   auto cells = global_of(global, function);
   if (dims == nullptr || order == nullptr)
     throw halox::usage_error(fmt::format("{}: dims or order is NULL", function));
-  if ((offset == nullptr) != (extent == nullptr))
-    throw halox::usage_error(fmt::format("{}: give both offset and extent, or neither", function));
+  if (offset == nullptr || extent == nullptr)
+    throw halox::usage_error(fmt::format(
+        "{}: offset or extent is NULL (this rank's sub-domain, as the code holds it, is what "
+        "shows a wrong rank order)",
+        function));
   std::array<bool, 3> wrap{true, true, true};
   for (int d = 0; d < 3; ++d)
     if (periodic) wrap[d] = periodic[d] != 0;
   auto handle = std::make_unique<halox_decomposition_s>();
-  handle->decomp = std::make_shared<halox::decomposition>(halox::adopt_decomposition(
-      comm, {dims[0], dims[1], dims[2]}, wrap, halox::rank_order::parse(order)));
-  if (offset) {
-    handle->sub.global = cells;
-    handle->sub.offset = {offset[0], offset[1], offset[2]};
-    handle->sub.extent = {extent[0], extent[1], extent[2]};
-  } else {
-    handle->sub = halox::subdomain_of_global(*handle->decomp, cells);
-  }
+  handle->sub.global = cells;
+  handle->sub.offset = {offset[0], offset[1], offset[2]};
+  handle->sub.extent = {extent[0], extent[1], extent[2]};
   try {
-    halox::require_tiling(*handle->decomp, handle->sub);
+    handle->decomp = std::make_shared<halox::decomposition>(
+        halox::adopt_decomposition(comm, {dims[0], dims[1], dims[2]}, wrap,
+                                   halox::rank_order::parse(order), handle->sub));
   } catch (const halox::usage_error& e) {
     // The core's advice on adopting a rank order, as the caller's language spells it.
     std::string message = e.what();
-    const std::string cpp = "adopt_decomposition(comm, dims, periodic, rank_order::parse(\"XYZ\"))";
+    const std::string_view cpp = halox::adopt_order_advice;
     if (auto at = message.find(cpp); at != std::string::npos) message.replace(at, cpp.size(), advice);
     throw halox::usage_error(message);
   }

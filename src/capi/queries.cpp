@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "capi/handles.hpp"
+#include "halox/extend/plan.hpp"
 #include "halox/extend/registry.hpp"
 
 using halox::capi::copy_out;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "capi/handles.hpp"
+#include "halox/extend/plan.hpp"
 
 using halox::capi::guarded;
 using halox::capi::handle_kind;

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "common/yielding_mpi.hpp"
-#include "halox/programs/launcher.hpp"
+#include "halox/extend/launcher.hpp"
 
 namespace halox {
 

@@ -86,10 +86,9 @@ std::string mismatch(const decomposition& d, const std::string& what) {
   return fmt::format(
       "the code's sub-domains do not tile the grid as this decomposition places the ranks "
       "(ranks numbered {}, {} fastest, on a {} grid): {}. A code that numbers its ranks in "
-      "another order adopts it: adopt_decomposition(comm, dims, periodic, "
-      "rank_order::parse(\"XYZ\")) for x fastest",
+      "another order adopts it: {} for x fastest",
       d.order().name(), static_cast<char>('x' + d.order().fastest_first[0]), dims_text(d.dims()),
-      what);
+      what, adopt_order_advice);
 }
 
 // The rank's own placement (where it is wrong), then what is wrong with it.
@@ -145,17 +144,17 @@ std::string neighbour_problem(const decomposition& d, const tile& me, const tile
 
 }  // namespace
 
-decomposition adopt_decomposition(MPI_Comm comm, const ivec3& dims,
-                                  const std::array<bool, 3>& periodic, const rank_order& order) {
-  require_all(comm, fit_problem(comm, dims));
+namespace {
+
+// The decomposition in `order`, before its sub-domains are checked.
+decomposition numbered(MPI_Comm comm, const ivec3& dims, const std::array<bool, 3>& periodic,
+                       const rank_order& order) {
   MPI_Comm own = MPI_COMM_NULL;
   MPI_Comm_dup(comm, &own);
   return decomposition(own, dims, periodic, order, "code");
 }
 
-decomposition adopt_decomposition(MPI_Comm comm, const ivec3& dims,
-                                  const std::array<bool, 3>& periodic, const ivec3& my_coords) {
-  require_all(comm, fit_problem(comm, dims));
+rank_order order_of_coords(MPI_Comm comm, const ivec3& dims, const ivec3& my_coords) {
   int size = 1;
   MPI_Comm_size(comm, &size);
   std::vector<int> all(static_cast<size_t>(3 * size));
@@ -166,13 +165,31 @@ decomposition adopt_decomposition(MPI_Comm comm, const ivec3& dims,
       const ivec3 c{all[3 * r], all[3 * r + 1], all[3 * r + 2]};
       follows = coords_of(r, dims, order) == c;
     }
-    if (follows) return adopt_decomposition(comm, dims, periodic, order);
+    if (follows) return order;
   }
   throw usage_error(fmt::format(
       "the ranks' coordinates on the {} grid follow no numbering order (XYZ, ..., ZYX): rank 0 "
       "is at ({}), rank {} at ({})",
       dims_text(dims), dims_text({all[0], all[1], all[2]}, ','), size - 1,
       dims_text({all[3 * size - 3], all[3 * size - 2], all[3 * size - 1]}, ',')));
+}
+
+}  // namespace
+
+decomposition adopt_decomposition(MPI_Comm comm, const ivec3& dims,
+                                  const std::array<bool, 3>& periodic, const rank_order& order,
+                                  const subdomain& mine) {
+  require_all(comm, fit_problem(comm, dims));
+  decomposition d = numbered(comm, dims, periodic, order);
+  require_tiling(d, mine);
+  return d;
+}
+
+decomposition adopt_decomposition(MPI_Comm comm, const ivec3& dims,
+                                  const std::array<bool, 3>& periodic, const ivec3& my_coords,
+                                  const subdomain& mine) {
+  require_all(comm, fit_problem(comm, dims));
+  return adopt_decomposition(comm, dims, periodic, order_of_coords(comm, dims, my_coords), mine);
 }
 
 void require_tiling(const decomposition& d, const subdomain& mine) {

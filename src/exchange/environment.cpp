@@ -10,7 +10,7 @@
 #include "halox/common/error.hpp"
 #include "halox/exchange.hpp"
 #include "halox/extend/wait_policy.hpp"
-#include "halox/programs/topology.hpp"
+#include "halox/extend/topology.hpp"
 
 namespace halox {
 

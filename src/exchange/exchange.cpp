@@ -15,7 +15,7 @@
 #include "exchange/reverse.hpp"
 #include "halox/common/error.hpp"
 #include "halox/extend/registry.hpp"
-#include "halox/programs/topology.hpp"
+#include "halox/extend/topology.hpp"
 
 namespace halox {
 

@@ -47,7 +47,7 @@
 #include "halox/common/error.hpp"
 #include "halox/exchange.hpp"
 #include "halox/extend/registry.hpp"
-#include "halox/programs/topology.hpp"
+#include "halox/extend/topology.hpp"
 #include "transport/core/trial.hpp"
 
 namespace halox {

@@ -43,7 +43,7 @@
 #include "halox/field_memory.hpp"
 #include "halox/extend/pack.hpp"
 #include "halox/extend/transport.hpp"
-#include "halox/plan.hpp"
+#include "halox/extend/plan.hpp"
 #include "halox/exchange.hpp"
 
 namespace halox {

@@ -7,7 +7,7 @@
 
 #include "common/yielding_mpi.hpp"
 #include "halox/common/error.hpp"
-#include "halox/programs/topology.hpp"
+#include "halox/extend/topology.hpp"
 
 namespace halox {
 

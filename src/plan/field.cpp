@@ -29,6 +29,14 @@ location parse_location(const std::string& name) { return location_names.parse(n
 
 std::string to_string(location at) { return location_names.to_string(at); }
 
+constexpr auto field_mode_names =
+    make_enum_names<field_mode>("field mode", "compact", "sequence", "cache");
+static_assert(field_mode_names.names.size() == std::size(all_field_modes));
+
+field_mode parse_field_mode(const std::string& name) { return field_mode_names.parse(name); }
+
+std::string to_string(field_mode m) { return field_mode_names.to_string(m); }
+
 ivec3 staggered_axes(location at) {
   switch (at) {
     case location::cell: return {0, 0, 0};

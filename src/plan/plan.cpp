@@ -1,4 +1,4 @@
-#include "halox/plan.hpp"
+#include "halox/extend/plan.hpp"
 
 #include <fmt/core.h>
 
@@ -6,18 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "common/enum_names.hpp"
 #include "halox/common/error.hpp"
 
 namespace halox {
-
-constexpr auto field_mode_names =
-    make_enum_names<field_mode>("field mode", "compact", "sequence", "cache");
-static_assert(field_mode_names.names.size() == std::size(all_field_modes));
-
-field_mode parse_field_mode(const std::string& name) { return field_mode_names.parse(name); }
-
-std::string to_string(field_mode m) { return field_mode_names.to_string(m); }
 
 int message_tag(int field_slot, const ivec3& direction) {
   return field_slot * direction_count + direction_index(direction);

@@ -1,4 +1,4 @@
-#include "halox/programs/topology.hpp"
+#include "halox/extend/topology.hpp"
 
 #include <fmt/core.h>
 #include <hwloc.h>

@@ -88,19 +88,19 @@ static halox_status exchange_create_shared(void** out) {
 }
 
 static halox_status decomposition_adopt(void** out) {
-  int global[3] = {N, N, N}, dims[3] = {1, 1, 1}, periodic[3] = {1, 0, 1};
+  int global[3] = {N, N, N}, dims[3] = {1, 1, 1}, periodic[3] = {1, 0, 1}, offset[3] = {0, 0, 0};
   halox_decomposition d = (halox_decomposition)&failures;
   halox_status status =
-      halox_decomposition_adopt(&d, MPI_COMM_WORLD, global, dims, periodic, "XYZ", NULL, NULL);
+      halox_decomposition_adopt(&d, MPI_COMM_WORLD, global, dims, periodic, "XYZ", offset, global);
   *out = d;
   return status;
 }
 
 static halox_status decomposition_adopt_f(void** out) {
-  int global[3] = {N, N, N}, dims[3] = {1, 1, 1}, periodic[3] = {1, 0, 1};
+  int global[3] = {N, N, N}, dims[3] = {1, 1, 1}, periodic[3] = {1, 0, 1}, offset[3] = {0, 0, 0};
   halox_decomposition d = (halox_decomposition)&failures;
   halox_status status = halox_decomposition_adopt_f(&d, MPI_Comm_c2f(MPI_COMM_WORLD), global, dims,
-                                                    periodic, "XYZ", NULL, NULL);
+                                                    periodic, "XYZ", offset, global);
   *out = d;
   return status;
 }

@@ -256,10 +256,23 @@ static void located_checked(int size) {
   int dims[3] = {0, 0, 0}, periodic[3] = {0, 0, 0}, global[3] = {G, G, G};
   MPI_Dims_create(size, 3, dims);
   halox_decomposition d = NULL;
-  EXPECT(halox_decomposition_adopt(&d, MPI_COMM_WORLD, global, dims, periodic, "XYZ", NULL, NULL) ==
-         HALOX_SUCCESS);
+  /* The code's own sub-domain: x fastest, G cells split evenly, the remainder on the first ranks. */
+  int my_coords[3] = {rank % dims[0], rank / dims[0] % dims[1], rank / (dims[0] * dims[1])};
+  int code_offset[3], code_extent[3];
+  for (int k = 0; k < 3; ++k) {
+    int base = G / dims[k], extra = G % dims[k];
+    code_offset[k] = my_coords[k] * base + (my_coords[k] < extra ? my_coords[k] : extra);
+    code_extent[k] = base + (my_coords[k] < extra ? 1 : 0);
+  }
+  /* without the sub-domain a wrong order would pass unseen */
+  EXPECT_ERROR(halox_decomposition_adopt(&d, MPI_COMM_WORLD, global, dims, periodic, "XYZ", NULL,
+                                         code_extent),
+               HALOX_ERROR_USAGE, "halox_decomposition_adopt: offset or extent is NULL");
+  EXPECT(halox_decomposition_adopt(&d, MPI_COMM_WORLD, global, dims, periodic, "XYZ", code_offset,
+                                   code_extent) == HALOX_SUCCESS);
   int extent[3], offset[3], grid_dims[3], coords[3];
   EXPECT(halox_subdomain(d, extent, offset) == HALOX_SUCCESS);
+  for (int k = 0; k < 3; ++k) EXPECT(extent[k] == code_extent[k] && offset[k] == code_offset[k]);
   EXPECT(halox_decomposition_grid(d, grid_dims, coords) == HALOX_SUCCESS);
   /* x fastest: rank = x + dims_x * (y + dims_y * z) */
   EXPECT(rank == coords[0] + grid_dims[0] * (coords[1] + grid_dims[1] * coords[2]));

@@ -72,7 +72,7 @@ contains
     case (5)
       call halox_decomposition_adopt(d, MPI_COMM_WORLD, global=global, dims=[1, 1, 1], &
                                      periodic=[.true., .false., .true.], order="XYZ", &
-                                     stat=stat, errmsg=errmsg)
+                                     offset=[0, 0, 0], extent=global, stat=stat, errmsg=errmsg)
     case default
       call halox_exchange_create(ex, decomp, [halox_field(u64, name="u"), &
                                  halox_field(v64, location=HALOX_CELL, halo=1, name="v")], &

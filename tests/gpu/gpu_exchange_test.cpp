@@ -18,6 +18,7 @@
 #include "halox/common/error.hpp"
 #include "halox/device.hpp"
 #include "halox/exchange.hpp"
+#include "halox/extend/plan.hpp"
 #include "halox/extend/registry.hpp"
 #include "halox_programs/verify.hpp"
 #include "halox_programs/device_memory.hpp"

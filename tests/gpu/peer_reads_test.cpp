@@ -15,7 +15,7 @@
 #include "cell_fields.hpp"
 #include "halox/decomposition.hpp"
 #include "halox/field_memory.hpp"
-#include "halox/plan.hpp"
+#include "halox/extend/plan.hpp"
 #include "halox_programs/verify.hpp"
 
 using namespace halox;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "halox/common/error.hpp"
+#include "halox/extend/plan.hpp"
 #include "halox/extend/registry.hpp"
 #include "halox/field_memory.hpp"
 #include "halox_programs/decomposition/options.hpp"

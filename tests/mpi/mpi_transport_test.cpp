@@ -15,7 +15,7 @@
 
 #include "halox/common/error.hpp"
 #include "halox/exchange.hpp"
-#include "halox/plan.hpp"
+#include "halox/extend/plan.hpp"
 #include "halox/extend/registry.hpp"
 #include "halox_programs/verify.hpp"
 #include "cell_fields.hpp"

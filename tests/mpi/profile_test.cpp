@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "halox/exchange.hpp"
+#include "halox/extend/plan.hpp"
 #include "halox/field_memory.hpp"
 #include "halox/extend/registry.hpp"
 #include "halox_programs/verify.hpp"

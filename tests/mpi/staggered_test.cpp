@@ -521,19 +521,27 @@ TEST(Staggered, CodeRankOrderIsHonouredOrRefused) {
     ex.exchange();
     return agree_on_error(MPI_COMM_WORLD, c.check_all(d, algorithm::staged, 0, {}, 0));
   };
-  // halox's own numbering (z fastest) would swap the y and z neighbours.
-  auto zyx = adopt_decomposition(MPI_COMM_WORLD, dims, periodic, rank_order::mpi_cart());
-  try {
-    run(zyx);
-    ADD_FAILURE() << "a sub-domain layout in another rank order was accepted";
-  } catch (const usage_error& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("numbered ZYX"), std::string::npos) << what;
-    EXPECT_NE(what.find("XYZ"), std::string::npos) << what;
-  }
+  auto refused = [&](auto&& make, const char* what) {
+    try {
+      make();
+      ADD_FAILURE() << what << ": a sub-domain layout in another rank order was accepted";
+    } catch (const usage_error& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("numbered ZYX"), std::string::npos) << what << ": " << message;
+      EXPECT_NE(message.find("rank_order::parse(\"XYZ\"), mine)"), std::string::npos)
+          << what << ": " << message;
+    }
+  };
+  // halox's own numbering (z fastest) would swap the y and z neighbours: refused when adopted
+  // in that order, and by an exchange handed the sub-domain on halox's own grid.
+  refused([&] { adopt_decomposition(MPI_COMM_WORLD, dims, periodic, rank_order::mpi_cart(), mine); },
+          "adopted z fastest");
+  auto cart = make_cart_decomposition(MPI_COMM_WORLD, dims, periodic, false);
+  refused([&] { run(cart); }, "halox's own grid");
   // Adopted in the code's order, by name and from the code's coordinates.
-  EXPECT_EQ(run(adopt_decomposition(MPI_COMM_WORLD, dims, periodic, rank_order::parse("XYZ"))), "");
-  auto from_coords = adopt_decomposition(MPI_COMM_WORLD, dims, periodic, code_coords);
+  EXPECT_EQ(run(adopt_decomposition(MPI_COMM_WORLD, dims, periodic, rank_order::parse("XYZ"), mine)),
+            "");
+  auto from_coords = adopt_decomposition(MPI_COMM_WORLD, dims, periodic, code_coords, mine);
   EXPECT_EQ(from_coords.order().name(), "XYZ");
   EXPECT_EQ(run(from_coords), "");
 }

@@ -21,6 +21,7 @@
 
 #include "halox/common/error.hpp"
 #include "halox/exchange.hpp"
+#include "halox/extend/plan.hpp"
 #include "halox/extend/registry.hpp"
 #include "halox_programs/verify.hpp"
 

@@ -42,9 +42,10 @@ if(NOT transport_headers STREQUAL "choice.hpp;tuning.hpp")
 endif()
 file(GLOB extend_headers RELATIVE ${PREFIX}/include/halox/extend ${PREFIX}/include/halox/extend/*)
 list(SORT extend_headers)
-if(NOT extend_headers STREQUAL "pack.hpp;registry.hpp;transport.hpp;wait_policy.hpp")
+set(expected_extend "launcher.hpp;pack.hpp;plan.hpp;registry.hpp;topology.hpp;transport.hpp;wait_policy.hpp")
+if(NOT extend_headers STREQUAL expected_extend)
   message(FATAL_ERROR "installed transport authors' headers: ${extend_headers} "
-                      "(expected pack.hpp;registry.hpp;transport.hpp;wait_policy.hpp)")
+                      "(expected ${expected_extend})")
 endif()
 # Every installed header compiles on its own against the installed tree alone
 # (and MPI): it includes nothing that was not installed.

@@ -9,7 +9,6 @@ from conftest import launcher
 
 SCRIPT = """
 from mpi4py import MPI
-import numpy as np
 import sys
 import halox
 comm = MPI.COMM_WORLD
@@ -17,10 +16,9 @@ out = open(f"{sys.argv[1]}/rank{comm.rank}.txt", "w")  # one file a rank: no int
 code = (comm.rank % 2, comm.rank // 2, 0)  # the code numbers its ranks x fastest
 extent = (5, 5, 4)
 offset = tuple(c * e for c, e in zip(code, extent))
-decomp = halox.Decomposition.adopt(comm, (2, 2, 1), (True, True, True), rank_order="ZYX")
-field = halox.Field(np.zeros((6, 7, 7)), location="cell", halo=((1, 1, 1), (1, 1, 1)))
 try:
-    halox.HaloExchange(decomp, halox.Subdomain(offset, extent, (10, 10, 4)), [field])
+    halox.Decomposition.adopt(comm, (2, 2, 1), (True, True, True), rank_order="ZYX",
+                              subdomain=halox.Subdomain(offset, extent, (10, 10, 4)))
     out.write("NO ERROR")
 except ValueError as e:
     out.write(f"MESSAGE: {e}")

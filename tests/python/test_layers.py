@@ -217,7 +217,14 @@ TIERS = ("stencil code", "transport author", "halox programs")
 
 
 def tier_of(path: str):
-    """The tier of a public header (include/halox/...), else None."""
+    """The tier of a public header (include/halox/...) or of the library's sources (src/: they
+    build on the stencil code's and the transport author's tiers; only the sources of the
+    programs' headers on the programs' tier), else None."""
+    if path.startswith("src/"):
+        # The source of a programs' header (src/decomposition/hw.cpp of
+        # halox/programs/decomposition/hw.hpp) is the programs' own.
+        header = "include/halox/programs/" + path.removeprefix("src/").rsplit(".", 1)[0] + ".hpp"
+        return "halox programs" if (ROOT / header).is_file() else "transport author"
     if not path.startswith("include/halox/"):
         return None
     if path.startswith("include/halox/extend/"):
@@ -244,9 +251,14 @@ def test_a_tier_includes_nothing_from_the_tiers_after_it():
 def test_a_crossing_of_the_tiers_is_found():
     planted = [("include/halox/exchange.hpp", "halox/extend/registry.hpp",
                 "include/halox/extend/registry.hpp"),
-               ("include/halox/extend/pack.hpp", "halox/plan.hpp", "include/halox/plan.hpp"),
-               ("include/halox/extend/pack.hpp", "halox/programs/topology.hpp",
-                "include/halox/programs/topology.hpp")]
+               ("src/exchange/exchange.cpp", "halox/programs/decomposition/hw.hpp",
+                "include/halox/programs/decomposition/hw.hpp"),
+               ("include/halox/extend/pack.hpp", "halox/extend/plan.hpp",
+                "include/halox/extend/plan.hpp"),
+               ("src/plan/plan.cpp", "halox/extend/plan.hpp", "include/halox/extend/plan.hpp"),
+               ("src/decomposition/hw.cpp", "halox/programs/decomposition/hw.hpp",
+                "include/halox/programs/decomposition/hw.hpp"),
+               ("include/halox/exchange.hpp", "halox/field.hpp", "include/halox/field.hpp")]
     assert len(tier_crossings(planted)) == 2
 
 

@@ -4,7 +4,7 @@
 #include <cstddef>
 
 #include "halox/field.hpp"
-#include "halox/plan.hpp"
+#include "halox/extend/plan.hpp"
 
 namespace halox::testing_support {
 

@@ -1,5 +1,5 @@
 // Topologies (synthetic, XML, this machine), placements and assumed bindings.
-#include "halox/programs/topology.hpp"
+#include "halox/extend/topology.hpp"
 
 #include <gtest/gtest.h>
 #include <hwloc.h>

@@ -11,7 +11,7 @@
 #include "halox/decomposition.hpp"
 #include "halox/extend/pack.hpp"
 #include "cell_fields.hpp"
-#include "halox/plan.hpp"
+#include "halox/extend/plan.hpp"
 
 using namespace halox;
 using namespace halox::device;

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "cell_fields.hpp"
-#include "halox/plan.hpp"
+#include "halox/extend/plan.hpp"
 
 using namespace halox;
 using halox::testing_support::cell_fields;

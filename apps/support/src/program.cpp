@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "halox/common/error.hpp"
-#include "halox/programs/launcher.hpp"
+#include "halox/extend/launcher.hpp"
 
 namespace halox {
 

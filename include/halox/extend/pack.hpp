@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "halox/grid.hpp"
-#include "halox/plan.hpp"
+#include "halox/extend/plan.hpp"
 
 namespace halox {
 

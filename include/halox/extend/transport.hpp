@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "halox/field_memory.hpp"
-#include "halox/plan.hpp"
+#include "halox/extend/plan.hpp"
 #include "halox/transport/choice.hpp"
 #include "halox/transport/tuning.hpp"
 #include "halox/extend/wait_policy.hpp"

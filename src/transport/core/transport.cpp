@@ -7,7 +7,7 @@
 #include <numeric>
 #include <string>
 
-#include "halox/programs/topology.hpp"
+#include "halox/extend/topology.hpp"
 #include "halox/extend/transport.hpp"
 
 namespace halox {

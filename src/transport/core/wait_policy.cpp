@@ -14,7 +14,7 @@
 #include "common/stage_timer.hpp"
 #include "halox/common/environment.hpp"
 #include "halox/common/error.hpp"
-#include "halox/programs/launcher.hpp"
+#include "halox/extend/launcher.hpp"
 
 namespace halox {
 

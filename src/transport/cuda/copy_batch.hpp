@@ -15,7 +15,7 @@
 
 #include "transport/cuda/box_records.hpp"
 #include "halox/extend/pack.hpp"
-#include "halox/plan.hpp"
+#include "halox/extend/plan.hpp"
 
 namespace halox::device {
 

@@ -12,7 +12,7 @@
 #include <map>
 #include <vector>
 
-#include "halox/plan.hpp"
+#include "halox/extend/plan.hpp"
 
 namespace halox {
 

@@ -225,8 +225,10 @@ def test_a_code_numbering_its_ranks_x_fastest_is_adopted():
     global_domain = (5 * dims[0] + 1, 5 * dims[1] + 1, 5 * dims[2] + 1)
     offset, extent = own_split(global_domain, dims, code_coords)
     mine = halox.Subdomain(offset, extent, global_domain)
-    by_order = halox.Decomposition.adopt(comm, dims, (False, True, False), rank_order="XYZ")
-    by_coords = halox.Decomposition.adopt(comm, dims, (False, True, False), coords=code_coords)
+    by_order = halox.Decomposition.adopt(comm, dims, (False, True, False), rank_order="XYZ",
+                                         subdomain=mine)
+    by_coords = halox.Decomposition.adopt(comm, dims, (False, True, False), coords=code_coords,
+                                          subdomain=mine)
     for decomp in (by_order, by_coords):
         assert agreed(decomp.coords == code_coords and decomp.rank_order == "XYZ")
         case = Case(decomp, mine)
@@ -263,12 +265,34 @@ def test_a_code_numbering_its_ranks_otherwise_is_refused_on_every_rank():
     if comm.size == 1:
         extent = (extent[0] - 1,) + extent[1:]  # misses the domain's last cells in x
         says = "must end at the global extent"
-    decomp = halox.Decomposition.adopt(comm, dims, (True, False, True), rank_order=order)
-    case = Case(decomp, halox.Subdomain(offset, extent, global_domain))
+    mine = halox.Subdomain(offset, extent, global_domain)
     with pytest.raises(ValueError) as error:
-        halox.HaloExchange(decomp, halox.Subdomain(offset, extent, global_domain), case.fields)
+        halox.Decomposition.adopt(comm, dims, (True, False, True), rank_order=order, subdomain=mine)
     message = str(error.value)
-    assert says in message and "Decomposition.adopt" in message, message
+    assert says in message and "Decomposition.adopt" in message and "subdomain=" in message, message
+    assert len(set(comm.allgather(message))) == 1
+
+
+def test_adopting_without_the_subdomain_is_refused():
+    """A grid and an order alone cannot show a wrong order: the sub-domain is required."""
+    with pytest.raises(ValueError, match="expected subdomain=halox.Subdomain"):
+        halox.Decomposition.adopt(comm, rank_grid(), rank_order="XYZ")
+
+
+def test_an_exchange_handed_subdomains_that_do_not_tile_halox_grid_is_refused():
+    if comm.size == 1:
+        pytest.skip("one rank: nothing to swap")
+    decomp = halox.Decomposition(comm, dims=rank_grid(), periodic=(True, False, True))  # z fastest
+    dims = decomp.dims
+    global_domain = (5 * dims[0] + 1, 5 * dims[1] + 1, 5 * dims[2] + 1)
+    reversed_coords = [dims[k] - 1 - decomp.coords[k] for k in range(3)]  # the code counts down
+    offset, extent = own_split(global_domain, dims, reversed_coords)
+    mine = halox.Subdomain(offset, extent, global_domain)
+    case = Case(decomp, mine)
+    with pytest.raises(ValueError) as error:
+        halox.HaloExchange(decomp, mine, case.fields)
+    message = str(error.value)
+    assert "do not tile the grid" in message, message
     assert len(set(comm.allgather(message))) == 1
 
 
@@ -276,7 +300,8 @@ def test_coordinates_that_follow_no_order_are_refused_on_every_rank():
     if comm.size == 1:
         pytest.skip("one rank: (0, 0, 0) is its place")
     with pytest.raises(ValueError) as error:
-        halox.Decomposition.adopt(comm, rank_grid(), coords=(0, 0, 0))  # every rank claims it
+        halox.Decomposition.adopt(comm, rank_grid(), coords=(0, 0, 0),  # every rank claims it
+                                  subdomain=halox.Subdomain((0, 0, 0), (4, 4, 4), (4, 4, 4)))
     message = str(error.value)
     assert "follow no numbering order" in message, message
     assert len(set(comm.allgather(message))) == 1

@@ -13,7 +13,7 @@
 #include <cstddef>
 
 #include "halox/extend/pack.hpp"
-#include "halox/plan.hpp"
+#include "halox/extend/plan.hpp"
 
 namespace halox {
 

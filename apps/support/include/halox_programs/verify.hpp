@@ -10,7 +10,7 @@
 
 #include "halox/decomposition.hpp"
 #include "halox/grid.hpp"
-#include "halox/plan.hpp"
+#include "halox/extend/plan.hpp"
 
 namespace halox {
 

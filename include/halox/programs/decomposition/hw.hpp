@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "halox/decomposition.hpp"
-#include "halox/programs/topology.hpp"
+#include "halox/extend/topology.hpp"
 
 namespace halox {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "halox/programs/decomposition/shape.hpp"
-#include "halox/programs/topology.hpp"
+#include "halox/extend/topology.hpp"
 
 namespace halox {
 

@@ -20,7 +20,7 @@
 #include "halox/programs/decomposition/hw.hpp"
 #include "halox/programs/decomposition/shape.hpp"
 #include "halox/grid.hpp"
-#include "halox/programs/topology.hpp"
+#include "halox/extend/topology.hpp"
 
 namespace halox {
 

@@ -25,17 +25,6 @@
 
 namespace halox {
 
-enum class field_mode {
-  compact,   // all fields of a neighbour travel in one message
-  sequence,  // the fields are exchanged one after another
-  cache,     // blocks of fields whose halo traffic fits the L2 cache, one after another
-};
-// Every field mode, in the order the programs and reports list them.
-inline constexpr field_mode all_field_modes[] = {field_mode::compact, field_mode::sequence,
-                                                 field_mode::cache};
-field_mode parse_field_mode(const std::string& name);  // throws usage_error
-std::string to_string(field_mode m);
-
 struct field_box {
   int field = 0;
   box region;
