@@ -30,21 +30,33 @@ LAYERS = ["common", "topology|grid", "decomposition", "plan", "pack", "memory", 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
+def layer_named(name: str):
+    """The rank of the layer called `name`, else None."""
+    for rank, names_of_layer in enumerate(LAYERS):
+        if name in names_of_layer.split("|"):
+            return rank
+    return None
+
+
 def layer_of(path: str) -> int:
-    """The layer of a header or source, by its path below include/ or src/."""
+    """The layer of a header or source, from where it lives: its folder below include/halox/ or
+    src/ (the tiers' folders aside); for a public header outside a layer's folder, the folder of
+    the source of its name (field.hpp: src/plan/field.cpp), else the lowest layer that includes
+    it (halox.h: the C API's sources)."""
     p = path.removeprefix("include/").removeprefix("src/").removeprefix("halox/")
     p = p.removeprefix("extend/").removeprefix("programs/")  # the tiers (architecture.md)
     first = re.split(r"[/.]", p)[0]
-    # device.hpp: device memory of fields, at the transports' level (src/transport/cuda/).
-    # field.hpp: a field's location, halo and type, what a plan is made of.
-    names = {"field_memory": "memory", "device": "transport", "field": "plan",
-             "exchange_profile": "exchange", "halox": "capi", "registry": "transport",
-             "wait_policy": "transport", "launcher": "common"}
-    first = names.get(first, first)
-    for rank, names_of_layer in enumerate(LAYERS):
-        if first in names_of_layer.split("|"):
-            return rank
-    raise AssertionError(f"{path}: no layer for '{first}' (add it to LAYERS)")
+    if (rank := layer_named(first)) is not None:
+        return rank
+    assert path.startswith("include/"), f"{path}: no layer for '{first}' (add it to LAYERS)"
+    stem = Path(path).stem
+    homes = [layer_named(f.relative_to(ROOT / "src").parts[0])
+             for f in (ROOT / "src").rglob(f"{stem}.c*")]
+    if homes:
+        return min(homes)
+    users = [layer_of(by) for by, _, target in includes() if target == path and by != path]
+    assert users, f"{path}: no source of its name and nobody includes it: no layer"
+    return min(users)
 
 
 def library_files():
