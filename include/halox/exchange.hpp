@@ -64,6 +64,7 @@
 namespace halox {
 
 struct exchange_plan;  // halox/extend/plan.hpp: what the exchange sends, stage by stage
+struct plan_request;
 
 inline constexpr int fields_per_message_auto = -1;
 
@@ -370,6 +371,10 @@ class halo_exchange {
   halo_exchange(const decomposition& decomp, std::vector<field_layout> layouts,
                 std::vector<std::string> names, field_set fields, const exchange_options& options);
   void finish(const decomposition& decomp, field_set fields, state& s);
+  // One schedule (the whole exchange, or a subset at a depth): its plan, the
+  // ranks' agreement on it (with `problem`, a rank's own objection) and its
+  // transport. Collective.
+  void build_schedule(schedule& sched, plan_request request, std::string problem);
   schedule& schedule_of(const std::vector<int>& fields, int depth, algorithm alg);
   void start_schedule(schedule& sched);
   // The fastest of the candidates the auto flags open, agreed by all ranks.

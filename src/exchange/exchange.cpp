@@ -145,8 +145,6 @@ struct halo_exchange::state {
   std::string choice_report;
   transport_choice choice;
   std::vector<std::string> names;  // by field
-  int cache_block = 0;             // fields per block, as agreed when built
-  int per_message = 0;             // fields per message, as the options resolve
   transport_tuning knobs;          // the knobs as built, for the subsets' schedules
   // The whole exchange first; then each subset and depth called, by key.
   // By fields, depth and algorithm (the exchange's, or one a call asked for).
@@ -366,22 +364,9 @@ halo_exchange::halo_exchange(const decomposition& decomp, std::vector<field_layo
 
 void halo_exchange::finish(const decomposition& decomp, field_set fields, state& s) {
   const exchange_options& options = s.options;
-  const double plan_begun = MPI_Wtime();
   // Local checks: they depend only on the arguments, so every rank of a
-  // consistent program throws alike; the agreement check below catches the rest.
+  // consistent program throws alike; the agreement on the plan catches the rest.
   std::string problem;
-  plan_request request;
-  request.layouts = std::move(s.whole->plan.layouts);
-  request.alg = options.alg;
-  request.mode = options.mode;
-  const int nfields = static_cast<int>(request.layouts.size());
-  // Collective on every rank, whatever the options say (ranks that disagree
-  // on them fail below, together).
-  const int host_block = agreed_cache_block(decomp, request);
-  // Blocks fit a CPU's cache; on a GPU each block would be one more synchronised
-  // round of kernels and signals, so device fields move in one block.
-  const int l2_block = fields.device ? std::max(nfields, 1) : host_block;
-  s.cache_block = options.fields_per_block > 0 ? options.fields_per_block : l2_block;
   try {
     s.choice = options.transport;
     if (auto why = s.choice.unavailable(); !why.empty()) throw usage_error(why);
@@ -389,23 +374,12 @@ void halo_exchange::finish(const decomposition& decomp, field_set fields, state&
     if (options.fields_per_block < 0)
       throw usage_error(
           fmt::format("fields per block must not be negative, got {}", options.fields_per_block));
-    s.per_message = options.fields_per_message == fields_per_message_auto
-                        ? s.cache_block
-                        : options.fields_per_message;
-    request.fields_per_message = s.per_message;
-    request.cache_block = s.cache_block;
-    s.whole->plan = make_plan(decomp, std::move(request));
     s.waits.timeout_seconds = options.timeout_seconds;
     for (auto* f : fields.pointers)
       if (!f) throw usage_error("a field pointer is null");
   } catch (const usage_error& e) {
     problem = e.what();
   }
-  require_agreement(
-      decomp.comm(),
-      describe(s.whole->plan, s.choice, options) + (fields.device ? ", device memory" : ""),
-      problem);
-
   s.fields = std::move(fields);
   // The exchange's own communicator, in a decomposition of its own: subset
   // schedules are planned later, when the caller's may be gone.
@@ -417,23 +391,53 @@ void halo_exchange::finish(const decomposition& decomp, field_set fields, state&
   s.waits.oversubscribed = s.node.oversubscribed;
   s.waits.comm = s.comm;
   // Whether fields are shared is each rank's own business; the check is everybody's.
-  std::string grouping;
-  if (s.fields.shared) {
+  if (s.fields.shared && problem.empty()) {
     int same = MPI_UNEQUAL;
     MPI_Comm_compare(s.fields.shared->node_comm(), s.node.comm, &same);
     if (same != MPI_IDENT && same != MPI_CONGRUENT)
-      grouping =
+      problem =
           "the shared fields were allocated for another grouping of ranks into nodes than "
           "the exchange uses";
   }
-  require_all(s.comm, grouping);
-  const double transports_begun = MPI_Wtime();
-  s.setup.plan_s = transports_begun - plan_begun;
-  s.whole->mover =
-      make_transport(s.choice, {s.whole->plan, s.comm, s.fields, s.node, s.waits, options.tuning});
   s.knobs = options.tuning;
+  plan_request request;
+  request.layouts = std::move(s.whole->plan.layouts);
+  request.alg = options.alg;
+  request.mode = options.mode;
+  build_schedule(*s.whole, std::move(request), problem);
   s.whole->mover->tuning_as_built(s.knobs);
-  s.setup.transports_s = MPI_Wtime() - transports_begun;
+}
+
+void halo_exchange::build_schedule(schedule& sched, plan_request request, std::string problem) {
+  state& s = *state_;
+  const bool whole = &sched == s.whole;
+  const double plan_begun = MPI_Wtime();
+  // Blocks fit a CPU's cache (collective on every rank, whatever the options
+  // say: ranks that disagree on them fail below, together); on a GPU each
+  // block would be one more synchronised round of kernels and signals, so
+  // device fields move in one block.
+  int block = agreed_cache_block(s.decomp, request);
+  if (s.fields.device) block = static_cast<int>(std::max<size_t>(request.layouts.size(), 1));
+  if (s.options.fields_per_block > 0) block = s.options.fields_per_block;
+  request.cache_block = block;
+  request.fields_per_message = s.options.fields_per_message == fields_per_message_auto
+                                   ? block
+                                   : s.options.fields_per_message;
+  try {
+    sched.plan = make_plan(s.decomp, std::move(request));
+  } catch (const usage_error& e) {
+    if (problem.empty()) problem = e.what();
+  }
+  require_agreement(
+      s.comm,
+      describe(sched.plan, s.choice, s.options) + (s.fields.device ? ", device memory" : ""),
+      problem);
+  const double transports_begun = MPI_Wtime();
+  sched.mover = make_transport(s.choice, {sched.plan, s.comm, s.fields, s.node, s.waits, s.knobs});
+  if (whole) {
+    s.setup.plan_s = transports_begun - plan_begun;
+    s.setup.transports_s = MPI_Wtime() - transports_begun;
+  }
 }
 
 halo_exchange::halo_exchange(halo_exchange&&) noexcept = default;
@@ -646,36 +650,21 @@ halo_exchange::schedule& halo_exchange::schedule_of(const std::vector<int>& fiel
     return *s.whole;
   auto [at, fresh] = s.schedules.try_emplace({moved, depth, alg});
   if (!fresh) return *at->second;
-  // Built once, collectively, as the whole exchange was: its transport, algorithm and knobs.
-  std::string problem;
-  auto sched = std::make_unique<schedule>();
+  // Built once, collectively, as the whole exchange was: its transport, algorithm and knobs;
+  // blocks sized for the subset's own fields, as an exchange of them alone would size them.
   plan_request request;
   request.layouts = s.whole->plan.layouts;
   request.moved = moved;
   request.depth = depth;
   request.alg = alg;
   request.mode = s.options.mode;
-  // Blocks sized for the subset's own fields, as an exchange of them alone
-  // would size them (collective), unless the options fixed them.
-  int block = s.cache_block;
-  if (s.options.fields_per_block == 0 && !s.fields.device)
-    block = agreed_cache_block(s.decomp, request);
+  auto sched = std::make_unique<schedule>();
   try {
-    request.fields_per_message =
-        s.options.fields_per_message == fields_per_message_auto ? block : s.per_message;
-    request.cache_block = block;
-    sched->plan = make_plan(s.decomp, std::move(request));
-  } catch (const usage_error& e) {
-    problem = e.what();
-  }
-  try {
-    require_agreement(s.comm, describe(sched->plan, s.choice, s.options), problem);
+    build_schedule(*sched, std::move(request), {});
   } catch (...) {
     s.schedules.erase(at);
     throw;
   }
-  sched->mover =
-      make_transport(s.choice, {sched->plan, s.comm, s.fields, s.node, s.waits, s.knobs});
   at->second = std::move(sched);
   return *at->second;
 }
