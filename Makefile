@@ -62,7 +62,7 @@ venv: $(VENV)/.installed
 $(VENV)/.base: python/pyproject.toml
 	@python3 -m venv $(VENV) || (echo "make: python3 -m venv failed (install python3-venv)" && false)
 	@$(PYTHON) -m pip install --quiet --upgrade pip
-	@$(PYTHON) -m pip install --quiet scikit-build-core nanobind numpy matplotlib rich psutil pytest
+	@$(PYTHON) -m pip install --quiet scikit-build-core nanobind numpy matplotlib rich psutil pytest lizard
 	@echo "make: building mpi4py against $(MPI_LIBRARY)"
 	@MPICC=$(MPICC) CFLAGS="-O0 -g0" $(PYTHON) -m pip install --quiet --force-reinstall \
 	  --no-deps --no-binary=mpi4py --no-cache-dir mpi4py
