@@ -22,16 +22,13 @@
 #include "halox/extend/registry.hpp"
 #include "halox_programs/verify.hpp"
 #include "halox_programs/device_memory.hpp"
+#include "test_world.hpp"
 
 using namespace halox;
 
 namespace {
 
-int world_size() {
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
+using testing_support::world_size;
 
 int node_rank() {
   MPI_Comm node = MPI_COMM_NULL;

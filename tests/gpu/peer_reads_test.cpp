@@ -17,16 +17,13 @@
 #include "halox/field_memory.hpp"
 #include "halox/extend/plan.hpp"
 #include "halox_programs/verify.hpp"
+#include "test_world.hpp"
 
 using namespace halox;
 
 namespace {
 
-int world_size() {
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
+using testing_support::world_size;
 
 std::vector<ivec3> rank_grids() {
   switch (world_size()) {

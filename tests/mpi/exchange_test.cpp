@@ -27,16 +27,13 @@
 #include "halox_programs/verify.hpp"
 #include "cell_fields.hpp"
 #include "scoped_environment.hpp"
+#include "test_world.hpp"
 
 using namespace halox;
 
 namespace {
 
-int world_size() {
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
+using testing_support::world_size;
 
 // Oversubscribed runs take a representative subset, set by CMake as
 // HALOX_TEST_MATRIX: "reduced" (Open MPI, whose waits yield) or "minimal"

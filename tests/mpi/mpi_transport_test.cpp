@@ -20,16 +20,13 @@
 #include "halox_programs/verify.hpp"
 #include "cell_fields.hpp"
 #include "scoped_environment.hpp"
+#include "test_world.hpp"
 
 using namespace halox;
 
 namespace {
 
-int world_size() {
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
+using testing_support::world_size;
 
 // Every rank grid of 1 and 2 ranks per dimension for the current rank count.
 std::vector<ivec3> grids_of_one_and_two() {
