@@ -419,7 +419,7 @@ void halo_exchange::build_schedule(schedule& sched, plan_request request, std::s
   int block = agreed_cache_block(s.decomp, request);
   if (s.fields.device) block = static_cast<int>(std::max<size_t>(request.layouts.size(), 1));
   if (s.options.fields_per_block > 0) block = s.options.fields_per_block;
-  request.cache_block = block;
+  request.fields_per_block = block;
   request.fields_per_message = s.options.fields_per_message == fields_per_message_auto
                                    ? block
                                    : s.options.fields_per_message;

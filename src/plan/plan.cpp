@@ -191,7 +191,7 @@ exchange_plan make_plan(const decomposition& d, plan_request request) {
     validate_grid(filled);
     regions[static_cast<size_t>(f)] = halo_regions(filled, plan.alg, sides, kept_shared_points(l));
   }
-  const int cache = request.cache_block > 0 ? std::min(request.cache_block, nfields) : nfields;
+  const int cache = request.fields_per_block > 0 ? std::min(request.fields_per_block, nfields) : nfields;
   const int per_message = request.fields_per_message;
   plan.fields_per_message = per_message > 0                      ? std::min(per_message, nfields)
                             : plan.mode == field_mode::compact  ? nfields
@@ -244,7 +244,7 @@ int cache_sized_block(const decomposition& d, const plan_request& request, size_
   plan_request one = request;
   one.mode = field_mode::sequence;
   one.fields_per_message = 0;
-  one.cache_block = 0;
+  one.fields_per_block = 0;
   const exchange_plan plan = make_plan(d, std::move(one));
   // The largest field's traffic in one stage (sequence mode: a stage is a field's step),
   // and its largest message to one peer.

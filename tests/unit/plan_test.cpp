@@ -51,7 +51,7 @@ TEST(Plan, CompactMessagesMoveInBlocksThroughAllSteps) {
   local_grid g({4, 5, 6}, halo_widths::uniform(1));
   for (int block : {1, 2, 3, 0}) {
     plan_request r = cell_fields(g, 3, 8, algorithm::staged, field_mode::compact);
-    r.cache_block = block;
+    r.fields_per_block = block;
     auto p = make_plan(d, std::move(r));
     const int per_block = block == 0 ? 3 : block;
     EXPECT_EQ(p.fields_per_message, 3);
@@ -70,13 +70,13 @@ TEST(Plan, CompactMessagesMoveInBlocksThroughAllSteps) {
   }
   // cache: messages of a block each, the block sized as asked.
   plan_request cache = cell_fields(g, 5, 8, algorithm::standard, field_mode::cache);
-  cache.cache_block = 2;
+  cache.fields_per_block = 2;
   auto cached = make_plan(d, std::move(cache));
   EXPECT_EQ(cached.fields_per_message, 2);
   EXPECT_EQ(cached.stages.size(), 3u);
   // sequence is blocks of one, whatever the cache allows.
   plan_request sequence = cell_fields(g, 5, 8, algorithm::standard, field_mode::sequence);
-  sequence.cache_block = 4;
+  sequence.fields_per_block = 4;
   EXPECT_EQ(make_plan(d, std::move(sequence)).stages.size(), 5u);
 }
 

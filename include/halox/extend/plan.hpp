@@ -93,8 +93,9 @@ int message_tag(int field_slot, const ivec3& direction);
 // cells alike), of which the plan moves `moved` (ascending field indices, each
 // once) at `depth`. fields_per_message > 0 groups the fields in messages of
 // that many; 0 takes the mode's grouping (compact: all, sequence: one, cache:
-// cache_block). The stages move blocks of min(fields per message, cache_block)
-// fields; cache_block 0 means blocks as large as the messages.
+// fields_per_block). The stages move blocks of min(fields per message,
+// fields_per_block) fields; fields_per_block 0 means blocks as large as the
+// messages.
 struct plan_request {
   std::vector<field_layout> layouts;
   std::vector<int> moved;  // empty: all
@@ -102,7 +103,7 @@ struct plan_request {
   algorithm alg = algorithm::standard;
   field_mode mode = field_mode::compact;
   int fields_per_message = 0;
-  int cache_block = 0;
+  int fields_per_block = 0;
 };
 exchange_plan make_plan(const decomposition& d, plan_request request);
 
