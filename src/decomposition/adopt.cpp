@@ -142,18 +142,6 @@ std::string neighbour_problem(const decomposition& d, const tile& me, const tile
   return mismatch(d, placed.empty() ? neighbour : placed + "; " + neighbour);
 }
 
-}  // namespace
-
-namespace {
-
-// The decomposition in `order`, before its sub-domains are checked.
-decomposition numbered(MPI_Comm comm, const ivec3& dims, const std::array<bool, 3>& periodic,
-                       const rank_order& order) {
-  MPI_Comm own = MPI_COMM_NULL;
-  MPI_Comm_dup(comm, &own);
-  return decomposition(own, dims, periodic, order, "code");
-}
-
 rank_order order_of_coords(MPI_Comm comm, const ivec3& dims, const ivec3& my_coords) {
   int size = 1;
   MPI_Comm_size(comm, &size);
@@ -174,22 +162,30 @@ rank_order order_of_coords(MPI_Comm comm, const ivec3& dims, const ivec3& my_coo
       dims_text({all[3 * size - 3], all[3 * size - 2], all[3 * size - 1]}, ',')));
 }
 
+// The ranks numbered in `order`, once the sub-domains are seen to tile the grid so.
+decomposition tiled(MPI_Comm comm, const ivec3& dims, const std::array<bool, 3>& periodic,
+                    const rank_order& order, const subdomain& mine) {
+  MPI_Comm own = MPI_COMM_NULL;
+  MPI_Comm_dup(comm, &own);
+  decomposition d(own, dims, periodic, order, "code");
+  require_tiling(d, mine);
+  return d;
+}
+
 }  // namespace
 
 decomposition adopt_decomposition(MPI_Comm comm, const ivec3& dims,
                                   const std::array<bool, 3>& periodic, const rank_order& order,
                                   const subdomain& mine) {
   require_all(comm, fit_problem(comm, dims));
-  decomposition d = numbered(comm, dims, periodic, order);
-  require_tiling(d, mine);
-  return d;
+  return tiled(comm, dims, periodic, order, mine);
 }
 
 decomposition adopt_decomposition(MPI_Comm comm, const ivec3& dims,
                                   const std::array<bool, 3>& periodic, const ivec3& my_coords,
                                   const subdomain& mine) {
   require_all(comm, fit_problem(comm, dims));
-  return adopt_decomposition(comm, dims, periodic, order_of_coords(comm, dims, my_coords), mine);
+  return tiled(comm, dims, periodic, order_of_coords(comm, dims, my_coords), mine);
 }
 
 void require_tiling(const decomposition& d, const subdomain& mine) {

@@ -412,13 +412,17 @@ void halo_exchange::build_schedule(schedule& sched, plan_request request, std::s
   state& s = *state_;
   const bool whole = &sched == s.whole;
   const double plan_begun = MPI_Wtime();
-  // Blocks fit a CPU's cache (collective on every rank, whatever the options
-  // say: ranks that disagree on them fail below, together); on a GPU each
-  // block would be one more synchronised round of kernels and signals, so
-  // device fields move in one block.
-  int block = agreed_cache_block(s.decomp, request);
-  if (s.fields.device) block = static_cast<int>(std::max<size_t>(request.layouts.size(), 1));
-  if (s.options.fields_per_block > 0) block = s.options.fields_per_block;
+  // Blocks fit a CPU's cache; on a GPU each block would be one more
+  // synchronised round of kernels and signals, so device fields move in one
+  // block. For the whole exchange the cache's block is agreed on every rank,
+  // whatever the options say (ranks that disagree on them fail below,
+  // together); a subset's options are agreed already.
+  int block = std::max(s.options.fields_per_block, 0);  // negative: refused by the caller
+  if (whole || (block == 0 && !s.fields.device)) {
+    const int cache = agreed_cache_block(s.decomp, request);
+    if (block == 0 && !s.fields.device) block = cache;
+  }
+  if (block == 0) block = static_cast<int>(std::max<size_t>(request.layouts.size(), 1));
   request.fields_per_block = block;
   request.fields_per_message = s.options.fields_per_message == fields_per_message_auto
                                    ? block
