@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
       halox::halo_widths h = halox::halo_widths::uniform(2);
       const auto st = halox::staggered_axes(at[f]);
       for (int k = 0; k < 3; ++k) h.hi[k] += st[k];
-      mem[f].assign(halox::local_grid(halox::field_points(d, sub.extent, at[f]), h).cells(), 1.0);
+      mem[f].assign(halox::local_grid(halox::field_points(d, sub.extent, at[f]), h).points(), 1.0);
       char name[8];
       std::snprintf(name, sizeof name, "f%d", f);
       fs.push_back({mem[f].data(), halox::element_type::f64, at[f], h, name});

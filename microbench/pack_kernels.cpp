@@ -51,7 +51,7 @@ template <class T, bool Unpack>
 void run_kernel(benchmark::State& state) {
   const int dim = static_cast<int>(state.range(0)), h = static_cast<int>(state.range(1));
   local_grid grid({64, 64, 64}, halo_widths::uniform(h));
-  std::vector<T> field(grid.cells(), T(1));
+  std::vector<T> field(grid.points(), T(1));
   std::byte* fields[1] = {reinterpret_cast<std::byte*>(field.data())};
   box face{{0, 0, 0}, {64, 64, 64}};
   face.hi[dim] = h;
@@ -89,8 +89,8 @@ template <class T>
 void self_copy_x(benchmark::State& state) {
   const int h = static_cast<int>(state.range(0)), nfields = static_cast<int>(state.range(1));
   local_grid grid({64, 64, 64}, halo_widths::uniform(h));
-  std::vector<std::vector<T>> fields(static_cast<size_t>(nfields), std::vector<T>(grid.cells(), T(1)));
-  std::vector<std::vector<T>> from(fields.size(), std::vector<T>(grid.cells(), T(2))), to = from;
+  std::vector<std::vector<T>> fields(static_cast<size_t>(nfields), std::vector<T>(grid.points(), T(1)));
+  std::vector<std::vector<T>> from(fields.size(), std::vector<T>(grid.points(), T(2))), to = from;
   copy_list faces;
   const auto steps = halo_regions(grid, algorithm::staged);
   size_t bytes = 0;

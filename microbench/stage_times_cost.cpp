@@ -31,7 +31,7 @@ void measure(const std::string& transport) {
   auto decomp = make_cart_decomposition(MPI_COMM_WORLD, {size, 1, 1}, {true, true, true}, false);
   local_grid grid({64, 64, 64}, halo_widths::uniform(1));
   shared_fields<float> memory(decomp, grid, 1);
-  halo_exchange ex(decomp, grid, memory,
+  halo_exchange ex(decomp, grid, memory.pointers(),
                    {.alg = algorithm::staged, .mode = field_mode::sequence, .transport = parse_transport_choice(transport)});
   for (int i = 0; i < warmup; ++i) ex.exchange();
   std::vector<double> on, off;

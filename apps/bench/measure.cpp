@@ -88,7 +88,7 @@ config_fields<T> place_fields(const decomposition& decomp, const bench_options& 
                               const local_grid& grid, size_t field_bytes, shape_memory& mem) {
   config_fields<T> f;
   f.on_device = field_memory_of(o, cfg) == "device";
-  f.bytes_each = grid.cells() * sizeof(T);
+  f.bytes_each = grid.points() * sizeof(T);
   if (field_memory_of(o, cfg) == "shared") {
     if (!mem.shared) mem.shared.emplace(decomp, field_bytes, cfg.nfields, o.decomp.ranks_per_node);
     for (int i = 0; i < cfg.nfields; ++i) f.host.push_back(static_cast<T*>(mem.shared->field(i)));
@@ -110,7 +110,7 @@ config_fields<T> place_fields(const decomposition& decomp, const bench_options& 
 exchange_options options_for(const bench_options& o, const config& cfg, bool on_device,
                              const std::optional<exchange_options>& decided) {
   // What the first round measured (an automatic choice, the transports'
-  // knobs) is kept by the others, as a program keeps the exchange it built.
+  // tuning) is kept by the others, as a program keeps the exchange it built.
   if (decided) return *decided;
   exchange_options options{.alg = cfg.alg,
                            .mode = cfg.fields.mode,
@@ -134,7 +134,7 @@ void describe_exchange(MPI_Comm comm, const halo_exchange& ex,
   r.settings = ex.transport_settings();
   r.chosen = ex.choice_report();
   // Later rounds build the exchange as decided here, automatic choice and
-  // measured knobs alike: a program keeps the exchange it built, and the
+  // measured tuning alike: a program keeps the exchange it built, and the
   // transports' trials are not repeated in every round.
   r.decided = ex.options();
   r.decided->tuning = ex.tuning_as_built();
@@ -290,7 +290,7 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
                             ? subdomain_per_rank(decomp, to_ivec3(o.domain))
                             : subdomain_of_global(decomp, to_ivec3(o.global_domain));
   const local_grid grid(sub.extent, cfg.halo);
-  const size_t field_bytes = (grid.cells() * sizeof(T) + 63) / 64 * 64;
+  const size_t field_bytes = (grid.points() * sizeof(T) + 63) / 64 * 64;
   const size_t all_fields = field_bytes * static_cast<size_t>(cfg.nfields);
   const config_fields<T> f = place_fields<T>(decomp, o, cfg, grid, field_bytes, mem);
   verify_context ctx{grid, sub, decomp.periodic(), cfg.alg};
@@ -305,9 +305,8 @@ result run_config(const decomposition& decomp, const bench_options& o, const con
   r.memory = field_memory_of(o, cfg);
   {
     const exchange_options options = options_for(o, cfg, f.on_device, decided);
-    halo_exchange ex = r.memory == "shared"
-                           ? halo_exchange(decomp, grid, element_type_of<T>(), *mem.shared, options)
-                           : halo_exchange(decomp, grid, std::span<T* const>(f.exchanged), options);
+    // Fields in node-shared memory are found there.
+    halo_exchange ex(decomp, grid, std::span<T* const>(f.exchanged), options);
     describe_exchange(comm, ex, hosts, r);
     if (!r.chosen.empty() && decomp.rank() == 0 && !o.quiet)
       fmt::print("{} [{}]: {}\n", cfg.variant(), cfg.shape(), r.chosen);

@@ -61,7 +61,7 @@ void check_shared_memory(const decomposition& decomp, bench_options& o,
   for (const auto& cfg : matrix)
     if (field_memory_of(o, cfg) == "shared") {
       const size_t field_bytes =
-          (local_grid(sub.extent, cfg.halo).cells() * element_size(cfg.type) + 63) / 64 * 64;
+          (local_grid(sub.extent, cfg.halo).points() * element_size(cfg.type) + 63) / 64 * 64;
       most = std::max(most, field_bytes * static_cast<size_t>(cfg.nfields) + 64);
     }
   int any = most > 0 ? 1 : 0;  // the same matrix everywhere, but sizes may differ by rank

@@ -32,7 +32,7 @@ touched_lines lines_touched(const exchange_plan& plan) {
   // Per field (each its own layout and element size), by field index.
   line_set read;
   for (const auto& l : plan.layouts)
-    read.emplace_back((l.grid.cells() * l.element_bytes + cache_line_bytes - 1) / cache_line_bytes);
+    read.emplace_back((l.grid.points() * l.element_bytes + cache_line_bytes - 1) / cache_line_bytes);
   line_set written = read;
   auto mark = [&](line_set& set, const std::vector<field_box>& boxes) {
     for (const auto& fb : boxes)

@@ -38,7 +38,7 @@ field3d cloverleaf_field(const halox::decomposition& d, const ivec3& cells, std:
   const ivec3 staggered = halox::staggered_axes(at);
   f.halo = {{2, 2, 2}, {2 + staggered[0], 2 + staggered[1], 2 + staggered[2]}};
   f.grid = halox::local_grid(halox::field_points(d, cells, at), f.halo);
-  f.data.assign(f.grid.cells(), 0.0);
+  f.data.assign(f.grid.points(), 0.0);
   return f;
 }
 

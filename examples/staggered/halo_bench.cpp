@@ -123,8 +123,8 @@ halox::exchange_options options_of(const bench_options& o) {
   return x;
 }
 
-// The options of `o` with the transports' knobs as `built` measured them.
-halox::exchange_options with_knobs_of(const halox::halo_exchange& built, const bench_options& o) {
+// The options of `o` with the transports' tuning as `built` measured them.
+halox::exchange_options with_tuning_of(const halox::halo_exchange& built, const bench_options& o) {
   halox::exchange_options x = options_of(o);
   x.tuning = built.tuning_as_built();
   return x;
@@ -174,9 +174,9 @@ void mixed_against_separate(const halox::decomposition& d, const bench_options& 
   std::vector<field3d> f = hydro::make_fields(d, cells);
   const auto all = hydro::descriptors(f);
   halox::halo_exchange mixed(d, cells, all, options_of(o));
-  // The separate exchanges run with the mixed one's knobs (as measured when
+  // The separate exchanges run with the mixed one's tuning (as measured when
   // it was built): the comparison is of grouping, not of two measurements.
-  const halox::exchange_options same = with_knobs_of(mixed, o);
+  const halox::exchange_options same = with_tuning_of(mixed, o);
   auto only = [&](auto keep) {
     std::vector<halox::field> some;
     for (const auto& x : all)
@@ -235,8 +235,8 @@ void subset_against_dedicated(const halox::decomposition& d, const bench_options
       own.push_back(static_cast<int>(some.size()));
       some.push_back(all[static_cast<size_t>(i)]);
     }
-    // With the knobs the subset call runs with: the whole exchange's as built.
-    halox::halo_exchange dedicated(d, cells, some, with_knobs_of(whole, o));
+    // With the tuning the subset call runs with: the whole exchange's as built.
+    halox::halo_exchange dedicated(d, cells, some, with_tuning_of(whole, o));
     whole.prepare(c.fields, c.depth);
     const auto t = medians(o.rounds, {[&] { return per_call(d.comm(), o.calls, [&] { whole.exchange(c.fields, c.depth); }); },
                                       [&] { return per_call(d.comm(), o.calls, [&] { dedicated.exchange(own, c.depth); }); }});

@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
     auto decomp = halox::make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
     auto sub = halox::subdomain_of_global(decomp, {n, n, n});
     halox::local_grid grid(sub.extent, halox::halo_widths::uniform(1));
-    std::vector<double> u(grid.cells()), next(grid.cells());
+    std::vector<double> u(grid.points()), next(grid.points());
 
     // A smooth initial condition, a function of the global cell only.
     for (int z = 0; z < sub.extent[2]; ++z)

@@ -1,31 +1,31 @@
 // The object a stencil code keeps: exchange the halos of its fields.
 //
-//   halox::halo_exchange ex(decomp, grid, {u.data(), v.data()},
-//                           {.alg = halox::algorithm::staged,
-//                            .transport = halox::parse_transport_choice("shm+mpi-p2p")});
-//   ex.start();              // first step in flight
-//   compute_interior();      // overlap
-//   ex.wait();               // remaining steps; halos complete
-//
-// Field layout: each field is one array of grid.cells() elements (float or
-// double) covering the allocated box, halo included: x runs fastest, then y,
-// then z; element (x, y, z) of the interior, x in [0, grid.interior[0]) etc.,
-// is at grid.index(x, y, z), and the pointer handed over is the first
-// allocated cell (-halo.lo[0], -halo.lo[1], -halo.lo[2]). In this form all
-// fields share the grid and the element type. Fields as codes hold them (a
-// location on the grid, halo widths and a type each, halox/field.hpp) take
-// the constructor with halox::field descriptors:
+// The way in: one halox::field descriptor per array (halox/field.hpp: a
+// location on the cell grid, halo widths and an element type each):
 //
 //   std::vector<halox::field> fields{
 //       {rho, halox::element_type::f64, halox::location::cell, halo_widths::uniform(2), "rho"},
 //       {u, halox::element_type::f64, halox::location::node, {{2, 2, 2}, {3, 3, 3}}, "u"}};
-//   halox::halo_exchange ex(decomp, cells, fields);
-//   ex.exchange();                 // every field, its whole halo
+//   halox::halo_exchange ex(decomp, cells, fields, {.alg = halox::algorithm::staged});
+//   ex.start();                    // first step in flight
+//   compute_interior();            // overlap
+//   ex.wait();                     // remaining steps; halos complete
 //   ex.exchange({"rho"}, 1);       // a subset, at depth 1
 //
-// Fields may live anywhere;
-// halox::shared_fields puts them in node-shared memory, where single-copy
-// transports (`shm`) read them in place instead of packing them into an outbox.
+// A code whose fields are all cells of one grid may hand over pointers
+// instead; the constructor builds the descriptors (cell_fields):
+//
+//   halox::halo_exchange ex(decomp, grid, {u.data(), v.data()});
+//
+// Each such field is one array of grid.points() elements (float or double)
+// covering the allocated box, halo included: x runs fastest, then y, then z;
+// element (x, y, z) of the interior, x in [0, grid.interior[0]) etc., is at
+// grid.index(x, y, z), and the pointer handed over is the first allocated
+// cell (-halo.lo[0], -halo.lo[1], -halo.lo[2]).
+//
+// Fields may live anywhere; those allocated in halox::shared_fields
+// (node-shared memory) are found there, and single-copy transports (`shm`)
+// read them in place instead of packing them into an outbox.
 //
 // Errors (halox/common/error.hpp):
 //  - halox::usage_error: an impossible configuration (no fields, a halo wider
@@ -103,7 +103,7 @@ struct exchange_options {
   // appended after. Empty: HALOX_WISDOM, or none.
   std::string wisdom_file = {};
 
-  // The transports' knobs (transport/tuning.hpp); unset ones are measured.
+  // The transports' tuning (transport/tuning.hpp); unset ones are measured.
   transport_tuning tuning = {};
 
   // Where the fields live (halox/device.hpp): detected by default; device
@@ -156,36 +156,15 @@ constexpr element_type element_type_of() {
 
 class halo_exchange {
  public:
-  // Fields in memory the caller allocated anywhere. Collective over
-  // decomp.comm(): every rank constructs it with the same options.
-  halo_exchange(const decomposition& decomp, const local_grid& grid, element_type type,
-                std::vector<void*> fields, const exchange_options& options = {});
-
-  template <field_element T>
-  halo_exchange(const decomposition& decomp, const local_grid& grid, std::span<T* const> fields,
-                const exchange_options& options = {})
-      : halo_exchange(decomp, grid, element_type_of<T>(),
-                      std::vector<void*>(fields.begin(), fields.end()), options) {}
-
-  // Fields in node-shared memory: single-copy transports read them in place.
-  template <field_element T>
-  halo_exchange(const decomposition& decomp, const local_grid& grid, const shared_fields<T>& fields,
-                const exchange_options& options = {})
-      : halo_exchange(decomp, grid, element_type_of<T>(), fields.memory(), options) {}
-
-  halo_exchange(const decomposition& decomp, const local_grid& grid, element_type type,
-                const shared_field_memory& memory, const exchange_options& options = {});
-
-  // Fields of their own locations, halos and types (halox/field.hpp) on a
-  // rank that owns `cells` cells. All fields bound for a neighbour travel in
-  // the same messages (or the same single-copy stage).
+  // The way in: fields of their own locations, halos and types
+  // (halox/field.hpp) on a rank that owns `cells` cells. All fields bound
+  // for a neighbour travel in the same messages (or the same single-copy
+  // stage). Collective over decomp.comm(): every rank constructs it with the
+  // same options. Fields allocated in node-shared memory (shared_fields,
+  // halox/field_memory.hpp) are found there: single-copy transports then read
+  // them in place.
   halo_exchange(const decomposition& decomp, const ivec3& cells, const std::vector<field>& fields,
                 const exchange_options& options = {});
-  // The same with the fields in node-shared memory (fields[i].data ==
-  // memory.field(i), each allocated for its largest layout): single-copy
-  // transports read them in place.
-  halo_exchange(const decomposition& decomp, const ivec3& cells, const std::vector<field>& fields,
-                const shared_field_memory& memory, const exchange_options& options = {});
   // The same for a code that brings its own decomposition: `mine` is this
   // rank's sub-domain as the code computed it. Before anything moves, every
   // rank checks with its neighbours that the sub-domains tile the global grid
@@ -194,8 +173,18 @@ class halo_exchange {
   halo_exchange(const decomposition& decomp, const subdomain& mine,
                 const std::vector<field>& fields, const exchange_options& options = {});
 
-  // Fields as a vector or a braced list of pointers: ex(decomp, grid, fields)
-  // or ex(decomp, grid, {u, v, w}).
+  // Adapters for fields of cells alike on one grid (cell_fields below):
+  // ex(decomp, grid, fields) or ex(decomp, grid, {u, v, w}).
+  halo_exchange(const decomposition& decomp, const local_grid& grid, element_type type,
+                const std::vector<void*>& fields, const exchange_options& options = {})
+      : halo_exchange(decomp, grid.interior, cell_fields(grid, type, fields), options) {}
+
+  template <field_element T>
+  halo_exchange(const decomposition& decomp, const local_grid& grid, std::span<T* const> fields,
+                const exchange_options& options = {})
+      : halo_exchange(decomp, grid, element_type_of<T>(),
+                      std::vector<void*>(fields.begin(), fields.end()), options) {}
+
   template <field_element T>
   halo_exchange(const decomposition& decomp, const local_grid& grid, const std::vector<T*>& fields,
                 const exchange_options& options = {})
@@ -222,7 +211,7 @@ class halo_exchange {
   // Subset calls: only `fields` (indices into the fields as given, any order,
   // each once), at `depth` (0: each field's whole halo; see halox/field.hpp
   // for what a depth fills). The first call of a subset and depth builds its
-  // schedule, collectively, with the transport, algorithm and knobs the
+  // schedule, collectively, with the transport, algorithm and tuning the
   // exchange was built with (nothing is measured again); later calls reuse
   // it, so a subset call costs what an exchange built for that subset costs.
   void start(const std::vector<int>& fields, int depth = 0);
@@ -339,7 +328,7 @@ class halo_exchange {
   // The options as built: the measured choice where auto flags were set, the
   // environment's overrides applied.
   const exchange_options& options() const;
-  // The transports' knobs as built, measured or given (transport/tuning.hpp):
+  // The transports' tuning as built, measured or given (transport/tuning.hpp):
   // with them in options().tuning, an exchange of the same plan is built
   // without measuring them again, as a program's next run keeps its choice.
   transport_tuning tuning_as_built() const;

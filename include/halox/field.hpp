@@ -75,6 +75,8 @@ field_mode parse_field_mode(const std::string& name);  // throws usage_error
 std::string to_string(field_mode m);
 
 enum class shared_points { from_owner, kept };
+inline constexpr shared_points all_shared_points[] = {shared_points::from_owner,
+                                                      shared_points::kept};
 shared_points parse_shared_points(const std::string& name);  // "from_owner" | "kept"
 std::string to_string(shared_points s);
 
@@ -88,6 +90,11 @@ struct field {
   std::string name{};  // names it in errors and in subset calls; empty: "field <index>"
   shared_points shared = shared_points::from_owner;  // the faces it shares with its neighbours
 };
+
+// Fields of cells alike on `grid`, one per pointer: what a code that keeps
+// every field on one grid hands to halo_exchange.
+std::vector<field> cell_fields(const local_grid& grid, element_type type,
+                               const std::vector<void*>& data);
 
 // The points of a field at `at` that this rank holds, for `cells` owned cells
 // (one more along a staggered open axis at the domain's high end).
@@ -113,9 +120,6 @@ struct field_layout {
 
 field_layout layout_of(const decomposition& d, const ivec3& cells, const field& f);
 
-// `count` fields of cells alike on `grid`, each exchanging its whole allocated halo.
-std::vector<field_layout> uniform_cell_layouts(const local_grid& grid, size_t element_bytes,
-                                               size_t count);
 
 // The points held by both a rank and its neighbours along each axis (1 along
 // the staggered axes of a field whose shared points are kept, 0 otherwise).

@@ -5,8 +5,10 @@
 //
 //   halox::shared_fields<double> fields(decomp, grid, nfields);
 //   fields[0][grid.index(x, y, z)] = ...;
-//   halox::halo_exchange ex(decomp, grid, fields,
+//   halox::halo_exchange ex(decomp, grid, fields.pointers(),
 //                           {.transport = halox::parse_transport_choice("shm")});
+//
+// An exchange finds its fields in such memory by their addresses.
 #pragma once
 
 #include <mpi.h>
@@ -55,8 +57,20 @@ class shared_field_memory {
 
   void* field(int index) const;
   int nfields() const { return nfields_; }
+  std::vector<void*> pointers() const {
+    std::vector<void*> out;
+    for (int f = 0; f < nfields_; ++f) out.push_back(field(f));
+    return out;
+  }
   // Where field `index` starts in every node rank's segment.
   size_t offset(int index) const { return stride_ * static_cast<size_t>(index); }
+  // Where `data`, in this rank's own segment, starts in it.
+  size_t offset_of(const std::byte* data) const { return static_cast<size_t>(data - base_); }
+
+  // The live memory whose segment on this rank holds every one of `fields`
+  // (each at its start), or null: how an exchange finds fields it can let its
+  // node's ranks read in place.
+  static const shared_field_memory* holding(const std::vector<std::byte*>& fields);
 
   MPI_Comm node_comm() const { return node_comm_; }
   // Base of node rank `node_rank`'s segment in this process's address space.
@@ -76,7 +90,7 @@ class shared_fields {
  public:
   shared_fields(const decomposition& decomp, const local_grid& grid, int nfields,
                 int ranks_per_node = 0)
-      : memory_(decomp, grid.cells() * sizeof(T), nfields, ranks_per_node) {}
+      : memory_(decomp, grid.points() * sizeof(T), nfields, ranks_per_node) {}
   T* operator[](int index) const { return static_cast<T*>(memory_.field(index)); }
   int size() const { return memory_.nfields(); }
   std::vector<T*> pointers() const {

@@ -1,8 +1,9 @@
 // Boxes, halo widths and the halo regions of each exchange algorithm.
 //
-// Reference: a rank owns an interior of n = (nx, ny, nz) cells, surrounded by a
+// Reference: a field's array holds an interior of n = (nx, ny, nz) points (a
+// cell field's points are its rank's cells; halox/field.hpp), surrounded by a
 // halo of widths lo[d] (below) and hi[d] (above) per dimension. Local
-// coordinates put the first interior cell at (0,0,0); memory is x-fastest over
+// coordinates put the first interior point at (0,0,0); memory is x-fastest over
 // the allocated box [-lo, n + hi). For the neighbour in direction
 // d in {-1,0,1}^3 a rank sends, per dimension, [0, hi) if d = -1,
 // [n - lo, n) if d = +1, [0, n) if d = 0, and receives into [-lo, 0),
@@ -19,12 +20,12 @@ namespace halox {
 using ivec3 = std::array<int, 3>;
 
 struct box {
-  ivec3 lo{0, 0, 0};  // first cell
-  ivec3 hi{0, 0, 0};  // one past the last cell
+  ivec3 lo{0, 0, 0};  // first point
+  ivec3 hi{0, 0, 0};  // one past the last point
   int extent(int dim) const { return hi[dim] - lo[dim]; }
   long long volume() const;
   bool empty() const { return volume() == 0; }
-  bool contains(const ivec3& cell) const;
+  bool contains(const ivec3& point) const;
   bool operator==(const box&) const = default;
 };
 std::string to_string(const box& b);
@@ -45,16 +46,16 @@ int direction_index(const ivec3& direction);
 ivec3 direction_of(int index);
 ivec3 opposite(const ivec3& direction);
 
-// The memory layout of one field on one rank.
+// The memory layout of one field on one rank, in points.
 struct local_grid {
   ivec3 interior{0, 0, 0};
   halo_widths halo{};
 
   ivec3 allocated() const;
-  size_t cells() const;  // allocated cells
+  size_t points() const;  // allocated points
   box interior_box() const { return {{0, 0, 0}, interior}; }
   box allocated_box() const;
-  // Linear index of a local cell (interior starts at 0, halo cells negative).
+  // Linear index of a local point (interior starts at 0, halo points negative).
   size_t index(int x, int y, int z) const {
     return static_cast<size_t>(x + halo.lo[0]) +
            static_cast<size_t>(allocated_[0]) *
@@ -80,8 +81,8 @@ algorithm parse_algorithm(const std::string& name);  // throws usage_error
 std::string to_string(algorithm a);
 int step_count(algorithm a);
 
-// One neighbour's part of a step: the cells sent toward `direction` and the
-// halo cells received from the neighbour in `direction`.
+// One neighbour's part of a step: the points sent toward `direction` and the
+// halo points received from the neighbour in `direction`.
 struct halo_region {
   ivec3 direction{0, 0, 0};
   box send;

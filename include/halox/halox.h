@@ -61,14 +61,15 @@ typedef struct halox_decomposition_s* halox_decomposition;
 typedef struct halox_exchange_s* halox_exchange;
 typedef struct halox_shared_fields_s* halox_shared_fields;
 
-/* One field: its first allocated cell, its element type and, optionally, the
- * extents of the array that holds it (0, 0, 0: not checked). With extents,
- * creating the exchange checks them against interior plus halos. */
-typedef struct halox_field {
+/* One array of cells on an exchange's grid (halox_exchange_create): its first
+ * allocated cell, its element type and, optionally, its extents (0, 0, 0: not
+ * checked). With extents, creating the exchange checks them against interior
+ * plus halos. A field of its own location and halos is a halox_field. */
+typedef struct halox_array {
   void* data;
   halox_type type;
   int allocated[3];
-} halox_field;
+} halox_array;
 
 /* Where a field's points sit on the cell grid (halox/field.hpp, the
  * conventions of PETSc's DMStag): at cell centres, on the x, y or z faces, on
@@ -99,7 +100,7 @@ typedef enum halox_shared_points {
   HALOX_SHARED_KEPT = 1
 } halox_shared_points;
 
-typedef struct halox_field_spec {
+typedef struct halox_field {
   void* data;
   halox_type type;
   halox_location location;
@@ -107,7 +108,7 @@ typedef struct halox_field_spec {
   int allocated[3];
   const char* name;
   halox_shared_points shared;
-} halox_field_spec;
+} halox_field;
 
 /* The options of an exchange. Start from HALOX_OPTIONS_INIT (or
  * halox_options_init()): every member then means "the library's default",
@@ -198,7 +199,8 @@ halox_status halox_decomposition_comm(halox_decomposition decomp, MPI_Comm* comm
 halox_status halox_agree(halox_decomposition decomp, const char* function, const char* problem);
 
 /* ---- Node-shared fields: nfields fields of `grid` cells in memory the ranks
- * of a node read directly, so that `shm` copies halos in place. Collective. */
+ * of a node read directly, so that `shm` copies halos in place: an exchange
+ * over arrays of halox_shared_fields_data finds them there. Collective. */
 halox_status halox_shared_fields_create(halox_shared_fields* fields, halox_decomposition decomp,
                                         const int interior[3], const int halo[6],
                                         halox_type type, int nfields);
@@ -212,7 +214,7 @@ halox_status halox_shared_fields_destroy(halox_shared_fields* fields);
  * hi_z]. All fields share the grid and the element type. */
 halox_status halox_exchange_create(halox_exchange* ex, halox_decomposition decomp,
                                    const int interior[3], const int halo[6], int nfields,
-                                   const halox_field* fields, const halox_options* options);
+                                   const halox_array* fields, const halox_options* options);
 halox_status halox_exchange_create_double(halox_exchange* ex, halox_decomposition decomp,
                                           const int interior[3], const int halo[6],
                                           int nfields, double* const* fields,
@@ -220,16 +222,13 @@ halox_status halox_exchange_create_double(halox_exchange* ex, halox_decompositio
 halox_status halox_exchange_create_float(halox_exchange* ex, halox_decomposition decomp,
                                          const int interior[3], const int halo[6], int nfields,
                                          float* const* fields, const halox_options* options);
-halox_status halox_exchange_create_shared(halox_exchange* ex, halox_decomposition decomp,
-                                          halox_shared_fields fields,
-                                          const halox_options* options);
 /* Fields of their own locations, halos and types in one exchange. interior:
  * the rank's cells (NULL: the decomposition's sub-domain). With `allocated`
  * set, each array's extents are checked against its location's points plus
  * its halos. */
 halox_status halox_exchange_create_fields(halox_exchange* ex, halox_decomposition decomp,
                                           const int interior[3], int nfields,
-                                          const halox_field_spec* fields,
+                                          const halox_field* fields,
                                           const halox_options* options);
 /* Subset calls: only the `count` fields of `indices` (0-based, as created),
  * at `depth` (0: each field's whole halo). The first call of a subset and

@@ -315,6 +315,21 @@ void agree_or_raise(const halox::decomposition& decomp, std::string problem) {
   if (!agreed.empty()) throw nb::value_error(agreed.c_str());
 }
 
+// Both forms end here: one construction, from field descriptors.
+py_exchange* built_exchange(py_exchange* self, nb::object decomp_object, nb::list kept,
+                            std::vector<std::string> names, const ivec3& cells,
+                            const std::vector<halox::field>& fields,
+                            const halox::exchange_options& options) {
+  auto& decomp = *nb::cast<py_decomposition&>(decomp_object).d;
+  std::unique_ptr<halox::halo_exchange> ex;
+  {
+    nb::gil_scoped_release release;  // construction is collective
+    ex = std::make_unique<halox::halo_exchange>(decomp, cells, fields, options);
+  }
+  return new (self)
+      py_exchange{std::move(decomp_object), std::move(kept), std::move(ex), std::move(names)};
+}
+
 py_exchange* make_grid_exchange(py_exchange* self, nb::object decomp_object, const py_grid& grid,
                                 nb::handle arrays, const halox::exchange_options& parsed,
                                 std::string problem) {
@@ -336,13 +351,8 @@ py_exchange* make_grid_exchange(py_exchange* self, nb::object decomp_object, con
 
   std::vector<std::string> names;
   for (size_t f = 0; f < fields.size(); ++f) names.push_back("field " + std::to_string(f));
-  std::unique_ptr<halox::halo_exchange> ex;
-  {
-    nb::gil_scoped_release release;  // construction is collective
-    ex = std::make_unique<halox::halo_exchange>(decomp, grid.g, type, std::move(fields), options);
-  }
-  return new (self)
-      py_exchange{std::move(decomp_object), std::move(kept), std::move(ex), std::move(names)};
+  return built_exchange(self, std::move(decomp_object), std::move(kept), std::move(names),
+                        grid.g.interior, halox::cell_fields(grid.g, type, fields), options);
 }
 
 std::string halo_repr(const halox::halo_widths& h) {
@@ -495,13 +505,8 @@ py_exchange* make_field_exchange(py_exchange* self, nb::object decomp_object, nb
   }
   agree_or_raise(decomp, problem);
 
-  std::unique_ptr<halox::halo_exchange> ex;
-  {
-    nb::gil_scoped_release release;  // construction is collective
-    ex = std::make_unique<halox::halo_exchange>(decomp, cells, descriptors, options);
-  }
-  return new (self)
-      py_exchange{std::move(decomp_object), std::move(kept), std::move(ex), std::move(names)};
+  return built_exchange(self, std::move(decomp_object), std::move(kept), std::move(names), cells,
+                        descriptors, options);
 }
 
 py_exchange* make_exchange(py_exchange* self, nb::object decomp_object, nb::handle grid,

@@ -224,7 +224,7 @@ halox_status halox_shared_fields_create(halox_shared_fields* fields, halox_decom
     halox::validate_grid(handle->grid);
     handle->type = type == HALOX_FLOAT ? halox::element_type::f32 : halox::element_type::f64;
     handle->memory = std::make_shared<halox::shared_field_memory>(
-        *d->decomp, handle->grid.cells() * halox::element_size(handle->type), nfields);
+        *d->decomp, handle->grid.points() * halox::element_size(handle->type), nfields);
     return handle;
   });
 }

@@ -28,7 +28,7 @@ const char* ordinal(int i) {
 const char* type_name(halox_type t) { return t == HALOX_FLOAT ? "float (real32)" : "double (real64)"; }
 
 // The fields' own problems, as this rank sees them (empty when none).
-std::string field_problem(const halox::local_grid& grid, int nfields, const halox_field* fields) {
+std::string field_problem(const halox::local_grid& grid, int nfields, const halox_array* fields) {
   if (nfields <= 0) return fmt::format("no fields (nfields is {})", nfields);
   if (fields == nullptr) return "fields is NULL";
   auto want = grid.allocated();
@@ -93,7 +93,7 @@ std::unique_ptr<halox_exchange_s> make_exchange(const halox_decomposition_s& d,
 
 // This rank's problem with the grid and the fields (empty when none); sets grid.
 std::string grid_problem(const halox_decomposition_s& d, const int interior[3],
-                         const int halo[6], int nfields, const halox_field* fields,
+                         const int halo[6], int nfields, const halox_array* fields,
                          halox::local_grid& grid) {
   if (halo == nullptr) return "halo is NULL";
   for (int i = 0; i < 6; ++i)
@@ -111,7 +111,7 @@ std::string grid_problem(const halox_decomposition_s& d, const int interior[3],
 
 std::unique_ptr<halox_exchange_s> exchange_on_grid(halox_decomposition decomp,
                                                    const int interior[3], const int halo[6],
-                                                   int nfields, const halox_field* fields,
+                                                   int nfields, const halox_array* fields,
                                                    const halox_options* options,
                                                    const char* function) {
   const auto& d = *live(decomp, handle_kind::decomposition, function);
@@ -121,7 +121,8 @@ std::unique_ptr<halox_exchange_s> exchange_on_grid(halox_decomposition decomp,
     std::vector<void*> pointers;
     for (int i = 0; i < nfields; ++i) pointers.push_back(fields[i].data);
     auto type = fields[0].type == HALOX_FLOAT ? halox::element_type::f32 : halox::element_type::f64;
-    h.exchange.emplace(*h.decomp, grid, type, std::move(pointers), cpp);
+    h.shared = halox::capi::shared_memory_holding(pointers);
+    h.exchange.emplace(*h.decomp, grid, type, pointers, cpp);
   };
   return make_exchange(d, options, function, check, build);
 }
@@ -133,7 +134,7 @@ std::unique_ptr<halox_exchange_s> exchange_of_arrays(halox_decomposition decomp,
                                                      int nfields, T* const* fields,
                                                      const halox_options* options,
                                                      halox_type type, const char* function) {
-  std::vector<halox_field> described;
+  std::vector<halox_array> described;
   for (int i = 0; fields != nullptr && i < nfields; ++i)
     described.push_back({fields[i], type, {0, 0, 0}});
   return exchange_on_grid(decomp, interior, halo, nfields,
@@ -186,7 +187,7 @@ extern "C" {
 
 halox_status halox_exchange_create(halox_exchange* ex, halox_decomposition decomp,
                                    const int interior[3], const int halo[6], int nfields,
-                                   const halox_field* fields, const halox_options* options) {
+                                   const halox_array* fields, const halox_options* options) {
   const char* function = "halox_exchange_create";
   return create_handle(function, "ex", ex, handle_kind::exchange, [&] {
     return exchange_on_grid(decomp, interior, halo, nfields, fields, options, function);
@@ -211,24 +212,6 @@ halox_status halox_exchange_create_float(halox_exchange* ex, halox_decomposition
   return create_handle(function, "ex", ex, handle_kind::exchange, [&] {
     return exchange_of_arrays(decomp, interior, halo, nfields, fields, options, HALOX_FLOAT,
                               function);
-  });
-}
-
-halox_status halox_exchange_create_shared(halox_exchange* ex, halox_decomposition decomp,
-                                          halox_shared_fields fields,
-                                          const halox_options* options) {
-  const char* function = "halox_exchange_create_shared";
-  return create_handle(function, "ex", ex, handle_kind::exchange, [&] {
-    const auto& d = *live(decomp, handle_kind::decomposition, function);
-    halox_shared_fields_s* shared = nullptr;
-    auto check = [&] {
-      return local_problem([&] { shared = live(fields, handle_kind::shared_fields, function); });
-    };
-    auto build = [&](halox_exchange_s& h, halox::exchange_options& cpp) {
-      h.shared = shared->memory;
-      h.exchange.emplace(*h.decomp, shared->grid, shared->type, *shared->memory, cpp);
-    };
-    return make_exchange(d, options, function, check, build);
   });
 }
 

@@ -15,12 +15,12 @@ namespace {
 
 const char* type_name(halox_type t) { return t == HALOX_FLOAT ? "float (real32)" : "double (real64)"; }
 
-std::string name_of(const halox_field_spec& f, int i) {
+std::string name_of(const halox_field& f, int i) {
   return f.name ? std::string(f.name) : fmt::format("field {}", i);
 }
 
 // A field descriptor as C++ sees it; its own problems as this rank sees them.
-std::string spec_problem(const halox_field_spec& f, int i, halox::field& out) {
+std::string spec_problem(const halox_field& f, int i, halox::field& out) {
   if (f.type != HALOX_FLOAT && f.type != HALOX_DOUBLE)
     return fmt::format("field '{}': type {} is neither HALOX_FLOAT nor HALOX_DOUBLE", name_of(f, i),
                        static_cast<int>(f.type));
@@ -46,7 +46,7 @@ std::string spec_problem(const halox_field_spec& f, int i, halox::field& out) {
 }
 
 // The array's extents against its location's points plus halos.
-std::string extent_problem(const halox_field_spec& f, const halox::field& field,
+std::string extent_problem(const halox_field& f, const halox::field& field,
                            const halox::decomposition& d, const halox::ivec3& cells) {
   if (!(f.allocated[0] || f.allocated[1] || f.allocated[2])) return {};
   const auto layout = halox::layout_of(d, cells, field);
@@ -68,7 +68,7 @@ extern "C" {
 
 halox_status halox_exchange_create_fields(halox_exchange* ex, halox_decomposition decomp,
                                           const int interior[3], int nfields,
-                                          const halox_field_spec* fields,
+                                          const halox_field* fields,
                                           const halox_options* options) {
   const char* function = "halox_exchange_create_fields";
   return halox::capi::create_handle(function, "ex", ex, handle_kind::exchange, [&] {
@@ -95,6 +95,9 @@ halox_status halox_exchange_create_fields(halox_exchange* ex, halox_decompositio
     if (!agreed.empty()) throw halox::usage_error(fmt::format("{}: {}", function, agreed));
     auto handle = std::make_unique<halox_exchange_s>();
     handle->decomp = d->decomp;
+    std::vector<void*> data;
+    for (const auto& f : described) data.push_back(f.data);
+    handle->shared = halox::capi::shared_memory_holding(data);
     handle->exchange.emplace(*handle->decomp, cells, described, cpp);
     return handle;
   });

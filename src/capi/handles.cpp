@@ -61,6 +61,20 @@ void require_live(const void* handle, handle_kind kind, const char* function) {
   check_live_locked(handle, kind, function);
 }
 
+std::shared_ptr<shared_field_memory> shared_memory_holding(const std::vector<void*>& fields) {
+  std::vector<std::byte*> pointers;
+  for (void* f : fields) pointers.push_back(static_cast<std::byte*>(f));
+  const shared_field_memory* holder = shared_field_memory::holding(pointers);
+  if (holder == nullptr) return nullptr;
+  std::lock_guard lock(registry_mutex);
+  for (const auto& [handle, kind] : registry()) {
+    if (kind != handle_kind::shared_fields) continue;
+    const auto* shared = static_cast<const halox_shared_fields_s*>(handle);
+    if (shared->memory.get() == holder) return shared->memory;
+  }
+  return nullptr;
+}
+
 halox_status fail(halox_status status, const char* function, const char* message) noexcept {
   if (message == nullptr) message = "";
   if (function != nullptr)

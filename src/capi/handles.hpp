@@ -49,6 +49,9 @@ void register_handle(const void* handle, handle_kind kind);
 void unregister_handle(const void* handle, handle_kind kind, const char* function);
 // Throws usage_error when handle is NULL or not a live handle of this kind.
 void require_live(const void* handle, handle_kind kind, const char* function);
+// The memory of the live shared-fields handle that holds every one of
+// `fields`, or null: an exchange over them keeps it alive.
+std::shared_ptr<shared_field_memory> shared_memory_holding(const std::vector<void*>& fields);
 
 template <class Handle>
 Handle* live(Handle* handle, handle_kind kind, const char* function) {

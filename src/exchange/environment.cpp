@@ -16,7 +16,7 @@ namespace halox {
 
 namespace {
 
-// The variables that are not transport knobs (those are transport_knobs').
+// The variables that are not knobs of the transports' tuning (those are transport_knobs').
 constexpr environment_variable option_variables[] = {
     {"HALOX_TIMEOUT", "exchange_options::timeout_seconds",
      "seconds a wait may last before the run fails naming the peer (600)"},

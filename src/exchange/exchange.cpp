@@ -145,7 +145,7 @@ struct halo_exchange::state {
   std::string choice_report;
   transport_choice choice;
   std::vector<std::string> names;  // by field
-  transport_tuning knobs;          // the knobs as built, for the subsets' schedules
+  transport_tuning tuning;          // the tuning as built, for the subsets' schedules
   // The whole exchange first; then each subset and depth called, by key.
   // By fields, depth and algorithm (the exchange's, or one a call asked for).
   std::map<std::tuple<std::vector<int>, int, algorithm>, std::unique_ptr<schedule>> schedules;
@@ -239,9 +239,11 @@ std::string agree_on_exchanged_widths(const decomposition& decomp,
   return problem;
 }
 
+// Fields allocated in node-shared memory are read there in place.
 field_set pointers_of(const std::vector<field>& fields) {
   field_set set;
   for (const auto& f : fields) set.pointers.push_back(static_cast<std::byte*>(f.data));
+  set.shared = shared_field_memory::holding(set.pointers);
   return set;
 }
 
@@ -261,31 +263,6 @@ std::string field_problem(const std::vector<field>& fields, const std::vector<st
 
 }  // namespace
 
-halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid, element_type type,
-                             std::vector<void*> fields, const exchange_options& options)
-    : halo_exchange(
-          decomp, uniform_cell_layouts(grid, element_size(type), fields.size()), {},
-          [&] {
-            field_set set;
-            for (void* f : fields) set.pointers.push_back(static_cast<std::byte*>(f));
-            return set;
-          }(),
-          options) {}
-
-halo_exchange::halo_exchange(const decomposition& decomp, const local_grid& grid, element_type type,
-                             const shared_field_memory& memory, const exchange_options& options)
-    : halo_exchange(
-          decomp,
-          uniform_cell_layouts(grid, element_size(type), static_cast<size_t>(memory.nfields())), {},
-          [&] {
-            field_set set;
-            for (int f = 0; f < memory.nfields(); ++f)
-              set.pointers.push_back(static_cast<std::byte*>(memory.field(f)));
-            set.shared = &memory;
-            return set;
-          }(),
-          options) {}
-
 halo_exchange::halo_exchange(const decomposition& decomp, const ivec3& cells,
                              const std::vector<field>& fields, const exchange_options& options)
     : halo_exchange(decomp, layouts_of(decomp, cells, fields), names_of(fields),
@@ -294,26 +271,6 @@ halo_exchange::halo_exchange(const decomposition& decomp, const ivec3& cells,
                       require_all(decomp.comm(), field_problem(fields, names_of(fields)));
                       return options;
                     }()) {}
-
-halo_exchange::halo_exchange(const decomposition& decomp, const ivec3& cells,
-                             const std::vector<field>& fields, const shared_field_memory& memory,
-                             const exchange_options& options)
-    : halo_exchange(
-          decomp, layouts_of(decomp, cells, fields), names_of(fields),
-          [&] {
-            std::string problem = field_problem(fields, names_of(fields));
-            for (size_t f = 0; f < fields.size() && problem.empty(); ++f)
-              if (static_cast<int>(f) >= memory.nfields() ||
-                  fields[f].data != memory.field(static_cast<int>(f)))
-                problem =
-                    fmt::format("field '{}' is not field {} of the node-shared memory handed over",
-                                names_of(fields)[f], f);
-            require_all(decomp.comm(), problem);
-            field_set set = pointers_of(fields);
-            set.shared = &memory;
-            return set;
-          }(),
-          options) {}
 
 halo_exchange::halo_exchange(const decomposition& decomp, const subdomain& mine,
                              const std::vector<field>& fields, const exchange_options& options)
@@ -399,13 +356,13 @@ void halo_exchange::finish(const decomposition& decomp, field_set fields, state&
           "the shared fields were allocated for another grouping of ranks into nodes than "
           "the exchange uses";
   }
-  s.knobs = options.tuning;
+  s.tuning = options.tuning;
   plan_request request;
   request.layouts = std::move(s.whole->plan.layouts);
   request.alg = options.alg;
   request.mode = options.mode;
   build_schedule(*s.whole, std::move(request), problem);
-  s.whole->mover->tuning_as_built(s.knobs);
+  s.whole->mover->tuning_as_built(s.tuning);
 }
 
 void halo_exchange::build_schedule(schedule& sched, plan_request request, std::string problem) {
@@ -437,7 +394,7 @@ void halo_exchange::build_schedule(schedule& sched, plan_request request, std::s
       describe(sched.plan, s.choice, s.options) + (s.fields.device ? ", device memory" : ""),
       problem);
   const double transports_begun = MPI_Wtime();
-  sched.mover = make_transport(s.choice, {sched.plan, s.comm, s.fields, s.node, s.waits, s.knobs});
+  sched.mover = make_transport(s.choice, {sched.plan, s.comm, s.fields, s.node, s.waits, s.tuning});
   if (whole) {
     s.setup.plan_s = transports_begun - plan_begun;
     s.setup.transports_s = MPI_Wtime() - transports_begun;
@@ -456,9 +413,9 @@ const exchange_options& halo_exchange::options() const {
 }
 
 transport_tuning halo_exchange::tuning_as_built() const {
-  transport_tuning knobs = state_->options.tuning;
-  state_->whole->mover->tuning_as_built(knobs);
-  return knobs;
+  transport_tuning tuning = state_->options.tuning;
+  state_->whole->mover->tuning_as_built(tuning);
+  return tuning;
 }
 const std::string& halo_exchange::choice_report() const {
   return state_->choice_report;
@@ -528,7 +485,7 @@ void halo_exchange::start_schedule(schedule& sched) {
   if (sched.moved_fields) {
     // Collective, as every rank gave the same fields new addresses before this call.
     sched.mover =
-        make_transport(s.choice, {sched.plan, s.comm, s.fields, s.node, s.waits, s.knobs});
+        make_transport(s.choice, {sched.plan, s.comm, s.fields, s.node, s.waits, s.tuning});
     sched.moved_fields = false;
   }
   s.running = &sched;
@@ -654,7 +611,7 @@ halo_exchange::schedule& halo_exchange::schedule_of(const std::vector<int>& fiel
     return *s.whole;
   auto [at, fresh] = s.schedules.try_emplace({moved, depth, alg});
   if (!fresh) return *at->second;
-  // Built once, collectively, as the whole exchange was: its transport, algorithm and knobs;
+  // Built once, collectively, as the whole exchange was: its transport, algorithm and tuning;
   // blocks sized for the subset's own fields, as an exchange of them alone would size them.
   plan_request request;
   request.layouts = s.whole->plan.layouts;

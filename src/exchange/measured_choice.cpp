@@ -17,7 +17,7 @@
 //          when it is one of them;
 //          as many rounds as the rest of the budget holds (each costs what the finalists'
 //          screening cost), at most 7; with 3 or more, each: every finalist built (with
-//          the transport knobs its screening measured), 1 untimed + 2 timed exchanges,
+//          the tuning its screening measured), 1 untimed + 2 timed exchanges,
 //          freed (one at a time, as it will run: a live MPI window slows the progress of
 //          every other exchange; rounds interleave the finalists, so that the machine's
 //          slow and fast moments fall on all of them); the slowest rank's round times
@@ -26,7 +26,7 @@
 //          2 %; where the rounds cannot tell (choose_from_rounds' clear is false), the
 //          default finalist. Without 3 rounds the screening decides, the default unless
 //          beaten by 10 %.
-//        append (key, choice) to the wisdom file; the choice is returned with the knobs its
+//        append (key, choice) to the wisdom file; the choice is returned with the tuning its
 //        screening measured (its transports' trials do not run again when it is built)
 //   rank 0 says once per process what was chosen and how long it took (stderr).
 #include <fmt/core.h>
@@ -246,7 +246,7 @@ std::optional<exchange_options> wisdom_choice(const decomposition& decomp, const
 // A candidate and its screening.
 struct scored {
   exchange_options options;
-  transport_tuning knobs;  // what its transports measured when screened
+  transport_tuning tuning;  // what its transports measured when screened
   double seconds;
   double cost_s = 0;       // building it and its exchanges, slowest rank
   bool is_default = false;
@@ -269,8 +269,8 @@ exchange_options with_rules_measured(exchange_options candidate, const std::vect
   if (candidate.tuning.cma.direct_min_run) return candidate;
   candidate.tuning.cma.direct_min_run = std::numeric_limits<size_t>::max();
   for (const auto& s : screened)
-    if (s.knobs.shm.direct_min_run) {
-      candidate.tuning.cma.direct_min_run = s.knobs.shm.direct_min_run;
+    if (s.tuning.shm.direct_min_run) {
+      candidate.tuning.cma.direct_min_run = s.tuning.shm.direct_min_run;
       break;
     }
   return candidate;
@@ -339,10 +339,10 @@ std::pair<size_t, double> final_choice(MPI_Comm comm, const std::vector<scored>&
   std::vector<double> round_time(static_cast<size_t>(rounds) * finalists, 0.0);  // [round][finalist]
   for (int round = 0; round < rounds; ++round)
     for (size_t i = 0; i < finalists; ++i) {
-      // Rebuilt with the knobs its screening measured: the rounds compare
+      // Rebuilt with the tuning its screening measured: the rounds compare
       // the candidates, not their transports' trials.
       exchange_options as_screened = screened[i].options;
-      as_screened.tuning = screened[i].knobs;
+      as_screened.tuning = screened[i].tuning;
       halo_exchange finalist = build(as_screened);
       for (int k = 0; k < final_untimed; ++k) finalist.exchange();
       start_together(comm);  // one rank's late start is not counted against the finalist
@@ -449,10 +449,10 @@ exchange_options halo_exchange::measured_choice(const decomposition& decomp,
     out << nlohmann::json{{"key", key}, {"choice", choice_to_json(chosen)}}.dump() << '\n';
   }
   tell_once(decomp, report, MPI_Wtime() - begun);
-  // Built with the knobs its screening measured on these fields: its transports' trials do not
+  // Built with the tuning its screening measured on these fields: its transports' trials do not
   // run a second time.
   exchange_options as_measured = chosen;
-  as_measured.tuning = screened[best].knobs;
+  as_measured.tuning = screened[best].tuning;
   return as_measured;
 }
 

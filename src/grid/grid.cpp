@@ -17,9 +17,9 @@ long long box::volume() const {
   return v;
 }
 
-bool box::contains(const ivec3& cell) const {
+bool box::contains(const ivec3& point) const {
   for (int d = 0; d < 3; ++d)
-    if (cell[d] < lo[d] || cell[d] >= hi[d]) return false;
+    if (point[d] < lo[d] || point[d] >= hi[d]) return false;
   return true;
 }
 
@@ -54,7 +54,7 @@ local_grid::local_grid(const ivec3& interior_extent, const halo_widths& widths)
 
 ivec3 local_grid::allocated() const { return allocated_; }
 
-size_t local_grid::cells() const {
+size_t local_grid::points() const {
   return static_cast<size_t>(allocated_[0]) * static_cast<size_t>(allocated_[1]) *
          static_cast<size_t>(allocated_[2]);
 }

@@ -3,7 +3,9 @@
 #include <fmt/core.h>
 #include <sys/statvfs.h>
 
+#include <algorithm>
 #include <exception>
+#include <mutex>
 
 #include "common/yielding_mpi.hpp"
 #include "halox/common/error.hpp"
@@ -23,6 +25,10 @@ bool free_bytes(size_t& out) {
   out = static_cast<size_t>(fs.f_bavail) * static_cast<size_t>(fs.f_frsize);
   return true;
 }
+
+// The shared memory alive in this process, for holding().
+std::mutex live_memory_lock;
+std::vector<const shared_field_memory*> live_memory;
 
 }  // namespace
 
@@ -83,9 +89,15 @@ shared_field_memory::shared_field_memory(const decomposition& decomp, size_t byt
   MPI_Info_free(&info);
   auto address = reinterpret_cast<uintptr_t>(base);
   base_ = reinterpret_cast<std::byte*>((address + 63) / 64 * 64);
+  const std::lock_guard hold(live_memory_lock);
+  live_memory.push_back(this);
 }
 
 shared_field_memory::~shared_field_memory() {
+  {
+    const std::lock_guard hold(live_memory_lock);
+    std::erase(live_memory, this);
+  }
   int finalized = 0;
   MPI_Finalized(&finalized);
   // Freeing is collective: while an error found on this rank alone unwinds
@@ -98,6 +110,17 @@ shared_field_memory::~shared_field_memory() {
 
 void* shared_field_memory::field(int index) const {
   return base_ + stride_ * static_cast<size_t>(index);
+}
+
+const shared_field_memory* shared_field_memory::holding(const std::vector<std::byte*>& fields) {
+  if (fields.empty()) return nullptr;
+  const std::lock_guard hold(live_memory_lock);
+  for (const shared_field_memory* m : live_memory)
+    if (std::ranges::all_of(fields, [m](const std::byte* f) {
+          return f >= m->base_ && f < m->base_ + m->size_;
+        }))
+      return m;
+  return nullptr;
 }
 
 std::byte* shared_field_memory::segment_of(int node_rank) const {

@@ -51,13 +51,15 @@ ivec3 staggered_axes(location at) {
   return {0, 0, 0};
 }
 
+constexpr auto shared_points_names =
+    make_enum_names<shared_points>("shared points", "from_owner", "kept");
+static_assert(shared_points_names.names.size() == std::size(all_shared_points));
+
 shared_points parse_shared_points(const std::string& name) {
-  if (name == "from_owner") return shared_points::from_owner;
-  if (name == "kept") return shared_points::kept;
-  throw usage_error(fmt::format("unknown shared points '{}' (expected from_owner, kept)", name));
+  return shared_points_names.parse(name);
 }
 
-std::string to_string(shared_points s) { return s == shared_points::kept ? "kept" : "from_owner"; }
+std::string to_string(shared_points s) { return shared_points_names.to_string(s); }
 
 ivec3 field_points(const decomposition& d, const ivec3& cells, location at) {
   const ivec3 staggered = staggered_axes(at);
@@ -68,15 +70,16 @@ ivec3 field_points(const decomposition& d, const ivec3& cells, location at) {
   return points;
 }
 
+std::vector<field> cell_fields(const local_grid& grid, element_type type,
+                               const std::vector<void*>& data) {
+  std::vector<field> fields;
+  for (void* d : data) fields.push_back({d, type, location::cell, grid.halo});
+  return fields;
+}
+
 field_layout layout_of(const decomposition& d, const ivec3& cells, const field& f) {
   return {local_grid(field_points(d, cells, f.at), f.halo), element_size(f.type), f.at, f.halo,
           f.shared};
-}
-
-std::vector<field_layout> uniform_cell_layouts(const local_grid& grid, size_t element_bytes,
-                                               size_t count) {
-  return std::vector<field_layout>(count,
-                                   field_layout{grid, element_bytes, location::cell, grid.halo});
 }
 
 ivec3 kept_shared_points(const field_layout& layout) {

@@ -56,7 +56,7 @@ static void shared_fields_destroy(void* handle) {
 }
 
 static halox_status exchange_create(void** out) {
-  halox_field fields[2] = {{u, HALOX_DOUBLE, {N + 2 * H, N + 2 * H, N + 2 * H}},
+  halox_array fields[2] = {{u, HALOX_DOUBLE, {N + 2 * H, N + 2 * H, N + 2 * H}},
                            {v, HALOX_DOUBLE, {N + 2 * H, N + 2 * H, N + 2 * H}}};
   halox_exchange ex = (halox_exchange)&failures;
   halox_status status = halox_exchange_create(&ex, decomp, NULL, halo, 2, fields, &options);
@@ -80,9 +80,12 @@ static halox_status exchange_create_float(void** out) {
   return status;
 }
 
-static halox_status exchange_create_shared(void** out) {
+/* Arrays of node-shared fields: the exchange finds the memory and keeps it. */
+static halox_status exchange_create_on_shared(void** out) {
+  double* fields[2] = {NULL, NULL};
+  for (int f = 0; f < 2; ++f) halox_shared_fields_data(shared, f, (void**)&fields[f]);
   halox_exchange ex = (halox_exchange)&failures;
-  halox_status status = halox_exchange_create_shared(&ex, decomp, shared, &options);
+  halox_status status = halox_exchange_create_double(&ex, decomp, NULL, halo, 2, fields, &options);
   *out = ex;
   return status;
 }
@@ -108,7 +111,7 @@ static halox_status decomposition_adopt_f(void** out) {
 /* A cell field and a node field of their own halos and types. */
 static halox_status exchange_create_fields(void** out) {
   halox_exchange ex = (halox_exchange)&failures;
-  halox_field_spec fields[2] = {
+  halox_field fields[2] = {
       {u, HALOX_DOUBLE, HALOX_CELL, {H, H, H, H, H, H}, {0, 0, 0}, "u"},
       {uf, HALOX_FLOAT, HALOX_NODE, {H - 1, H, H - 1, H, H - 1, H}, {0, 0, 0}, "uf"}};
   halox_status status = halox_exchange_create_fields(&ex, decomp, NULL, 2, fields, &options);
@@ -185,7 +188,7 @@ int main(int argc, char** argv) {
     void* f = NULL;
     if (shared_fields_create(&f) == HALOX_SUCCESS) {
       shared = f;
-      each_allocation_fails("halox_exchange_create_shared", exchange_create_shared,
+      each_allocation_fails("halox_exchange_create_double", exchange_create_on_shared,
                             exchange_destroy);
       halox_shared_fields_destroy(&shared);
     } else {

@@ -112,8 +112,12 @@ static void shared_fields_checked(halox_decomposition d) {
   halox_options options = HALOX_OPTIONS_INIT;
   options.transport = "shm";
   halox_exchange ex = NULL;
-  EXPECT(halox_exchange_create_shared(&ex, d, fields, &options) == HALOX_SUCCESS);
+  /* Arrays of node-shared fields are found there: shm reads them in place. */
+  EXPECT(halox_exchange_create_double(&ex, d, NULL, halo, 2, u, &options) == HALOX_SUCCESS);
   EXPECT(halox_shared_fields_destroy(&fields) == HALOX_SUCCESS); /* the exchange keeps the memory */
+  char path[64];
+  EXPECT(halox_exchange_transport_path(ex, path, sizeof path) == HALOX_SUCCESS);
+  EXPECT(strncmp(path, "shm+", 4) == 0); /* not shm(outbox) */
   EXPECT(halox_exchange_record_stages(ex, 1) == HALOX_SUCCESS);
   EXPECT(halox_exchange_run(ex) == HALOX_SUCCESS);
   int wrong = 0;
@@ -160,11 +164,11 @@ static void bad_calls(halox_decomposition d) {
                HALOX_ERROR_USAGE, "diagonal");
   options.algorithm = NULL;
   /* mixed types */
-  halox_field mixed[2] = {{u, HALOX_DOUBLE, {0, 0, 0}}, {f, HALOX_FLOAT, {0, 0, 0}}};
+  halox_array mixed[2] = {{u, HALOX_DOUBLE, {0, 0, 0}}, {f, HALOX_FLOAT, {0, 0, 0}}};
   EXPECT_ERROR(halox_exchange_create(&ex, d, extent, halo, 2, mixed, NULL), HALOX_ERROR_USAGE,
                "differ in type");
   /* a shape that does not match, on rank 0 only: every rank hears of it */
-  halox_field shaped = {u, HALOX_DOUBLE, {extent[0] + 2, extent[1] + 2, extent[2] + 2}};
+  halox_array shaped = {u, HALOX_DOUBLE, {extent[0] + 2, extent[1] + 2, extent[2] + 2}};
   if (rank == 0) shaped.allocated[0] += 1;
   EXPECT_ERROR(halox_exchange_create(&ex, d, extent, halo, 1, &shaped, NULL), HALOX_ERROR_USAGE,
                "rank 0: the 1st field is");
@@ -299,7 +303,7 @@ static void located_checked(int size) {
                "halox_field_points: location 8");
   double* cell = calloc((size_t)cell_alloc, sizeof(double));
   float* node = calloc((size_t)node_alloc, sizeof(float));
-  halox_field_spec fields[2] = {
+  halox_field fields[2] = {
       {cell, HALOX_DOUBLE, HALOX_CELL, {2, 2, 2, 2, 2, 2}, {extent[0] + 4, extent[1] + 4, extent[2] + 4}, "density", HALOX_SHARED_FROM_OWNER},
       {node, HALOX_FLOAT, HALOX_NODE, {2, 3, 2, 3, 2, 3}, {node_points[0] + 5, node_points[1] + 5, node_points[2] + 5}, "xvel", HALOX_SHARED_FROM_OWNER}};
   halox_options options = HALOX_OPTIONS_INIT;
@@ -373,7 +377,7 @@ static void reverse_checked(void) {
   const int a[3] = {n[0] + 2, n[1] + 2, n[2] + 2}, b[3] = {n[0] + 1, n[1] + 1, n[2] + 1};
   double* cell = calloc((size_t)(a[0] * a[1] * a[2]), sizeof(double));
   float* node = calloc((size_t)(b[0] * b[1] * b[2]), sizeof(float));
-  halox_field_spec fields[2] = {{cell, HALOX_DOUBLE, HALOX_CELL, {1, 1, 1, 1, 1, 1}, {a[0], a[1], a[2]}, "rho", HALOX_SHARED_FROM_OWNER},
+  halox_field fields[2] = {{cell, HALOX_DOUBLE, HALOX_CELL, {1, 1, 1, 1, 1, 1}, {a[0], a[1], a[2]}, "rho", HALOX_SHARED_FROM_OWNER},
                                 {node, HALOX_FLOAT, HALOX_NODE, {0, 1, 0, 1, 0, 1}, {b[0], b[1], b[2]}, "fx", HALOX_SHARED_FROM_OWNER}};
   halox_options options = HALOX_OPTIONS_INIT;
   halox_exchange ex = NULL;
@@ -465,7 +469,7 @@ static void kept_shared_faces_checked(void) {
   const int a[3] = {n[0] + 3, n[1] + 3, n[2] + 3}; /* halo 1 below, 2 above */
   double* node = malloc(sizeof(double) * (size_t)(a[0] * a[1] * a[2]));
   for (int i = 0; i < a[0] * a[1] * a[2]; ++i) node[i] = rank + 1;
-  halox_field_spec spec = {node, HALOX_DOUBLE, HALOX_NODE, {1, 2, 1, 2, 1, 2}, {a[0], a[1], a[2]},
+  halox_field spec = {node, HALOX_DOUBLE, HALOX_NODE, {1, 2, 1, 2, 1, 2}, {a[0], a[1], a[2]},
                            "xvel", HALOX_SHARED_KEPT};
   halox_options options = HALOX_OPTIONS_INIT;
   halox_exchange ex = NULL;
@@ -496,14 +500,14 @@ static void kept_shared_faces_checked(void) {
   EXPECT_ERROR(halox_start_subset_algorithm(ex, 1, &first, 0, "diagonal"), HALOX_ERROR_USAGE,
                "halox_start_subset_algorithm: unknown algorithm 'diagonal'");
   /* A kept field needs a halo above to hold its copy of the face. */
-  halox_field_spec no_room = spec;
+  halox_field no_room = spec;
   no_room.halo[1] = 0;
   no_room.allocated[0] = n[0] + 1;
   halox_exchange bad = NULL;
   if (dims[0] > 1)
     EXPECT_ERROR(halox_exchange_create_fields(&bad, d, NULL, 1, &no_room, &options),
                  HALOX_ERROR_USAGE, "keeps its shared points");
-  halox_field_spec unknown = spec;
+  halox_field unknown = spec;
   unknown.shared = (halox_shared_points)7;
   EXPECT_ERROR(halox_exchange_create_fields(&bad, d, NULL, 1, &unknown, &options),
                HALOX_ERROR_USAGE, "HALOX_SHARED_KEPT");

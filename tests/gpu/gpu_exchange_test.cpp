@@ -104,18 +104,18 @@ std::string exchange_and_verify(const device_case& c, void* stream = nullptr) {
   const subdomain sub = subdomain_per_rank(decomp, interior);
   const verify_context ctx{grid, sub, decomp.periodic(), c.alg};
   constexpr int nfields = 3;
-  std::vector<std::vector<T>> host(nfields, std::vector<T>(grid.cells()));
+  std::vector<std::vector<T>> host(nfields, std::vector<T>(grid.points()));
   std::vector<T*> host_pointers;
   for (auto& h : host) host_pointers.push_back(h.data());
-  device_fields device(grid.cells() * sizeof(T), nfields);
+  device_fields device(grid.points() * sizeof(T), nfields);
   const auto fields = device.as<T>();
   auto upload = [&] {
     for (int f = 0; f < nfields; ++f)
-      cuda::copy_to_device(fields[f], host_pointers[f], grid.cells() * sizeof(T));
+      cuda::copy_to_device(fields[f], host_pointers[f], grid.points() * sizeof(T));
   };
   auto verify = [&](int epoch, const char* when) {
     for (int f = 0; f < nfields; ++f)
-      cuda::copy_to_host(host_pointers[f], fields[f], grid.cells() * sizeof(T));
+      cuda::copy_to_host(host_pointers[f], fields[f], grid.points() * sizeof(T));
     size_t total = 0;
     const auto bad = check_fields(host_pointers, ctx, epoch, 1, &total);
     EXPECT_EQ(total, 0u) << when << ", " << c.describe() << ": "
@@ -196,7 +196,7 @@ TEST(DeviceOptions, MemoryKindsParse) {
 TEST(DeviceOptions, WrongMemoryIsAUsageErrorOnEveryRank) {
   auto decomp = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
   const local_grid grid({4, 4, 4}, halo_widths::uniform(1));
-  std::vector<double> a(grid.cells()), b(grid.cells());
+  std::vector<double> a(grid.points()), b(grid.points());
   const std::vector<double*> fields{a.data(), b.data()};
   exchange_options device_memory{};
   device_memory.memory = memory_kind::device;
@@ -226,7 +226,7 @@ TEST(DeviceOptions, DeviceFieldsRefuseHostTransportsAndAutoChoices) {
   SKIP_WITHOUT_DEVICE();
   auto decomp = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
   const local_grid grid({4, 4, 4}, halo_widths::uniform(1));
-  device_fields device(grid.cells() * sizeof(double), 2);
+  device_fields device(grid.points() * sizeof(double), 2);
   const auto fields = device.as<double>();
   for (const char* host_only : {"shm", "mpi-types", "shm+mpi-p2p", "cuda-ipc+mpi-types"}) {
     try {
@@ -285,7 +285,7 @@ TEST(DeviceExchange, FieldsMoveInOneBlock) {
   const ivec3 interior{64, 64, 64};
   const local_grid grid(interior, halo_widths::uniform(5));
   constexpr int nfields = 8;
-  device_fields device(grid.cells() * sizeof(float), nfields);
+  device_fields device(grid.points() * sizeof(float), nfields);
   const auto fields = device.as<float>();
   for (auto mode : {field_mode::compact, field_mode::cache}) {
     auto decomp =
@@ -311,16 +311,16 @@ TEST(DeviceExchange, SplitPhaseSendsAreInFlightAfterStart) {
   const local_grid grid(interior, halo_widths::uniform(1));
   const verify_context ctx{grid, subdomain_per_rank(decomp, interior), decomp.periodic(),
                            algorithm::standard};
-  std::vector<double> host(grid.cells());
+  std::vector<double> host(grid.points());
   std::vector<double*> host_pointers{host.data()};
-  device_fields device(grid.cells() * sizeof(double), 1);
+  device_fields device(grid.points() * sizeof(double), 1);
   const auto fields = device.as<double>();
   exchange_options options{.alg = algorithm::standard,
                            .transport = parse_transport_choice("mpi-p2p")};
   options.memory = memory_kind::device;
   halo_exchange ex(decomp, grid, std::span<double* const>(fields), options);
   fill_fields(host_pointers, ctx, 0);
-  cuda::copy_to_device(fields[0], host.data(), grid.cells() * sizeof(double));
+  cuda::copy_to_device(fields[0], host.data(), grid.points() * sizeof(double));
   MPI_Comm notes = MPI_COMM_NULL;
   MPI_Comm_dup(MPI_COMM_WORLD, &notes);
   int rank = 0, size = 1;
@@ -342,7 +342,7 @@ TEST(DeviceExchange, SplitPhaseSendsAreInFlightAfterStart) {
   }
   MPI_Comm_free(&notes);
   EXPECT_TRUE(others_done) << "rank 0's sends were not in flight after start()";
-  cuda::copy_to_host(host.data(), fields[0], grid.cells() * sizeof(double));
+  cuda::copy_to_host(host.data(), fields[0], grid.points() * sizeof(double));
   size_t total = 1;
   check_fields(host_pointers, ctx, 0, 1, &total);
   EXPECT_EQ(total, 0u);

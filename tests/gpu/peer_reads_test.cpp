@@ -46,7 +46,7 @@ size_t exchange_by_peer_reads(const ivec3& dims, const std::array<bool, 3>& peri
   const ivec3 interior{6, 5, 4};
   const local_grid grid(interior, halo);
   constexpr int nfields = 3;
-  shared_field_memory memory(decomp, grid.cells() * sizeof(double), nfields);
+  shared_field_memory memory(decomp, grid.points() * sizeof(double), nfields);
   field_set fields;
   std::vector<double*> typed;
   for (int f = 0; f < nfields; ++f) {

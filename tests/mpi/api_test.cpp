@@ -44,7 +44,7 @@ template <class T>
 void vector_and_braced_list() {
   for (auto alg : {algorithm::standard, algorithm::staged}) {
     auto s = make_setup(alg);
-    std::vector<T> u(s.ctx.grid.cells()), v(s.ctx.grid.cells());
+    std::vector<T> u(s.ctx.grid.points()), v(s.ctx.grid.points());
     std::vector<T*> fields{u.data(), v.data()};
 
     fill_fields(fields, s.ctx, 1);
@@ -79,10 +79,28 @@ TEST(Api, SharedFieldsFeedShmInPlace) {
   shared_fields<double> memory(s.decomp, s.ctx.grid, 2);
   auto fields = memory.pointers();
   fill_fields(fields, s.ctx, 1);
-  halo_exchange ex(s.decomp, s.ctx.grid, memory, {.transport = parse_transport_choice("shm")});
+  halo_exchange ex(s.decomp, s.ctx.grid, fields, {.transport = parse_transport_choice("shm")});
   EXPECT_EQ(ex.transport_path().rfind("shm+", 0), 0u) << ex.transport_path();
   ex.exchange();
   expect_exact(fields, s.ctx);
+}
+
+// The exchange finds node-shared fields by their addresses: in another order,
+// or one field of several, they are still read in place; private ones are not.
+TEST(Api, SharedFieldsFoundByAddress) {
+  auto s = make_setup(algorithm::staged);
+  shared_fields<double> memory(s.decomp, s.ctx.grid, 3);
+  std::vector<double*> reversed{memory[2], memory[0]};
+  fill_fields(reversed, s.ctx, 1);
+  halo_exchange ex(s.decomp, s.ctx.grid, reversed, {.transport = parse_transport_choice("shm")});
+  EXPECT_EQ(ex.transport_path().rfind("shm+", 0), 0u) << ex.transport_path();
+  ex.exchange();
+  expect_exact(reversed, s.ctx);
+
+  std::vector<double> heap(s.ctx.grid.points());
+  std::vector<double*> mixed{memory[1], heap.data()};
+  halo_exchange copied(s.decomp, s.ctx.grid, mixed, {.transport = parse_transport_choice("shm")});
+  EXPECT_EQ(copied.transport_path().rfind("shm(outbox)", 0), 0u) << copied.transport_path();
 }
 
 // What a transport measured when it was built, handed to the next exchange of
@@ -93,22 +111,22 @@ TEST(Api, TuningAsBuiltRebuildsWithoutMeasuring) {
   shared_fields<double> memory(s.decomp, s.ctx.grid, 2);
   auto fields = memory.pointers();
   const exchange_options options{.transport = parse_transport_choice("shm")};
-  halo_exchange first(s.decomp, s.ctx.grid, memory, options);
-  const transport_tuning knobs = first.tuning_as_built();
-  ASSERT_TRUE(knobs.shm.direct_min_run.has_value());
-  ASSERT_TRUE(knobs.shm.push.has_value());
-  ASSERT_TRUE(knobs.shm.fetch_ahead.has_value());
+  halo_exchange first(s.decomp, s.ctx.grid, memory.pointers(), options);
+  const transport_tuning tuning = first.tuning_as_built();
+  ASSERT_TRUE(tuning.shm.direct_min_run.has_value());
+  ASSERT_TRUE(tuning.shm.push.has_value());
+  ASSERT_TRUE(tuning.shm.fetch_ahead.has_value());
   EXPECT_EQ(first.options().tuning.shm.direct_min_run, std::nullopt);  // the options as given
 
   exchange_options again = options;
-  again.tuning = knobs;
-  halo_exchange second(s.decomp, s.ctx.grid, memory, again);
+  again.tuning = tuning;
+  halo_exchange second(s.decomp, s.ctx.grid, memory.pointers(), again);
   const std::string settings = second.transport_settings();
   EXPECT_EQ(settings.find("measured"), std::string::npos) << settings;
   EXPECT_NE(settings.find("tuning.shm.push"), std::string::npos) << settings;
   EXPECT_NE(settings.find("tuning.shm.fetch_ahead"), std::string::npos) << settings;
-  EXPECT_EQ(second.tuning_as_built().shm.direct_min_run, knobs.shm.direct_min_run);
-  EXPECT_EQ(second.tuning_as_built().shm.push, knobs.shm.push);
+  EXPECT_EQ(second.tuning_as_built().shm.direct_min_run, tuning.shm.direct_min_run);
+  EXPECT_EQ(second.tuning_as_built().shm.push, tuning.shm.push);
   fill_fields(fields, s.ctx, 1);
   second.exchange();
   expect_exact(fields, s.ctx);
@@ -116,7 +134,7 @@ TEST(Api, TuningAsBuiltRebuildsWithoutMeasuring) {
 
 TEST(Api, ErrorsAreTyped) {
   auto s = make_setup(algorithm::standard);
-  std::vector<double> u(s.ctx.grid.cells());
+  std::vector<double> u(s.ctx.grid.points());
   // An unknown transport: agreed on by all ranks, before any exchange.
   EXPECT_THROW(halo_exchange(s.decomp, s.ctx.grid, {u.data()}, {.transport = parse_transport_choice("carrier-pigeon")}),
                usage_error);
@@ -137,7 +155,7 @@ TEST(Api, ErrorsAreTyped) {
 // a malformed value is a usage_error naming the variable on every rank.
 TEST(Api, EnvironmentShowsInTheOptions) {
   auto s = make_setup(algorithm::standard);
-  std::vector<double> u(s.ctx.grid.cells());
+  std::vector<double> u(s.ctx.grid.points());
   scoped_environment environment;
   environment.set("HALOX_RANKS_PER_NODE", "1");
   environment.set("HALOX_TIMEOUT", "123");

@@ -88,7 +88,7 @@ std::string matrix_case(const transport_choice& choice, algorithm alg, field_mod
   auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, wrap, false);
   const ivec3 interior{6, 5, 4};
   local_grid grid(interior, halo_widths::uniform(halo));
-  std::vector<std::vector<T>> memory(static_cast<size_t>(nfields), std::vector<T>(grid.cells()));
+  std::vector<std::vector<T>> memory(static_cast<size_t>(nfields), std::vector<T>(grid.points()));
   std::vector<T*> fields;
   for (auto& m : memory) fields.push_back(m.data());
   verify_context ctx{grid, subdomain_per_rank(d, interior), d.periodic(), alg};

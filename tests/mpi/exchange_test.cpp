@@ -130,20 +130,16 @@ std::string run_case(const decomposition& d, const domain_case& dc, const halo_w
                          ? static_cast<T*>(store.shared->field(f))
                          : reinterpret_cast<T*>((*store.heap)[static_cast<size_t>(f)].data()));
   verify_context ctx{grid, sub, d.periodic(), options.alg};
-  std::optional<halo_exchange> ex;
-  if (store.shared && store.shared->nfields() == nfields)
-    ex.emplace(d, grid, element_type_of<T>(), *store.shared, options);
-  else
-    ex.emplace(d, grid, std::span<T* const>(fields), options);
+  halo_exchange ex(d, grid, std::span<T* const>(fields), options);
   std::string error;
   // Two epochs: the second proves a reused exchange moves fresh data.
   for (int epoch = 0; epoch < 2 && error.empty(); ++epoch) {
     fill_fields(fields, ctx, epoch);
     if (epoch == 0) {
-      ex->exchange();
+      ex.exchange();
     } else {
-      ex->start();
-      ex->wait();
+      ex.start();
+      ex.wait();
     }
     size_t total = 0;
     auto bad = check_fields(fields, ctx, epoch, 1, &total);
@@ -162,7 +158,7 @@ size_t largest_field_bytes(const decomposition& d, size_t element_bytes) {
     if (dc.global)
       for (int i = 0; i < 3; ++i) smallest[i] = dc.cells[i] / d.dims()[i];
     for (const auto& halo : halos_for(smallest))
-      most = std::max(most, local_grid(sub.extent, halo).cells() * element_bytes);
+      most = std::max(most, local_grid(sub.extent, halo).points() * element_bytes);
   }
   return most;
 }
@@ -377,7 +373,7 @@ TEST(Exchange, FieldBlocksAreExactForEveryTransport) {
       for (auto alg : {algorithm::standard, algorithm::staged}) {
         auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, false, true}, false);
         domain_case dc{false, {5, 4, 3}};
-        const size_t bytes = local_grid(dc.cells, halo_widths::uniform(2)).cells() * sizeof(double);
+        const size_t bytes = local_grid(dc.cells, halo_widths::uniform(2)).points() * sizeof(double);
         std::optional<shared_field_memory> shared;
         std::vector<std::vector<std::byte>> heap;
         if (transport.shared)
@@ -419,8 +415,8 @@ TEST(Exchange, SelfCopyReferenceFillsTheExchangesHalosFromTheRanksOwnCells) {
             std::vector<std::vector<double>> exchanged(nfields), referenced(nfields);
             std::vector<double*> ex_fields, ref_fields;
             for (int f = 0; f < nfields; ++f) {
-              exchanged[f].resize(grid.cells());
-              referenced[f].resize(grid.cells());
+              exchanged[f].resize(grid.points());
+              referenced[f].resize(grid.points());
               ex_fields.push_back(exchanged[f].data());
               ref_fields.push_back(referenced[f].data());
             }
@@ -472,7 +468,7 @@ TEST(Exchange, AutomaticChoiceIsExactAndRemembered) {
   auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, false, true}, false);
   domain_case dc{false, {6, 5, 4}};
   std::vector<std::vector<std::byte>> heap(
-      2, std::vector<std::byte>(local_grid(dc.cells, halo_widths::uniform(2)).cells() * 8));
+      2, std::vector<std::byte>(local_grid(dc.cells, halo_widths::uniform(2)).points() * 8));
   std::string wisdom = fmt::format("/tmp/halox-wisdom-test-{}", getppid());
   if (d.rank() == 0) {
     // Lines that are not this build's entries are skipped: an older text
@@ -516,7 +512,7 @@ TEST(Exchange, AutomaticChoiceIsExactAndRemembered) {
 // cells 0..5, halo width 1: cells 1..4), reading no halo: the interior work a
 // stencil code does between start and wait.
 std::vector<double> interior_average(const std::vector<double>& a, const local_grid& grid) {
-  std::vector<double> out(grid.cells(), 0.0);
+  std::vector<double> out(grid.points(), 0.0);
   for (int z = 1; z < 5; ++z)
     for (int y = 1; y < 5; ++y)
       for (int x = 1; x < 5; ++x)
@@ -555,7 +551,7 @@ TEST(Exchange, SplitPhaseRunsInteriorWorkWhileTheMessagesTravel) {
   auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
   local_grid grid({6, 6, 6}, halo_widths::uniform(1));
   subdomain sub = subdomain_per_rank(d, {6, 6, 6});
-  std::vector<double> a(grid.cells()), b(grid.cells());
+  std::vector<double> a(grid.points()), b(grid.points());
   std::vector<double*> fields{a.data(), b.data()};
   verify_context ctx{grid, sub, d.periodic(), algorithm::standard};
   fill_fields(fields, ctx, 3);
@@ -596,7 +592,7 @@ TEST(Exchange, SingleCopyOnUserMemoryStagesThroughSharedMemory) {
   auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
   local_grid grid({4, 4, 4}, halo_widths::uniform(1));
   subdomain sub = subdomain_per_rank(d, {4, 4, 4});
-  std::vector<double> plain(grid.cells());
+  std::vector<double> plain(grid.points());
   std::vector<double*> fields{plain.data()};
   verify_context ctx{grid, sub, d.periodic(), algorithm::standard};
   fill_fields(fields, ctx, 0);
@@ -619,7 +615,7 @@ TEST(Exchange, CmaReadsUserVectorsInPlace) {
   const ivec3 cells{7, 6, 5};
   local_grid grid(cells, halo_widths{{2, 1, 3}, {1, 2, 2}});
   subdomain sub = subdomain_per_rank(d, cells);
-  std::vector<std::vector<double>> memory(3, std::vector<double>(grid.cells()));
+  std::vector<std::vector<double>> memory(3, std::vector<double>(grid.points()));
   std::vector<double*> fields;
   for (auto& m : memory) fields.push_back(m.data());
   scoped_environment environment;
@@ -661,7 +657,7 @@ TEST(Exchange, SingleCopyOutboxRulesAreExact) {
   const ivec3 cells{7, 6, 5};
   local_grid grid(cells, halo_widths{{2, 1, 3}, {1, 2, 2}});
   subdomain sub = subdomain_per_rank(d, cells);
-  shared_field_memory shared(d, grid.cells() * sizeof(double), 3);
+  shared_field_memory shared(d, grid.points() * sizeof(double), 3);
   std::vector<double*> fields;
   for (int f = 0; f < 3; ++f) fields.push_back(static_cast<double*>(shared.field(f)));
   for (const std::string transport : {"shm", "cma"}) {
@@ -692,7 +688,7 @@ TEST(Exchange, SingleCopyOutboxRulesAreExact) {
                                  .mode = field_mode::compact,
                                  .transport = parse_transport_choice(transport)};
         options.fields_per_block = 1;
-        halo_exchange ex(d, grid, element_type::f64, shared, options);
+        halo_exchange ex(d, grid, element_type::f64, shared.pointers(), options);
         const std::string settings = ex.transport_settings();
         // Alone on its node, a rank only copies within itself.
         const char* per_node = std::getenv("HALOX_RANKS_PER_NODE");
@@ -748,8 +744,8 @@ TEST(Exchange, ShmOutboxSlotsTakenInTurnMoveEveryExchangesValues) {
   const ivec3 cells{6, 5, 4};
   local_grid grid(cells, halo_widths::uniform(1));
   subdomain sub = subdomain_per_rank(d, cells);
-  shared_field_memory shared(d, grid.cells() * sizeof(float), 2);
-  std::vector<std::vector<float>> heap(2, std::vector<float>(grid.cells()));
+  shared_field_memory shared(d, grid.points() * sizeof(float), 2);
+  std::vector<std::vector<float>> heap(2, std::vector<float>(grid.points()));
   scoped_environment environment;
   environment.set("HALOX_SHM_DIRECT_MIN_RUN", "1000000");
   for (bool in_shared : {true, false})
@@ -763,7 +759,7 @@ TEST(Exchange, ShmOutboxSlotsTakenInTurnMoveEveryExchangesValues) {
         options.fields_per_block = per_block == 0 ? 2 : per_block;
         std::optional<halo_exchange> ex;
         if (in_shared)
-          ex.emplace(d, grid, element_type::f32, shared, options);
+          ex.emplace(d, grid, element_type::f32, shared.pointers(), options);
         else
           ex.emplace(d, grid, std::span<float* const>(fields), options);
         verify_context ctx{grid, sub, d.periodic(), alg};
@@ -789,7 +785,7 @@ TEST(Exchange, RanksThatDisagreeFailClearlyOnEveryRank) {
   if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
   auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
   local_grid grid({4, 4, 4}, halo_widths::uniform(1));
-  std::vector<double> a(grid.cells());
+  std::vector<double> a(grid.points());
   std::vector<double*> fields{a.data()};
   exchange_options options;
   options.alg = d.rank() == 1 ? algorithm::staged : algorithm::standard;
@@ -805,7 +801,7 @@ TEST(Exchange, RanksThatDisagreeFailClearlyOnEveryRank) {
 TEST(Exchange, UnknownTransportIsAUsageError) {
   auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
   local_grid grid({4, 4, 4}, halo_widths::uniform(1));
-  std::vector<double> a(grid.cells());
+  std::vector<double> a(grid.points());
   std::vector<double*> fields{a.data()};
   for (const char* bad : {"carrier-pigeon", "mpi-p2p+shm", "shm+", "+mpi-p2p", "shm+mpi-p2p+ucx"})
     EXPECT_THROW(halo_exchange(d, grid, std::span<double* const>(fields),

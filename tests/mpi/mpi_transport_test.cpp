@@ -77,7 +77,7 @@ struct two_fields_of_distinct_boxes {
 
   two_fields_of_distinct_boxes(const ivec3& dims, algorithm alg)
       : d(make_cart_decomposition(MPI_COMM_WORLD, dims, {true, true, true}, false)),
-        memory(2, std::vector<double>(grid.cells())),
+        memory(2, std::vector<double>(grid.points())),
         fields{memory[0].data(), memory[1].data()},
         ctx{grid, subdomain_per_rank(d, interior), d.periodic(), alg} {}
 
@@ -251,7 +251,7 @@ TEST(MessageTransports, FetchAheadIsForcedMeasuredOrOffForSmallHalos) {
       auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
       local_grid grid(sh.interior, halo_widths::uniform(sh.halo));
       std::vector<std::vector<double>> memory(static_cast<size_t>(sh.nfields),
-                                              std::vector<double>(grid.cells()));
+                                              std::vector<double>(grid.points()));
       std::vector<double*> fields;
       for (auto& m : memory) fields.push_back(m.data());
       verify_context ctx{grid, subdomain_per_rank(d, sh.interior), d.periodic(), algorithm::staged};
@@ -279,7 +279,7 @@ TEST(MessageTransports, FetchAheadIsForcedMeasuredOrOffForSmallHalos) {
 TEST(MpiNeighbor, PathSaysWhetherTheCollectiveIsPersistent) {
   auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
   local_grid grid({4, 4, 4}, halo_widths::uniform(1));
-  std::vector<double> a(grid.cells());
+  std::vector<double> a(grid.points());
   std::vector<double*> fields{a.data()};
   halo_exchange ex(d, grid, std::span<double* const>(fields), {.transport = parse_transport_choice("mpi-neighbor")});
   const std::string path = ex.transport_path();
@@ -300,7 +300,7 @@ TEST_P(Timeout, NamesThePeerThatDidNotArrive) {
   auto d = make_cart_decomposition(MPI_COMM_WORLD, {2, 1, 1}, {false, false, false}, false);
   local_grid grid({4, 4, 4}, halo_widths{{0, 0, 0}, {1, 0, 0}});
   subdomain sub = subdomain_per_rank(d, {4, 4, 4});
-  std::vector<double> a(grid.cells());
+  std::vector<double> a(grid.points());
   std::vector<double*> fields{a.data()};
   verify_context vctx{grid, sub, d.periodic(), algorithm::standard};
   fill_fields(fields, vctx, 0);

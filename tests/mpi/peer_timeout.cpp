@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
     if (argc != 4) throw halox::usage_error("usage: TRANSPORT TIMEOUT_SECONDS SLEEP_SECONDS");
     auto decomp = halox::make_cart_decomposition(world, {0, 0, 0}, {true, true, true}, false);
     halox::local_grid grid({8, 8, 8}, halox::halo_widths::uniform(1));
-    std::vector<double> field(grid.cells(), 1.0);
+    std::vector<double> field(grid.points(), 1.0);
     std::vector<double*> fields{field.data()};
     halox::exchange_options options;
     options.transport = halox::parse_transport_choice(argv[1]);

@@ -58,7 +58,7 @@ void records_stages_of(const std::string& transport, algorithm alg) {
   auto s = make_setup(alg);
   shared_fields<double> memory(s.decomp, s.ctx.grid, 2);
   auto fields = memory.pointers();
-  halo_exchange ex(s.decomp, s.ctx.grid, memory, {.alg = alg, .transport = parse_transport_choice(transport)});
+  halo_exchange ex(s.decomp, s.ctx.grid, memory.pointers(), {.alg = alg, .transport = parse_transport_choice(transport)});
   const std::string where = transport + "/" + to_string(alg);
 
   const exchange_profile built = ex.profile();
@@ -125,7 +125,7 @@ TEST(Profile, EveryTransportRecordsItsStages) {
 void late_neighbour_shows_as_waiting(const std::string& transport) {
   auto s = make_setup(algorithm::staged);
   shared_fields<double> memory(s.decomp, s.ctx.grid, 2);
-  halo_exchange ex(s.decomp, s.ctx.grid, memory,
+  halo_exchange ex(s.decomp, s.ctx.grid, memory.pointers(),
                    {.alg = algorithm::staged, .transport = parse_transport_choice(transport)});
   constexpr double late = 0.05;
   ex.exchange();  // first touches outside the record
@@ -154,7 +154,7 @@ TEST(Profile, ALateNeighbourShowsAsWaitingForPeers) {
 
 TEST(Profile, MeasuredChoicesCountInTheSetup) {
   auto s = make_setup(algorithm::staged);
-  std::vector<double> u(s.ctx.grid.cells());
+  std::vector<double> u(s.ctx.grid.points());
   halo_exchange ex(s.decomp, s.ctx.grid, std::vector<double*>{u.data()},
                    {.alg = algorithm::staged, .auto_fields = true});
   const exchange_profile p = ex.profile();

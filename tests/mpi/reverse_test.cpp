@@ -300,10 +300,7 @@ std::vector<call> calls() {
 std::string run_case(const decomposition& d, const exchange_options& options, bool in_shared) {
   case_fields c(d, global_cells(d.dims()), every_location(), in_shared);
   std::optional<halo_exchange> ex;
-  if (c.shared)
-    ex.emplace(d, c.mine[0].points, c.fields, *c.shared, options);
-  else
-    ex.emplace(d, c.mine[0].points, c.fields, options);
+  ex.emplace(d, c.mine[0].points, c.fields, options);
   std::vector<int> all(c.specs.size());
   for (size_t f = 0; f < all.size(); ++f) all[f] = static_cast<int>(f);
   int epoch = 0;

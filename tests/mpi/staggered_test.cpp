@@ -271,10 +271,7 @@ std::string run_case(const decomposition& d, const exchange_options& options, bo
   const subdomain sub = subdomain_of_global(d, global_cells(d.dims()));
   case_fields c(d, sub, mixed_fields(), in_shared);
   std::optional<halo_exchange> ex;
-  if (c.shared)
-    ex.emplace(d, sub.extent, c.fields, *c.shared, options);
-  else
-    ex.emplace(d, sub, c.fields, options);
+  ex.emplace(d, sub, c.fields, options);
   struct call {
     std::vector<int> fields;  // empty: every field
     int depth;

@@ -57,7 +57,7 @@ struct rank_fields {
   rank_fields(const decomposition& d, const ivec3& cells, int width, int nfields, algorithm alg)
       : grid(cells, halo_widths::uniform(width)),
         ctx{grid, subdomain_per_rank(d, cells), d.periodic(), alg},
-        storage(static_cast<size_t>(nfields), std::vector<double>(grid.cells())) {
+        storage(static_cast<size_t>(nfields), std::vector<double>(grid.points())) {
     for (auto& f : storage) pointers.push_back(f.data());
   }
   std::span<double* const> span() const { return pointers; }

@@ -19,7 +19,7 @@ def create_calls_of_the_c_api() -> set[str]:
 
 def test_the_c_test_makes_every_create_call():
     calls = create_calls_of_the_c_api()
-    assert {"halox_exchange_create_shared", "halox_decomposition_adopt_f"} <= calls, calls
+    assert {"halox_exchange_create_fields", "halox_decomposition_adopt_f"} <= calls, calls
     tested = set(CREATE.findall((ROOT / "tests/capi/allocation_failure_test.c").read_text()))
     assert calls <= tested, f"not under the allocation-failure test: {sorted(calls - tested)}"
 

@@ -2,11 +2,19 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "halox/field.hpp"
 #include "halox/extend/plan.hpp"
 
 namespace halox::testing_support {
+
+// `count` fields of cells alike on `grid`, each exchanging its whole halo.
+inline std::vector<field_layout> cell_layouts(const local_grid& grid, size_t element_bytes,
+                                              size_t count) {
+  return std::vector<field_layout>(count,
+                                   field_layout{grid, element_bytes, location::cell, grid.halo});
+}
 
 // `count` fields of cells of `element_bytes` on `grid`, each exchanging its
 // whole halo; what else a request holds is its default (all fields moved, in
@@ -14,7 +22,7 @@ namespace halox::testing_support {
 inline plan_request cell_fields(const local_grid& grid, size_t count, size_t element_bytes,
                                 algorithm alg, field_mode mode = field_mode::compact) {
   plan_request request;
-  request.layouts = uniform_cell_layouts(grid, element_bytes, count);
+  request.layouts = cell_layouts(grid, element_bytes, count);
   request.alg = alg;
   request.mode = mode;
   return request;

@@ -26,10 +26,10 @@ struct field_storage {
   std::vector<std::byte*> pointers;
   field_storage(const local_grid& g, int nfields, size_t element_bytes, size_t shift, int seed) {
     for (int f = 0; f < nfields; ++f) {
-      storage.emplace_back(g.cells() * element_bytes + 64 + shift);
+      storage.emplace_back(g.points() * element_bytes + 64 + shift);
       auto base = reinterpret_cast<uintptr_t>(storage.back().data());
       pointers.push_back(reinterpret_cast<std::byte*>((base + 63) / 64 * 64 + shift));
-      for (size_t i = 0; i < g.cells() * element_bytes; ++i)
+      for (size_t i = 0; i < g.points() * element_bytes; ++i)
         pointers.back()[i] = static_cast<std::byte>(
             (i * 131 + static_cast<size_t>(f) * 17 + static_cast<size_t>(seed)) & 0xff);
     }
@@ -64,7 +64,7 @@ stage stage_of(const std::vector<halo_region>& step, int nfields, size_t element
 // The fields' layouts as a plan carries them (nothing else set): every field as g.
 exchange_plan layouts_as(const local_grid& g, int nfields, size_t element_bytes) {
   exchange_plan plan;
-  plan.layouts = uniform_cell_layouts(g, element_bytes, static_cast<size_t>(nfields));
+  plan.layouts = testing_support::cell_layouts(g, element_bytes, static_cast<size_t>(nfields));
   return plan;
 }
 
@@ -134,7 +134,7 @@ TEST(DeviceCopies, UnpackBatchEqualsHostUnpack) {
           for (size_t m = 0; m < s.recvs.size(); ++m)
             unpack(area.data() + layout.recv_offsets[m], s.recvs[m].boxes, host.pointers.data(), g,
                    element_bytes);
-          ASSERT_TRUE(kernel.same_fields(host, g.cells() * element_bytes))
+          ASSERT_TRUE(kernel.same_fields(host, g.points() * element_bytes))
               << "algorithm " << to_string(a) << ", " << element_bytes << "-byte elements";
           // The receives start where the sends end, each message aligned.
           EXPECT_EQ(layout.recv_start, layout.send_bytes);
@@ -163,7 +163,7 @@ TEST(DeviceCopies, LocalCopyBatchesOfThePlanEqualHostCopies) {
             for (const auto& c : s.copies)
               copy_boxes(c.from, c.to, host.pointers.data(), g, element_bytes);
           }
-          ASSERT_TRUE(kernel.same_fields(host, g.cells() * element_bytes))
+          ASSERT_TRUE(kernel.same_fields(host, g.points() * element_bytes))
               << to_string(a) << " " << to_string(mode);
           EXPECT_EQ(copied, plan.bytes_copied());
         }

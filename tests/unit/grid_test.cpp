@@ -93,7 +93,7 @@ TEST(Grid, IndexIsXFastestFromTheHaloCorner) {
   EXPECT_EQ(g.index(0, -1, -1), 1u);
   EXPECT_EQ(g.index(-1, 0, -1), 6u);
   EXPECT_EQ(g.index(-1, -1, 0), 30u);
-  EXPECT_EQ(g.cells(), 6u * 5u * 4u);
+  EXPECT_EQ(g.points(), 6u * 5u * 4u);
 }
 
 TEST(Grid, HaloWiderThanTheInteriorIsRejected) {

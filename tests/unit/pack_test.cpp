@@ -28,7 +28,7 @@ std::vector<T> reference_pack(const std::vector<field_box>& boxes, const std::ve
 
 template <class T>
 void check_round_trip(const local_grid& g, int nfields) {
-  std::vector<std::vector<T>> storage(static_cast<size_t>(nfields), std::vector<T>(g.cells()));
+  std::vector<std::vector<T>> storage(static_cast<size_t>(nfields), std::vector<T>(g.points()));
   std::vector<T*> fields;
   std::vector<std::byte*> bytes;
   for (int f = 0; f < nfields; ++f) {
@@ -73,7 +73,7 @@ TEST(Pack, AsymmetricHalos) {
 
 TEST(Pack, CopyBoxesEqualsPackThenUnpack) {
   local_grid g({8, 6, 5}, halo_widths::uniform(2));
-  std::vector<double> a(g.cells()), b(g.cells());
+  std::vector<double> a(g.points()), b(g.points());
   std::iota(a.begin(), a.end(), 1.0);
   b = a;
   std::byte* fa[1] = {reinterpret_cast<std::byte*>(a.data())};
@@ -100,12 +100,12 @@ TEST(Pack, CopyBoxesEqualsPackThenUnpack) {
 // fields in a row (a group of four and one of one).
 TEST(Pack, CopiesWalkingTogetherEqualTheReference) {
   local_grid g({9, 7, 6}, halo_widths::uniform(2));
-  std::vector<double> source(g.cells());
+  std::vector<double> source(g.points());
   std::iota(source.begin(), source.end(), 1.0);
   const auto* from = reinterpret_cast<const std::byte*>(source.data());
   constexpr size_t targets = 5;
-  std::vector<std::vector<double>> got(targets + 1, std::vector<double>(g.cells(), -1.0));
-  std::vector<double> expected(g.cells(), -1.0);
+  std::vector<std::vector<double>> got(targets + 1, std::vector<double>(g.points(), -1.0));
+  std::vector<double> expected(g.points(), -1.0);
   copy_list list;
   size_t copies = 0;
   const auto regions = halo_regions(g, algorithm::standard).front();
@@ -133,7 +133,7 @@ TEST(Pack, CopiesWalkingTogetherEqualTheReference) {
 TEST(Pack, PacksGoBoxAfterBoxAndEqualTheReference) {
   for (int h : {1, 2, 5}) {
     local_grid g({11, 7, 6}, halo_widths::uniform(h));
-    std::vector<double> source(g.cells());
+    std::vector<double> source(g.points());
     std::iota(source.begin(), source.end(), 1.0);
     std::vector<double> expected;
     std::vector<field_box> boxes;
@@ -163,12 +163,12 @@ TEST(Pack, PacksGoBoxAfterBoxAndEqualTheReference) {
 TEST(Pack, FetchingAheadMovesTheSameBytes) {
   for (int h : {1, 2, 5, 9, 33}) {
     local_grid g({40, 9, 7}, halo_widths::uniform(h));
-    std::vector<double> source(g.cells());
+    std::vector<double> source(g.points());
     std::iota(source.begin(), source.end(), 1.0);
     const auto* from = reinterpret_cast<const std::byte*>(source.data());
     const auto regions = halo_regions(g, algorithm::standard).front();
-    std::vector<double> plain(g.cells(), -1.0), fetched(g.cells(), -1.0);
-    std::vector<double> plain_buffer(g.cells(), -1.0), fetched_buffer(g.cells(), -1.0);
+    std::vector<double> plain(g.points(), -1.0), fetched(g.points(), -1.0);
+    std::vector<double> plain_buffer(g.points(), -1.0), fetched_buffer(g.points(), -1.0);
     auto fill = [&](std::vector<double>& field, std::vector<double>& buffer, bool fetch_ahead) {
       copy_list copies, packs;
       size_t offset = 0;
@@ -219,7 +219,7 @@ void check_landed_runs(int width, bool fetch_ahead) {
     local_grid g({5, rows, 3}, halo_widths::uniform(width));
     const box face{{-width, 0, 0}, {0, rows, 3}};  // the -x halo
     for (size_t copies = 1; copies <= 4; ++copies) {
-      std::vector<std::vector<T>> fields(copies, std::vector<T>(g.cells(), T(-1)));
+      std::vector<std::vector<T>> fields(copies, std::vector<T>(g.points(), T(-1)));
       std::vector<T> buffer(copies * static_cast<size_t>(face.volume()));
       std::iota(buffer.begin(), buffer.end(), T(1));
       copy_list list;
@@ -231,7 +231,7 @@ void check_landed_runs(int width, bool fetch_ahead) {
       list.fetch_ahead(fetch_ahead);
       list.run();
       for (size_t c = 0; c < copies; ++c) {
-        std::vector<T> expected(g.cells(), T(-1));
+        std::vector<T> expected(g.points(), T(-1));
         size_t i = c * static_cast<size_t>(face.volume());
         for (int z = 0; z < 3; ++z)
           for (int y = 0; y < rows; ++y)
@@ -254,7 +254,7 @@ TEST(Pack, LandedShortRunsEqualTheReference) {
 // from any first plane.
 TEST(Pack, LongRunsEqualTheReference) {
   local_grid g({130, 129, 6}, halo_widths::uniform(1));
-  std::vector<float> source(g.cells()), got(g.cells(), -1.0f);
+  std::vector<float> source(g.points()), got(g.points(), -1.0f);
   std::iota(source.begin(), source.end(), 1.0f);
   for (int first_plane : {0, 1, 2}) {
     std::fill(got.begin(), got.end(), -1.0f);

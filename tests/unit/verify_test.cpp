@@ -12,7 +12,7 @@ namespace {
 struct one_rank_setup {
   decomposition d = make_cart_decomposition(MPI_COMM_SELF, {1, 1, 1}, {true, true, true}, false);
   local_grid g{{5, 4, 3}, halo_widths::uniform(1)};
-  std::vector<std::vector<double>> storage{2, std::vector<double>(g.cells())};
+  std::vector<std::vector<double>> storage{2, std::vector<double>(g.points())};
   std::vector<double*> fields{storage[0].data(), storage[1].data()};
   verify_context ctx{g, subdomain{{0, 0, 0}, {5, 4, 3}, {5, 4, 3}}, {true, true, true},
                      algorithm::standard};

@@ -65,7 +65,7 @@ class copy_list {
   // Whether run() asks for the cache lines of short strided runs a few rows
   // early (which runs, and why: src/pack/walk_rules.hpp). It helps fields in
   // memory and hurts fields in the cache, so the transports that use a list
-  // decide it (tuning.hpp's fetch_ahead knobs).
+  // decide it (tuning.hpp's fetch_ahead knob).
   void fetch_ahead(bool on) { fetch_ahead_ = on; }
   bool fetches_ahead() const { return fetch_ahead_; }
   bool can_fetch_ahead() const;  // some run would be fetched ahead

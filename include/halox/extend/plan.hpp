@@ -89,13 +89,12 @@ struct exchange_plan {
 // Tag of a message sent toward `direction` in the given field slot.
 int message_tag(int field_slot, const ivec3& direction);
 
-// Fields of their own layouts (field.hpp; uniform_cell_layouts for fields of
-// cells alike), of which the plan moves `moved` (ascending field indices, each
-// once) at `depth`. fields_per_message > 0 groups the fields in messages of
-// that many; 0 takes the mode's grouping (compact: all, sequence: one, cache:
-// fields_per_block). The stages move blocks of min(fields per message,
-// fields_per_block) fields; fields_per_block 0 means blocks as large as the
-// messages.
+// Fields of their own layouts (field.hpp: layout_of, cell_fields), of which
+// the plan moves `moved` (ascending field indices, each once) at `depth`.
+// fields_per_message > 0 groups the fields in messages of that many; 0 takes
+// the mode's grouping (compact: all, sequence: one, cache: fields_per_block).
+// The stages move blocks of min(fields per message, fields_per_block) fields;
+// fields_per_block 0 means blocks as large as the messages.
 struct plan_request {
   std::vector<field_layout> layouts;
   std::vector<int> moved;  // empty: all

@@ -49,7 +49,7 @@ struct transport_context {
   const field_set& fields;
   const node_membership& node;
   const wait_policy& waits;
-  const transport_tuning& tuning;  // knobs set by the caller; unset ones are measured
+  const transport_tuning& tuning;  // the tuning set by the caller; unset ones are measured
 };
 
 class transport {
@@ -67,7 +67,7 @@ class transport {
   // What the transport chose when it was built (e.g. which boxes go through its outbox,
   // and how that was decided), for the results; empty when nothing.
   virtual std::string settings() const { return {}; }
-  // Writes the knobs this transport measured, or was given, when it was built:
+  // Writes the tuning this transport measured, or was given, when it was built:
   // an exchange of the same plan built with them measures none of them again.
   virtual void tuning_as_built(transport_tuning&) const {}
   // Bytes sent so far, one entry per transport that carried messages (the

@@ -1,4 +1,4 @@
-// The transports' knobs: each left unset is measured when the exchange is
+// The transports' tuning, knob by knob: each left unset is measured when the exchange is
 // built (or follows the transport's rule); each set is used as given. The
 // environment can set them too (the variable of each is in transport_knobs
 // below); an option set in code wins over the environment.

@@ -77,9 +77,9 @@ std::string routed_transport::settings() const {
   return out;
 }
 
-void routed_transport::tuning_as_built(transport_tuning& knobs) const {
-  local_->mover->tuning_as_built(knobs);
-  if (remote_) remote_->mover->tuning_as_built(knobs);
+void routed_transport::tuning_as_built(transport_tuning& tuning) const {
+  local_->mover->tuning_as_built(tuning);
+  if (remote_) remote_->mover->tuning_as_built(tuning);
 }
 
 std::vector<transport_stats> routed_transport::stats() const {

@@ -38,7 +38,7 @@ class routed_transport final : public transport {
   std::string name() const override;
   std::string path() const override;
   std::string settings() const override;
-  void tuning_as_built(transport_tuning& knobs) const override;
+  void tuning_as_built(transport_tuning& tuning) const override;
   std::vector<transport_stats> stats() const override;
 
  private:

@@ -293,7 +293,7 @@ void mpi_cartex_transport::copy_faces(const stage_transfers& st, bool to_buffers
     return cartex_memory<T>{static_cast<unsigned>(t.bytes / sizeof(T)),
                             reinterpret_cast<T*>(const_cast<std::byte*>(t.buffer.data()))};
   };
-  cartex_memory<T> field{static_cast<unsigned>(grid_.cells()),
+  cartex_memory<T> field{static_cast<unsigned>(grid_.points()),
                          reinterpret_cast<T*>(fields_[static_cast<size_t>(st.sends[0].boxes[0].field)])};
   cartex_loops<T> loops = loops_of<T>(grid_);
   // cartex's names: packing, buffer_left goes toward +d (it fills that neighbour's

@@ -154,7 +154,7 @@ mpi_rma_transport::mpi_rma_transport(const transport_context& ctx, rma_sync sync
   };
   for (size_t f = 0; f < fields_.pointers.size(); ++f)
     create(fields_.pointers[f],
-           static_cast<MPI_Aint>(plan_.layouts[f].grid.cells() * plan_.layouts[f].element_bytes));
+           static_cast<MPI_Aint>(plan_.layouts[f].grid.points() * plan_.layouts[f].element_bytes));
   if (landing_anywhere_) create(landing_, static_cast<MPI_Aint>(landing_bytes_));
   MPI_Info_free(&info);
   int failed_anywhere = 0;

@@ -195,9 +195,9 @@ cma_transport::~cma_transport() {
   if (order_) order_->drain(active_->owner);
 }
 
-void cma_transport::tuning_as_built(transport_tuning& knobs) const {
-  knobs.cma.direct_min_run = outbox_below_;
-  knobs.cma.fetch_ahead = fetch_ahead_.on;
+void cma_transport::tuning_as_built(transport_tuning& tuning) const {
+  tuning.cma.direct_min_run = outbox_below_;
+  tuning.cma.fetch_ahead = fetch_ahead_.on;
 }
 
 std::string cma_transport::settings() const {

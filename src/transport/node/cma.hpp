@@ -56,7 +56,7 @@ class cma_transport final : public single_copy_transport {
   void wait(size_t stage) override;
   std::string name() const override { return std::string(transport_names::cma); }
   std::string settings() const override;
-  void tuning_as_built(transport_tuning& knobs) const override;
+  void tuning_as_built(transport_tuning& tuning) const override;
 
  private:
   struct batch {  // one process_vm_readv

@@ -27,7 +27,7 @@ shm_transport::shm_transport(const transport_context& ctx)
   const size_t nfields = fields_.pointers.size();
   std::vector<uint64_t> my_offsets(nfields, 0);
   for (size_t f = 0; f < nfields; ++f)
-    if (direct_) my_offsets[f] = fields_.shared->offset(static_cast<int>(f));
+    if (direct_) my_offsets[f] = fields_.shared->offset_of(fields_.pointers[f]);
   for (auto& l : gather_layouts(plan_, my_offsets, node_, neighbours_)) {
     peer_grids_.push_back(std::move(l.grids));
     peer_words_.push_back(std::move(l.words));
@@ -99,12 +99,12 @@ std::string shm_transport::settings() const {
       rule_.push ? "; owners write direct boxes into the readers' halos (push)" : "");
 }
 
-void shm_transport::tuning_as_built(transport_tuning& knobs) const {
+void shm_transport::tuning_as_built(transport_tuning& tuning) const {
   if (direct_) {  // in private memory every box goes through the outbox, nothing measured
-    knobs.shm.direct_min_run = rule_.outbox_below;
-    knobs.shm.push = rule_.push;
+    tuning.shm.direct_min_run = rule_.outbox_below;
+    tuning.shm.push = rule_.push;
   }
-  knobs.shm.fetch_ahead = fetch_ahead_.on;
+  tuning.shm.fetch_ahead = fetch_ahead_.on;
 }
 
 shm_transport::phases shm_transport::build(const rule& choice, std::string& problem) {

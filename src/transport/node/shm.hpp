@@ -52,7 +52,7 @@ class shm_transport final : public single_copy_transport {
     return std::string(transport_names::shm) + (direct_ ? "" : "(outbox)");
   }
   std::string settings() const override;
-  void tuning_as_built(transport_tuning& knobs) const override;
+  void tuning_as_built(transport_tuning& tuning) const override;
 
  private:
   struct stage_work {

@@ -260,8 +260,8 @@ class ucx_transport final : public transport {
                ? std::string(transport_names::ucx) + ": " + describe_fetch_ahead(*fetch_ahead_)
                : std::string();
   }
-  void tuning_as_built(transport_tuning& knobs) const override {
-    if (fetch_ahead_) knobs.ucx.fetch_ahead = fetch_ahead_->on;
+  void tuning_as_built(transport_tuning& tuning) const override {
+    if (fetch_ahead_) tuning.ucx.fetch_ahead = fetch_ahead_->on;
   }
 
  private:
