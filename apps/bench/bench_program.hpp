@@ -223,9 +223,18 @@ struct cell_verdict {
 std::vector<cell_verdict> judge_cells(const std::vector<result>& results, const std::string& baseline);
 void print_summary(const std::vector<result>& results, const std::vector<summary>& stats,
                    const std::vector<cell_verdict>& verdicts, const std::string& baseline);
-// The closing summary when a cell is unstable (nothing otherwise).
-std::vector<std::string> instability_summary(const std::vector<result>& results,
-                                             const std::vector<cell_verdict>& verdicts);
+// What the launch's verdicts come to, written into each of its records so
+// that a report prints them as the run did: the closing summary and its brief
+// form (empty when every cell is stable), the causes ranked by the cells they
+// marked, and the spread of every probe of the launch.
+struct launch_stability {
+  std::vector<std::string> summary, brief;
+  std::vector<cause> ranked;
+  probe_spread probes;
+};
+struct launch_probes;
+launch_stability judge_launch(const std::vector<result>& results, const std::vector<cell_verdict>& verdicts,
+                              const launch_probes& launch);
 void print_breakdown(const std::vector<result>& results);
 
 // records.cpp
@@ -239,6 +248,6 @@ struct launch_probes {
 nlohmann::json to_json_record(const result& r, const summary& s, const cell_verdict& verdict,
                               const bench_options& o, const decomposition& decomp,
                               const nlohmann::json& provenance, const std::string& run_id,
-                              const launch_probes& launch);
+                              const launch_probes& launch, const launch_stability& judged);
 
 }  // namespace halox::bench

@@ -232,18 +232,18 @@ void report(const std::vector<result>& results, const bench_options& o,
   std::vector<summary> stats;
   for (const auto& r : results) stats.push_back(summarize(r.samples));
   const std::vector<cell_verdict> verdicts = judge_cells(results, o.baseline);
+  const launch_stability judged = judge_launch(results, verdicts, launch);
   for (size_t i = 0; i < results.size(); ++i) {
     if (!o.quiet) print_result(results[i], stats[i]);
     if (!o.json_path.empty())
       append_json_line(o.json_path, to_json_record(results[i], stats[i], verdicts[i], o, decomp,
-                                                   provenance, run_id, launch));
+                                                   provenance, run_id, launch, judged));
   }
   print_summary(results, stats, verdicts, o.baseline);
   if (o.breakdown_table) print_breakdown(results);
   print_probe_cost(launch);
   print_unsettled(results, o);
-  const std::vector<std::string> lines = instability_summary(results, verdicts);
-  if (!lines.empty()) fmt::print("\n{}\n", fmt::join(lines, "\n"));
+  if (!judged.summary.empty()) fmt::print("\n{}\n", fmt::join(judged.summary, "\n"));
 }
 
 int bench_main(MPI_Comm world, int argc, char** argv) {

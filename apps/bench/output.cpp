@@ -289,8 +289,8 @@ void print_breakdown(const std::vector<result>& results) {
   }
 }
 
-std::vector<std::string> instability_summary(const std::vector<result>& results,
-                                             const std::vector<cell_verdict>& verdicts) {
+launch_stability judge_launch(const std::vector<result>& results, const std::vector<cell_verdict>& verdicts,
+                              const launch_probes& launch) {
   std::vector<turn_probes> all;
   std::vector<named_cell> unstable;
   for (size_t i = 0; i < results.size(); ++i) {
@@ -299,8 +299,15 @@ std::vector<std::string> instability_summary(const std::vector<result>& results,
       unstable.push_back({fmt::format("{} [{}]", results[i].cfg.variant(), results[i].cfg.shape()),
                           &verdicts[i].stability});
   }
-  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  return closing_summary(unstable, results.size(), spread_of(all), static_cast<int>(cpus));
+  const int cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  launch_stability out;
+  out.summary = closing_summary(unstable, results.size(), spread_of(all), cpus);
+  out.brief = closing_summary(unstable, results.size(), spread_of(all), cpus, true);
+  out.ranked = ranked_causes(unstable);
+  // The launch as a whole: its first and last probe bracket every turn.
+  all.push_back({launch.start, launch.end});
+  out.probes = spread_of(all);
+  return out;
 }
 
 }  // namespace halox::bench

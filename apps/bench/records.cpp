@@ -12,7 +12,36 @@ namespace {
 
 // Per round: the median exchange, its floor, its ratio to the baseline of the
 // same round, and the probe around its turn; then the cell's verdict.
-void add_rounds(nlohmann::json& j, const result& r, const cell_verdict& v, const launch_probes& launch) {
+nlohmann::json to_json(const probe_spread& s) {
+  return {{"round_trip_factor", s.round_trip_factor},
+          {"round_trip_low_ns", s.round_trip_low_ns},
+          {"round_trip_high_ns", s.round_trip_high_ns},
+          {"round_trip_answered_high_ns", s.round_trip_answered_high_ns},
+          {"copy_factor", s.copy_factor},
+          {"worst_run_wait", s.worst_run_wait},
+          {"worst_steal", s.worst_steal},
+          {"worst_run_wait_cpu", s.worst_run_wait_cpu >= 0 ? nlohmann::json(s.worst_run_wait_cpu)
+                                                          : nlohmann::json(nullptr)},
+          {"highest_load", s.highest_load}};
+}
+
+// The cell's verdict, and what the launch's verdicts come to (the same in
+// every record of the launch).
+void add_verdict(nlohmann::json& j, const result& r, const cell_verdict& v, const launch_stability& judged) {
+  std::vector<std::string> causes;
+  for (cause why : v.stability.causes) causes.push_back(to_string(why));
+  const auto leading = leading_cause(v.stability, judged.ranked);
+  j["stable"] = v.stability.stable;
+  j["stability"] = {{"rounds_disagree", v.stability.rounds_disagree},
+                    {"reasons", v.stability.reasons},
+                    {"causes", causes},
+                    {"leading_cause", leading ? nlohmann::json(to_string(*leading)) : nlohmann::json(nullptr)},
+                    {"settled", r.settled}};
+  j["launch_stability"] = {{"summary", judged.summary}, {"brief", judged.brief}};
+}
+
+void add_rounds(nlohmann::json& j, const result& r, const cell_verdict& v, const launch_probes& launch,
+                const launch_stability& judged) {
   nlohmann::json probes = nlohmann::json::array();
   for (const auto& t : r.round_probes) {
     // Marks of the turn alone: disturbed while it ran, or the probe moved a mode across it.
@@ -41,11 +70,9 @@ void add_rounds(nlohmann::json& j, const result& r, const cell_verdict& v, const
                               {"min", v.ratios->min}, {"max", v.ratios->max}};
   else
     j["ratio_to_baseline"] = nullptr;
-  j["stable"] = v.stability.stable;
-  j["stability"] = {{"rounds_disagree", v.stability.rounds_disagree},
-                    {"reasons", v.stability.reasons},
-                    {"settled", r.settled}};
+  add_verdict(j, r, v, judged);
   j["launch_probe"] = {{"pairs", launch.pairs},
+                       {"spread", to_json(judged.probes)},
                        {"start", to_json(launch.start)},
                        {"end", to_json(launch.end)},
                        {"samples", launch.samples},
@@ -93,7 +120,7 @@ nlohmann::json config_json(const result& r, const bench_options& o) {
 nlohmann::json to_json_record(const result& r, const summary& s, const cell_verdict& verdict,
                               const bench_options& o, const decomposition& decomp,
                               const nlohmann::json& provenance, const std::string& run_id,
-                              const launch_probes& launch) {
+                              const launch_probes& launch, const launch_stability& judged) {
   nlohmann::json j = provenance;
   j["tool"] = program;
   j["run_id"] = run_id;
@@ -152,7 +179,7 @@ nlohmann::json to_json_record(const result& r, const summary& s, const cell_verd
   }
   j["stage_breakdown"] = to_json(r.breakdown);
   j["setup"] = to_json(r.setup);
-  add_rounds(j, r, verdict, launch);
+  add_rounds(j, r, verdict, launch, judged);
   return j;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <tuple>
+#include <utility>
 
 #include "halox_programs/stats.hpp"
 
@@ -22,6 +23,11 @@ std::optional<round_ratios> per_round_ratios(const std::vector<double>& baseline
   out.min = s.min;
   out.max = s.max;
   return out;
+}
+
+std::string to_string(cause why) {
+  static const char* names[] = {"busy", "steal", "moved", "bandwidth", "launch_moved", "rounds"};
+  return names[static_cast<size_t>(why)];
 }
 
 namespace {
@@ -47,14 +53,16 @@ probe_spread spread_of(const std::vector<turn_probes>& turns) {
   for (const auto& t : turns) {
     all.push_back(&t.before);
     all.push_back(&t.after);
-    // The after-probe's shares cover the turn itself.
-    if (t.after.run_wait_share.value_or(0.0) > out.worst_run_wait) {
-      out.worst_run_wait = *t.after.run_wait_share;
+    // The after-probe's shares cover the turn itself (at most all of it: the
+    // kernel books a wait when it ends, so a wait begun before the turn can exceed it).
+    const double waited = std::min(1.0, t.after.run_wait_share.value_or(0.0));
+    if (waited > out.worst_run_wait) {
+      out.worst_run_wait = waited;
       out.worst_run_wait_cpu = t.after.run_wait_cpu.value_or(-1);
     }
     out.highest_load = std::max({out.highest_load, t.before.load1.value_or(0.0),
                                  t.after.load1.value_or(0.0)});
-    out.worst_steal = std::max(out.worst_steal, t.after.steal_share.value_or(0.0));
+    out.worst_steal = std::max(out.worst_steal, std::min(1.0, t.after.steal_share.value_or(0.0)));
   }
   if (busiest_cpu(turns) >= 0) out.worst_run_wait_cpu = busiest_cpu(turns);
   if (all.empty()) return out;
@@ -180,13 +188,43 @@ std::string cause_text(cause why, const probe_spread& s, double disagree, int cp
                      "--rounds auto or a longer --time", 100 * disagree);
 }
 
-}  // namespace
+// A cause in a line, with what helps (cause_text says it at length).
+std::string brief_cause_text(cause why, const probe_spread& s, double disagree, int cpus) {
+  // A round trip at the ping-pong's cap: a rank had lost its core.
+  auto ns_text = [](double ns) {
+    return ns >= ping_pong_cap_s * 1e9 ? std::string("a lost core")
+                                       : ns < 1e4 ? fmt::format("{:.0f} ns", ns) : fmt::format("{:.0f} µs", ns / 1e3);
+  };
+  switch (why) {
+    case cause::busy:
+      return fmt::format("the machine was busy ({} taken, {}, load {:.1f}{}): rerun when quiet",
+                         s.worst_run_wait_cpu >= 0 ? fmt::format("CPU {}", s.worst_run_wait_cpu) : "a core",
+                         s.worst_run_wait > run_wait_above
+                             ? fmt::format("ranks waited {:.0f} % of a turn", 100 * s.worst_run_wait)
+                             : "a rank stopped answering",
+                         s.highest_load, cpus > 0 ? fmt::format(" on {} CPUs", cpus) : "");
+    case cause::steal:
+      return fmt::format("the hypervisor stole up to {:.0f} % of a turn: rerun at a quieter time or on "
+                         "another host", 100 * s.worst_steal);
+    case cause::moved:
+    case cause::launch_moved:
+      return fmt::format("the vCPUs moved between host cores (round trip {:.0f} ns to {}): --rounds auto, "
+                         "or pin the VM's vCPUs", s.round_trip_low_ns,
+                         ns_text(s.round_trip_answered_high_ns > 0 ? s.round_trip_answered_high_ns
+                                                                   : s.round_trip_high_ns));
+    case cause::bandwidth:
+      return fmt::format("the copy bandwidth moved x{:.1f}: --rounds auto, or a quiet machine", s.copy_factor);
+    case cause::rounds:
+      break;
+  }
+  return fmt::format("rounds disagreed by up to {:.0f} % with the probe steady: --rounds auto or a "
+                     "longer --time", 100 * disagree);
+}
 
-std::vector<std::string> closing_summary(const std::vector<named_cell>& unstable, size_t cells,
-                                         const probe_spread& launch, int cpus) {
-  if (unstable.empty()) return {};
-  // Cells per cause, each cause once per cell; rounds that disagree are a
-  // cause of their own only where the probe saw nothing else.
+// Cells per cause, each cause once per cell; rounds that disagree are a cause
+// of their own only where the probe saw nothing else. Also the most the rounds
+// disagreed where that was the only cause.
+std::pair<std::vector<size_t>, double> marked_cells(const std::vector<named_cell>& unstable) {
   std::vector<size_t> marked(cause_count, 0);
   double disagree = 0;
   for (const auto& c : unstable) {
@@ -198,18 +236,11 @@ std::vector<std::string> closing_summary(const std::vector<named_cell>& unstable
     if (only_rounds) disagree = std::max(disagree, c.stability->rounds_disagree);
     for (size_t k = 0; k < seen.size(); ++k) marked[k] += seen[k] ? 1 : 0;
   }
-  std::vector<int> order;
-  for (int k = 0; k < cause_count; ++k)
-    if (marked[static_cast<size_t>(k)] > 0) order.push_back(k);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return marked[static_cast<size_t>(a)] > marked[static_cast<size_t>(b)]; });
-  std::vector<std::string> out{fmt::format("{} of {} cells unstable; the causes, most cells first:",
-                                           unstable.size(), cells)};
-  for (size_t i = 0; i < order.size(); ++i) {
-    const auto text = fmt::format("  {}. {} cells: {}", i + 1, marked[static_cast<size_t>(order[i])],
-                                  cause_text(static_cast<cause>(order[i]), launch, disagree, cpus));
-    for (auto& line : wrap(text, summary_width, "       ")) out.push_back(std::move(line));
-  }
+  return {marked, disagree};
+}
+
+// The three worst cells, each with its first reason.
+std::vector<std::string> worst_lines(const std::vector<named_cell>& unstable) {
   std::vector<const named_cell*> worst;
   for (const auto& c : unstable) worst.push_back(&c);
   std::stable_sort(worst.begin(), worst.end(), [](const named_cell* a, const named_cell* b) {
@@ -220,7 +251,45 @@ std::vector<std::string> closing_summary(const std::vector<named_cell>& unstable
   std::string names;
   for (const auto* c : worst)
     names += fmt::format("{}{} ({})", names.empty() ? "" : "; ", c->name, c->stability->reasons.front());
-  for (auto& line : wrap("  worst: " + names, summary_width, "    ")) out.push_back(std::move(line));
+  return wrap("  worst: " + names, summary_width, "    ");
+}
+
+}  // namespace
+
+std::vector<cause> ranked_causes(const std::vector<named_cell>& unstable) {
+  const std::vector<size_t> marked = marked_cells(unstable).first;
+  std::vector<cause> order;
+  for (int k = 0; k < cause_count; ++k)
+    if (marked[static_cast<size_t>(k)] > 0) order.push_back(static_cast<cause>(k));
+  std::stable_sort(order.begin(), order.end(), [&](cause a, cause b) {
+    return marked[static_cast<size_t>(a)] > marked[static_cast<size_t>(b)];
+  });
+  return order;
+}
+
+std::optional<cause> leading_cause(const cell_stability& c, const std::vector<cause>& ranked) {
+  if (c.causes.empty()) return std::nullopt;
+  for (cause why : ranked)
+    for (cause own : c.causes)
+      if (own == why || (why == cause::moved && own == cause::launch_moved)) return why;
+  return c.causes.front();
+}
+
+std::vector<std::string> closing_summary(const std::vector<named_cell>& unstable, size_t cells,
+                                         const probe_spread& launch, int cpus, bool brief) {
+  if (unstable.empty()) return {};
+  const auto [marked, disagree] = marked_cells(unstable);
+  std::vector<std::string> out{fmt::format("{} of {} cells unstable; the causes, most cells first:",
+                                           unstable.size(), cells)};
+  const std::vector<cause> order = ranked_causes(unstable);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const auto text = fmt::format("  {}. {} cells: {}", i + 1, marked[static_cast<size_t>(order[i])],
+                                  brief ? brief_cause_text(order[i], launch, disagree, cpus)
+                                        : cause_text(order[i], launch, disagree, cpus));
+    for (auto& line : wrap(text, brief ? brief_width : summary_width, "       ")) out.push_back(std::move(line));
+  }
+  if (brief) return out;
+  for (auto& line : worst_lines(unstable)) out.push_back(std::move(line));
   out.push_back("  every cell's reasons: the records (stability.reasons) and the Markdown report of halox report");
   return out;
 }

@@ -1,7 +1,7 @@
 // Whether a cell (variant x shape of one launch) can be trusted: ratios taken
 // round by round against the baseline of the same round, and the rules that
-// mark a cell unstable (docs/bench.md, "Stability"; python/halox/stability.py
-// applies the same rules to records).
+// mark a cell unstable (docs/bench.md, "Stability"). The records carry every
+// verdict and the closing summaries: halox report prints what they say.
 #pragma once
 
 #include <optional>
@@ -66,6 +66,8 @@ probe_spread spread_of(const std::vector<turn_probes>& turns);
 // between causes of as many cells.
 enum class cause { busy, steal, moved, bandwidth, launch_moved, rounds };
 inline constexpr int cause_count = 6;
+// The name records give a cause ("busy", "launch_moved", ...).
+std::string to_string(cause why);
 
 struct cell_stability {
   bool stable = true;
@@ -83,14 +85,22 @@ cell_stability judge_cell(const std::vector<double>& per_round, const std::vecto
 
 // The closing summary when cells are unstable: the causes ranked by the cells
 // they marked, each with what helps against it, and the few worst cells; no
-// line longer than summary_width.
+// line longer than summary_width. `brief`: a line per cause, shorter texts,
+// no line longer than brief_width (the screen halox report --summary ends with).
 inline constexpr size_t summary_width = 150;
+inline constexpr size_t brief_width = 118;
 struct named_cell {
   std::string name;
   const cell_stability* stability = nullptr;
 };
 std::vector<std::string> closing_summary(const std::vector<named_cell>& unstable, size_t cells,
-                                         const probe_spread& launch, int cpus);
+                                         const probe_spread& launch, int cpus, bool brief = false);
+// The causes by the cells they marked, most first (ties in the order of
+// `cause`); a cell marked by other causes too does not count for `rounds`.
+std::vector<cause> ranked_causes(const std::vector<named_cell>& unstable);
+// Of a cell's causes the first in `ranked` (launch_moved counting as moved),
+// else its first; nullopt for a stable cell.
+std::optional<cause> leading_cause(const cell_stability& c, const std::vector<cause>& ranked);
 // Lines of at most `width` characters, broken at spaces; later ones indented.
 std::vector<std::string> wrap(const std::string& text, size_t width, const std::string& indent);
 

@@ -104,6 +104,8 @@ void print_prediction_json(const topo_options& o, const topo_plan& plan, const t
   j["nodes"] = o.nodes;
   j["ranks_per_node"] = plan.per_node;
   j["model"] = o.model;
+  // What halox calibrate ties into one per-message cost on a node.
+  j["on_node_levels"] = on_node_levels();
   j["exchange"] = {{"domain", o.domain},       {"halo", o.halo},
                    {"fields", o.fields},       {"element_size", o.element_size},
                    {"algorithm", o.algorithm}, {"periodic", o.layout.periodic}};

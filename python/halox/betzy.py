@@ -71,7 +71,8 @@ def fit_model(data: dict | None = None) -> dict:
     data = data or published()
     fixed, sources = network_parameters(data)
     measurements = single_node_measurements(data)
-    free = {"on-node.us_per_message": tm.ON_NODE_PER_MESSAGE,
+    per_message = [f"{level}.us_per_message" for level in tm.on_node_levels()]
+    free = {"on-node.us_per_message": per_message,
             "socket.memory_ns_per_byte": ["socket.memory_ns_per_byte"]}
     values = tm.fit(measurements, free, fixed)
     fitted = "fit to the Betzy allcores single-node table (benchmark_mpi_comm, Open MPI, " \

@@ -17,18 +17,19 @@ from . import timemodel as tm
 
 ELEMENT_SIZE = {"float": 4, "double": 8}
 
-# The groups a calibration can fit; a group ties its parameters to one value.
-GROUPS: dict[str, list[str]] = {
-    "self.us_per_message": ["self.us_per_message"],
-    "on-node.us_per_message": [f"{l}.us_per_message" for l in tm.ON_NODE_LEVELS[1:]],
-    "socket.memory_ns_per_byte": ["socket.memory_ns_per_byte"],
-    "rank.copy_ns_per_byte": ["rank.copy_ns_per_byte"],
-    "node.us_per_message": ["node.us_per_message"],
-    "node.injection_ns_per_byte": ["node.injection_ns_per_byte"],
-}
+# The groups a calibration can fit.
 ON_NODE_GROUPS = ["self.us_per_message", "on-node.us_per_message", "socket.memory_ns_per_byte",
                   "rank.copy_ns_per_byte"]
 NETWORK_GROUPS = ["node.us_per_message", "node.injection_ns_per_byte"]
+
+
+def groups() -> dict[str, list[str]]:
+    """Each group's parameters, which it ties to one value: on-node, every level of the node
+    above messages to oneself (halox-topo's levels); the others, the parameter of its name."""
+    own, *others = tm.on_node_levels()
+    tied = {"self.us_per_message": [f"{own}.us_per_message"],
+            "on-node.us_per_message": [f"{level}.us_per_message" for level in others]}
+    return {g: tied.get(g, [g]) for g in ON_NODE_GROUPS + NETWORK_GROUPS}
 
 
 def nodes_of(record: dict) -> int:
@@ -107,15 +108,17 @@ def read_records(paths: Iterable[str]) -> list[dict]:
 def calibrate(records: list[dict], topology: str | None, free: list[str],
               base: dict | None = None) -> dict:
     """A model document: the free groups fitted, the base model's other parameters kept."""
-    unknown = [g for g in free if g not in GROUPS]
+    known = ON_NODE_GROUPS + NETWORK_GROUPS
+    unknown = [g for g in free if g not in known]
     if unknown:
-        raise tm.ModelError(f"unknown parameter group {unknown[0]} (known: {', '.join(GROUPS)})")
+        raise tm.ModelError(f"unknown parameter group {unknown[0]} (known: {', '.join(known)})")
+    parameters = groups()
     fixed_doc = (base or {}).get("parameters", {})
-    tied = {name for g in free for name in GROUPS[g]}
+    tied = {name for g in free for name in parameters[g]}
     fixed = {k: v["value"] for k, v in fixed_doc.items() if k not in tied}
     sources = {k: v.get("source", "") for k, v in fixed_doc.items() if k not in tied}
     ms = measurements(records, topology)
-    values = tm.fit(ms, {g: GROUPS[g] for g in free}, fixed)
+    values = tm.fit(ms, {g: parameters[g] for g in free}, fixed)
     where = f"fit to {len(ms)} halox-bench runs on {topology or 'this machine'}"
     sources.update({name: where for name in tied})
     doc = tm.model_document({k: v for k, v in values.items() if v > 0}, sources)

@@ -167,7 +167,8 @@ def _add_calibrate(sub) -> None:
                         "hand, or fitted from a two-node run)")
     c.add_argument("--fit", metavar="GROUP,...",
                    help="parameter groups to fit (default: the on-node ones, and the "
-                        "network's when a record spans nodes): " + ", ".join(cal.GROUPS))
+                        "network's when a record spans nodes): "
+                        + ", ".join(cal.ON_NODE_GROUPS + cal.NETWORK_GROUPS))
     c.add_argument("--plot", metavar="OUT.png",
                    help="with --betzy: predicted against published times of the 27-node tables")
 
@@ -249,7 +250,7 @@ def report_main(args) -> int:
             return _fail(prog, f"cannot write to {args.save}: {e.strerror}")
         sys.stdout.flush()
         print(f"\nreport: {path}\nplots:  " + "\n        ".join(str(p) for p in plots))
-    closing = rep.closing_lines(records, args.baseline) if records else []
+    closing = rep.closing_lines(records) if records else []
     if closing:
         print("\n" + "\n".join(closing))
     return 0

@@ -4,6 +4,7 @@ halox-ipc tables (report_halo2d.py, report_ipc.py) render through the same class
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
@@ -311,20 +312,11 @@ def _chosen_tables(trecs: Sequence[Record], label: str, metric: str, baseline: s
     return tables
 
 
-def launch_spreads(records: Iterable[Record]) -> dict[str, stability.ProbeSpread]:
-    """Per launch: the spread of every probe around its turns."""
-    turns: dict[str, list[dict]] = {}
-    for r in records:
-        if not r.peer:
-            turns.setdefault(r.run_id, []).extend(r.raw.get("machine_probe") or [])
-    return {run: stability.probe_spread(t) for run, t in turns.items()}
-
-
 def cell_verdicts(cells: dict[tuple, list[Record]], baseline: str | None
                   ) -> dict[tuple, tuple[stability.RoundRatios | None, stability.Stability]]:
     """Per (variant, shape) cell of one run: its per-round ratios against the baseline of the
-    same run (None without one) and its stability; cells combining runs are left out."""
-    spreads = launch_spreads(r for c in cells.values() for r in c)
+    same run (None without one) and the stability halox-bench recorded; cells combining runs
+    are left out."""
     out = {}
     for (v, k), cell in cells.items():
         if len(cell) != 1 or cell[0].peer:
@@ -332,42 +324,39 @@ def cell_verdicts(cells: dict[tuple, list[Record]], baseline: str | None
         base = cells.get((baseline, k), []) if baseline else []
         base_raw = base[0].raw if len(base) == 1 and not base[0].peer and \
             base[0].run_id == cell[0].run_id else None
-        out[(v, k)] = stability.judge_record(cell[0].raw, base_raw, spreads.get(cell[0].run_id))
+        out[(v, k)] = (stability.record_ratios(base_raw, cell[0].raw) if base_raw else None,
+                       stability.recorded_verdict(cell[0].raw))
     return out
 
 
 def record_verdicts(records: Sequence[Record], baseline: str | None = None) -> dict[str, tuple]:
     """Per record (by its source): its per-round ratios against the baseline record of its run
-    and shape (None without one) and its stability."""
+    and shape (None without one) and the stability halox-bench recorded."""
     baseline = baseline or rec.baseline_of(records)
     bases = {(r.run_id, rec.shape_key(r)): r for r in records if r.variant == baseline}
-    spreads = launch_spreads(records)
     out = {}
     for r in records:
         if r.peer:
             continue
         base = bases.get((r.run_id, rec.shape_key(r)))
-        out[r.source] = stability.judge_record(r.raw, base.raw if base else None,
-                                               spreads.get(r.run_id))
+        out[r.source] = (stability.record_ratios(base.raw, r.raw) if base else None,
+                         stability.recorded_verdict(r.raw))
     return out
 
 
-def closing_lines(records: Sequence[Record], baseline: str | None = None) -> list[str]:
-    """The summary a report ends with when cells are unstable ([] otherwise), and the launches
-    whose (xN) differ beyond their own spread."""
-    verdicts = record_verdicts(records, baseline)
-    by_source = {r.source: r for r in records}
-    unstable = [(f"{by_source[src].variant} [{by_source[src].shape_label}]", v[1])
-                for src, v in verdicts.items() if not v[1].stable]
-    by_launch: dict[str, list[dict]] = {}
-    for r in records:
-        if not r.peer:
-            by_launch.setdefault(r.run_id, []).extend(r.raw.get("machine_probe") or [])
-    run, spread = stability.widest_spread(by_launch)
-    during = "" if len(by_launch) <= 1 else f" (the probe moved most in run {run})"
-    cpus = next((r.raw.get("machine", {}).get("cpus") for r in records
-                 if isinstance(r.raw.get("machine"), dict)), None)
-    return stability.closing_summary(unstable, len(verdicts), spread, cpus, during)
+def closing_lines(records: Sequence[Record], brief: bool = False) -> list[str]:
+    """The summary each launch's run ended with where cells of these records are unstable ([]
+    otherwise), as halox-bench wrote it into the records (`brief`: its short form); each
+    launch named when there are several."""
+    launches = ordered_groups((r for r in records if not r.peer), lambda r: r.run_id)
+    summaries = [(run, stability.launch_summary([r.raw for r in rs], brief))
+                 for run, rs in launches.items()
+                 if any(not stability.recorded_verdict(r.raw).stable for r in rs)]
+    summaries = [(run, lines) for run, lines in summaries if lines]
+    if len(summaries) == 1:
+        return summaries[0][1]
+    return [f"run {run}: {line}" if i == 0 else line
+            for run, lines in summaries for i, line in enumerate(lines)]
 
 
 def fastest_notes(cells: dict[tuple, list[Record]], verdicts: dict, shape_keys: Sequence,
@@ -685,7 +674,7 @@ def render_table_text(table: Table) -> list[str]:
         lines.append(("    " + label_cell(label) +
                       "".join(c.rjust(w) for c, w in zip(row, widths))).rstrip())
     for note in table.notes:
-        lines += stability.wrap(f"  note: {note}", NOTE_WIDTH, " " * 8)
+        lines += wrap(f"  note: {note}", NOTE_WIDTH, " " * 8)
     return lines
 
 
@@ -693,12 +682,19 @@ def render_table_text(table: Table) -> list[str]:
 NOTE_WIDTH = 118
 
 
+def wrap(text: str, width: int = NOTE_WIDTH, indent: str = "    ") -> list[str]:
+    """Lines of at most `width` characters, broken at spaces, the later ones indented."""
+    lead = text[:len(text) - len(text.lstrip(" "))]
+    return textwrap.wrap(text.lstrip(" "), width, initial_indent=lead, subsequent_indent=indent,
+                         break_long_words=False, break_on_hyphens=False)
+
+
 def render_text(report: Report) -> str:
-    lines = [part for line in report.preamble for part in stability.wrap(line, NOTE_WIDTH, "  ")]
+    lines = [part for line in report.preamble for part in wrap(line, NOTE_WIDTH, "  ")]
     for section in report.sections:
         lines += ["", section.heading]
         lines += [part for d in section.details
-                  for part in stability.wrap(f"  {d}", NOTE_WIDTH, " " * 6)]
+                  for part in wrap(f"  {d}", NOTE_WIDTH, " " * 6)]
         for table in section.tables:
             lines.append("")
             lines += render_table_text(table)

@@ -12,11 +12,12 @@ The rules (docs/bench.md, "What to use here"):
   same round): at most MAX_TIES are named, the others counted. The band does not widen with
   the machine's noise, so a noisy machine does not make every variant equal; it makes the row
   less trustworthy instead.
-- Trust: `stable` when the cell is not marked unstable (its rounds agree within 10 % and the
-  machine probe around its and its baseline's turns held still: stability.py); `noisy` when it
-  is marked but its per-round speed-ups lie within MODE_FACTOR of each other and it was faster
-  than the next variant (the fastest it does not tie with) in most rounds; `unreliable`
-  otherwise. A row that is not stable names the cause of its cell that marked most cells.
+- Trust: `stable` when halox-bench did not mark the cell unstable (its rounds agree within
+  10 % and the machine probe around its and its baseline's turns held still: stability.py);
+  `noisy` when it is marked but its per-round speed-ups lie within MODE_FACTOR of each other
+  and it was faster than the next variant (the fastest it does not tie with) in most rounds;
+  `unreliable` otherwise. A row that is not stable names the cause of its cell that marked
+  most cells of its launch.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from typing import Sequence
 from . import records as rec
 from . import stability
 from .records import Record
+from .report import wrap
 
 # Within 2 % in the median round: the measurement cannot tell the two apart on any machine.
 TIE_WITHIN = stability.TIE_WITHIN
@@ -172,13 +174,12 @@ def blocks(records: Sequence[Record], baseline: str) -> tuple[list[Block], list]
         cells: dict[tuple, dict[str, Record]] = {}
         for r in grecs:
             cells.setdefault(rec.shape_key(r), {})[r.variant] = r
-        spreads = rep.launch_spreads(grecs)
         rows = []
         for k in sorted(cells):
             cell = cells[k]
             base = cell.get(baseline)
-            verdicts = {v: stability.judge_record(r.raw, base.raw if base else None,
-                                                  spreads.get(r.run_id))
+            verdicts = {v: (stability.record_ratios(base.raw, r.raw) if base else None,
+                            stability.recorded_verdict(r.raw))
                         for v, r in cell.items()}
             every += [(f"{v} [{r.shape_label}]", verdicts[v][1]) for v, r in cell.items()]
             row = shape_row(next(iter(cell.values())).shape_label, cell, verdicts)
@@ -192,12 +193,10 @@ def blocks(records: Sequence[Record], baseline: str) -> tuple[list[Block], list]
 # Text
 
 
-def _trust_text(row: Row, ranking: Sequence[str]) -> str:
+def _trust_text(row: Row) -> str:
     if row.trust == "stable":
         return "stable"
-    causes = [c for c in ranking if c in row.verdict.causes or
-              (c == "moved" and "launch_moved" in row.verdict.causes)]
-    cause = causes[0] if causes else (row.verdict.causes[0] if row.verdict.causes else "")
+    cause = row.verdict.leading_cause
     return f"{row.trust}: {CAUSE_WORDS.get(cause, cause)}" if cause else row.trust
 
 
@@ -230,7 +229,7 @@ def _extra_line(row: Row) -> str | None:
     return "; ".join(parts) if parts else None
 
 
-def table_lines(built: Sequence[Block], ranking: Sequence[str]) -> list[str]:
+def table_lines(built: Sequence[Block]) -> list[str]:
     """One table: a row per rank grid and shape, its ties and noise under it."""
     rows = [(b, r) for b in built for r in b.rows]
     if not rows:
@@ -251,11 +250,11 @@ def table_lines(built: Sequence[Block], ranking: Sequence[str]) -> list[str]:
         lines.append(f"  {grid.ljust(grid_w)}  {row.shape.ljust(shape_w)}  "
                      f"{row.use.variant.ljust(use_w)}  {rec_format(time):>8}  "
                      f"{_ratio_text(row).ljust(ratio_w)}  {_efficiency_text(row.use):>5}  "
-                     f"{_trust_text(row, ranking)}")
+                     f"{_trust_text(row)}")
         extra = _extra_line(row)
         if extra:
             indent = " " * (2 + grid_w + 2 + shape_w + 4)
-            lines += stability.wrap(indent + extra, WIDTH, indent + "  ")
+            lines += wrap(indent + extra, WIDTH, indent + "  ")
     return lines
 
 
@@ -282,7 +281,7 @@ def auto_line(all_rows: Sequence[tuple[str, Row]]) -> list[str]:
     if worst.auto[1] < 1 - TIE_WITHIN:
         text += (f", at worst {worst.auto[1]:.2f} of it ({grid} {worst.shape}: chose "
                  f"{_chosen(worst.auto[0])})")
-    return stability.wrap(text, WIDTH, "  ")
+    return wrap(text, WIDTH, "  ")
 
 
 TRUST_LEGEND = ("trust: stable = rounds within 10 %, machine probe steady; noisy = unstable, "
@@ -298,71 +297,32 @@ def summary_lines(records: Sequence[Record], baseline: str | None = None,
     baseline = baseline or rec.baseline_of(records)
     built, every = blocks(records, baseline)
     unstable = [(name, st) for name, st in every if not st.stable]
-    ranking = stability.rank_causes(st for _, st in unstable)[0]
     first = records[0]
     plain = " (plain MPI)" if baseline in rep.BASELINE_ALGORITHMS else ""
     contexts = list(dict.fromkeys(b.context for b in built))
-    lines = stability.wrap(
+    lines = wrap(
         f"What to use on {rec.machine_text(first.raw)}, {first.mpi_library.split(',')[0]}"
         + (f", {contexts[0]}" if len(contexts) == 1 else "") + ": the fastest variant per rank "
         f"grid and shape hXfY (halo X, Y fields); µs: median per exchange; xN: speed-up over "
         f"{baseline}{plain}, median of the rounds [range]; eff: the floor of the lines / time",
         WIDTH, "  ")
-    lines += [""] + table_lines(built, ranking) + [""]
+    lines += [""] + table_lines(built) + [""]
     all_rows = [(b.grid, row) for b in built for row in b.rows]
     if any(row.trust != "stable" for _, row in all_rows):
-        lines += stability.wrap(TRUST_LEGEND, WIDTH, "  ")
+        lines += wrap(TRUST_LEGEND, WIDTH, "  ")
     lines += closing_lines(records, unstable, len(every))
     lines += auto_line(all_rows)
     lines += _where(report_path, records_path)
     return lines
 
 
-def _short_cause(cause: str, s: stability.ProbeSpread, disagree: float, cpus: int | None) -> str:
-    """A cause in a line, with what helps (stability.cause_text says it at length)."""
-    if cause == "busy":
-        where = f"CPU {s.worst_run_wait_cpu}" if s.worst_run_wait_cpu is not None else "a core"
-        waited = (f"ranks waited {100 * s.worst_run_wait:.0f} % of a turn"
-                  if s.worst_run_wait > stability.RUN_WAIT_ABOVE else "a rank stopped answering")
-        on = f" on {cpus} CPUs" if cpus else ""
-        return (f"the machine was busy ({where} taken, {waited}, load {s.highest_load:.1f}{on}): "
-                "rerun when quiet")
-    if cause == "steal":
-        return (f"the hypervisor stole up to {100 * s.worst_steal:.0f} % of a turn: rerun at a "
-                "quieter time or on another host")
-    if cause in ("moved", "launch_moved"):
-        high = s.round_trip_answered_high_ns or s.round_trip_high_ns
-        return (f"the vCPUs moved between host cores (round trip {s.round_trip_low_ns:.0f} ns to "
-                f"{_ns_text(high)}): --rounds auto, or pin the VM's vCPUs")
-    if cause == "bandwidth":
-        return f"the copy bandwidth moved x{s.copy_factor:.1f}: --rounds auto, or a quiet machine"
-    return (f"rounds disagreed by up to {100 * disagree:.0f} % with the probe steady: "
-            "--rounds auto or a longer --time")
-
-
-def _ns_text(ns: float) -> str:
-    if ns >= stability.PING_PONG_CAP_NS:
-        return "a lost core"
-    return f"{ns:.0f} ns" if ns < 1e4 else f"{ns / 1e3:.0f} µs"
-
-
 def closing_lines(records: Sequence[Record], unstable: list, cells: int) -> list[str]:
-    """The causes of the instability, ranked by the cells they marked, a line each."""
+    """The causes of the instability, ranked by the cells they marked, a line each (as each
+    launch's run wrote them into its records)."""
+    from . import report as rep
     if not unstable:
         return [f"every one of the {cells} cells is stable"] if cells else []
-    by_launch: dict[str, list[dict]] = {}
-    for r in records:
-        if not r.peer:
-            by_launch.setdefault(r.run_id, []).extend(r.raw.get("machine_probe") or [])
-    _, spread = stability.widest_spread(by_launch)
-    cpus = next((r.raw.get("machine", {}).get("cpus") for r in records
-                 if isinstance(r.raw.get("machine"), dict)), None)
-    ranked, marked, disagree = stability.rank_causes(st for _, st in unstable)
-    out = [f"{len(unstable)} of {cells} cells unstable; the causes, most cells first:"]
-    for i, c in enumerate(ranked, 1):
-        out += stability.wrap(f"  {i}. {marked[c]} cells: {_short_cause(c, spread, disagree, cpus)}",
-                              WIDTH, " " * 7)
-    return out
+    return rep.closing_lines(records, brief=True)
 
 
 def _where(report_path: str | None, records_path: str | None) -> list[str]:

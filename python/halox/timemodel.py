@@ -14,6 +14,7 @@ A model file is JSON: {"parameters": {name: {"value": v, "source": "where it cam
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pathlib
@@ -28,8 +29,6 @@ DATA = pathlib.Path(__file__).resolve().parent / "data" / "betzy"
 BETZY_PUBLISHED = DATA / "published.json"
 BETZY_MODEL = DATA / "model.json"
 
-ON_NODE_LEVELS = ("self", "core", "L3", "NUMA", "socket")
-ON_NODE_PER_MESSAGE = [f"{level}.us_per_message" for level in ON_NODE_LEVELS]
 
 
 class ModelError(RuntimeError):
@@ -86,6 +85,13 @@ def predict(model: dict, args: list[str], coefficients: bool = False) -> dict:
         lines = [l for l in (run.stderr + run.stdout).splitlines() if "error" in l]
         raise ModelError(lines[-1] if lines else f"halox-topo failed ({run.returncode})")
     return json.loads(run.stdout)
+
+
+@functools.cache
+def on_node_levels() -> tuple[str, ...]:
+    """The time model's levels within a node, bottom-up (messages to oneself first), as
+    halox-topo names them in its parameters."""
+    return tuple(predict(model_document({}, {}), [])["on_node_levels"])
 
 
 def layout(prediction: dict, kind: str) -> dict:

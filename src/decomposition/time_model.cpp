@@ -57,6 +57,12 @@ std::vector<rank_load> rank_loads(const std::vector<ivec3>& coords, const ivec3&
   return out;
 }
 
+std::vector<std::string> on_node_levels() {
+  std::vector<std::string> out;
+  for (size_t k = 0; k < static_cast<size_t>(boundary::node); ++k) out.push_back(level_name(k));
+  return out;
+}
+
 const std::vector<std::string>& model_parameter_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n;

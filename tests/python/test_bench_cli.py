@@ -5,6 +5,7 @@ import re
 import pytest
 
 from conftest import list_transports
+from halox import records as rec, report
 
 BENCH = "halox-bench"
 SMALL = ["--nrep", "5", "--warmup", "1", "--domain", "8", "8", "8"]
@@ -92,6 +93,20 @@ def test_rounds_auto_records_the_rounds_their_ratios_and_the_probe(run_mpi, tmp_
     assert max(len(line) for line in run.stdout.splitlines()) <= 160
     unstable = sum(not r["stable"] for r in records.values())
     assert (f"{unstable} of 2 cells unstable; the causes" in run.stdout) == (unstable > 0)
+    # What halox report prints of the run, written into each record: every verdict's causes,
+    # the launch's closing summaries and the spread of its probes.
+    for r in records.values():
+        assert len(r["stability"]["causes"]) == len(r["stability"]["reasons"])
+        assert (r["stability"]["leading_cause"] is None) == r["stable"]
+        assert {"worst_run_wait", "worst_steal", "round_trip_factor"} <= set(
+            r["launch_probe"]["spread"])
+    assert base["launch_stability"] == p2p["launch_stability"]
+    summary, brief = base["launch_stability"]["summary"], base["launch_stability"]["brief"]
+    assert (summary != []) == (brief != []) == (unstable > 0)
+    assert "\n".join(summary) in run.stdout
+    parsed = [rec.parse_record(r, f"run:{i}") for i, r in enumerate(records.values())]
+    assert report.closing_lines(parsed) == summary
+    assert report.closing_lines(parsed, brief=True) == brief
 
 
 def test_latency_timing_time_budget_and_per_side_halos(run_mpi):

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from halox import cli, records, report, report_summary as summ
+from planted import plant, variant_of
 
 # Its result does not depend on the MPI library (CI runs it under one: docs/testing.md).
 pytestmark = pytest.mark.any_mpi
@@ -55,7 +56,23 @@ def raw(variant, rounds, probes=None, dims=(2, 1, 1), halo=1, nfields=1, run_id=
     }
 
 
-def parse(raws):
+def moved_verdicts(raws):
+    """What halox-bench writes of a launch whose vCPUs moved in every turn: every cell marked,
+    and the brief summary the screen ends with."""
+    verdicts = {variant_of(r): (["moved"], ["round trip moved 60-300 ns"], "moved") for r in raws}
+    brief = [f"{len(raws)} of {len(raws)} cells unstable; the causes, most cells first:",
+             f"  1. {len(raws)} cells: the vCPUs moved between host cores (round trip 60 ns to "
+             "300 ns): --rounds auto, or pin the VM's vCPUs"]
+    return verdicts, (), brief
+
+
+def parse(raws, moved_launch=False):
+    """The records, each launch's with what halox-bench writes beside the times."""
+    launches = {}
+    for r in raws:
+        launches.setdefault(r["run_id"], []).append(r)
+    for launch in launches.values():
+        plant(launch, *(moved_verdicts(launch) if moved_launch else ()))
     return [records.parse_record(r, f"synthetic:{i}") for i, r in enumerate(raws)]
 
 
@@ -106,7 +123,7 @@ def noisy_launch(spread):
     for i in range(24):
         t = 22e-6 + i * 0.2e-6
         out.append(raw(f"t{i}/staged/sequence", [t * 1.6, t, t * 1.1], moved([0] * 3)))
-    return parse(out)
+    return parse(out, moved_launch=True)
 
 
 def test_a_noisy_machine_is_said_in_one_line_not_by_listing_the_variants():
@@ -155,7 +172,9 @@ def full_launch():
 def test_the_make_bench_screen_fits_forty_lines_of_120_columns(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)  # paths below it are shown relative to it
     path = tmp_path / "bench.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in full_launch()))
+    launch = full_launch()
+    parse(launch, moved_launch=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in launch))
     # (--save, which make bench adds, writes the plots: seconds; the line it adds is checked below)
     assert cli.main(["report", str(path), "--summary"]) == 0
     out = capsys.readouterr().out.rstrip("\n").splitlines() + ["one more line"]

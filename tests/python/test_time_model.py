@@ -44,15 +44,21 @@ def synthetic_measurements(model: dict) -> list[tm.Measurement]:
 def test_calibration_recovers_known_parameters():
     model = tm.model_document(KNOWN, {})
     ms = synthetic_measurements(model)
-    groups = {g: cal.GROUPS[g] for g in cal.ON_NODE_GROUPS + cal.NETWORK_GROUPS}
+    groups = cal.groups()
     fitted = tm.fit(ms, groups, {})
     for name, value in KNOWN.items():
         assert fitted[name] == pytest.approx(value, rel=1e-6), name
     # Held fixed, the network's values are kept and the on-node ones still found.
     network = {k: v for k, v in KNOWN.items() if k.startswith("node.")}
-    partial = tm.fit(ms, {g: cal.GROUPS[g] for g in cal.ON_NODE_GROUPS}, network)
+    partial = tm.fit(ms, {g: cal.groups()[g] for g in cal.ON_NODE_GROUPS}, network)
     assert partial["socket.memory_ns_per_byte"] == pytest.approx(0.3, rel=1e-6)
     assert partial["node.injection_ns_per_byte"] == 0.5
+
+
+def test_the_levels_within_a_node_are_halox_topos():
+    levels = tm.on_node_levels()
+    assert levels[0] == "self" and "node" not in levels and len(levels) == 5
+    assert cal.groups()["on-node.us_per_message"] == [f"{l}.us_per_message" for l in levels[1:]]
 
 
 def test_nnls_keeps_parameters_non_negative():

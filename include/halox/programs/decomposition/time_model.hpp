@@ -45,6 +45,11 @@ std::vector<rank_load> rank_loads(const std::vector<ivec3>& coords, const ivec3&
                                   const std::vector<rank_placement>& placements,
                                   const exchange_shape& shape);
 
+// The levels within a node, bottom-up, by the names that prefix their
+// parameters: messages to oneself ("self") first, the node's own boundary
+// ("node", between nodes) not among them.
+std::vector<std::string> on_node_levels();
+
 // The model's parameter names, in a fixed order: "<level>.us_per_message" and
 // "<level>.ns_per_byte" per level, then node.injection_ns_per_byte,
 // socket.memory_ns_per_byte and rank.copy_ns_per_byte.
