@@ -59,7 +59,8 @@ void axis_spans(reverse_step::kind what, int n, int w_lo, int w_hi, span1& send_
       send_lo = {0, w_hi}, recv_lo = {-w_lo, 0};
       send_hi = {n - w_lo, n}, recv_hi = {n, n + w_hi};
       return;
-    case k::one_round:  // not an axis step
+    case k::one_round:  // not axis steps
+    case k::one_round_every_holder:
       return;
   }
 }
@@ -138,13 +139,26 @@ size_t side_index(const ivec3& direction) {
 // message travels.
 constexpr int one_round_tag = 8;
 
-// Every holder's copies to their owners at once: toward each neighbour the
-// halo slab it owns, from each the copies of my points it holds.
+// Along one axis, the points a rank and its neighbour toward `toward` (-1, 0,
+// +1) both hold, for every-holder calls, in this rank's points.
+span1 held_by_both(int toward, int n, int w_lo, int w_hi, bool below, bool above) {
+  if (toward < 0) return {-w_lo, w_hi};
+  if (toward > 0) return {n - w_lo, n + w_hi};
+  return {below ? -w_lo : 0, above ? n + w_hi : n};
+}
+
+// Every holder's copies at once: into the owners (toward each neighbour the
+// halo slab it owns, from each the copies of my points it holds), or to every
+// holder (toward each neighbour the points both hold, both ways). A copy this
+// rank holds of its own points across a periodic dimension of one rank is
+// read in place (every holder then combines the owned one and copies its
+// total into the halo one).
 reverse_step make_one_round_step(const decomposition& d, const std::vector<field_layout>& layouts,
-                                 const std::vector<int>& moved, int depth) {
+                                 const std::vector<int>& moved, int depth, bool every_holder) {
   const neighbour_sides sides = sides_of(d);
   reverse_step step;
-  step.what = reverse_step::kind::one_round;
+  step.what = every_holder ? reverse_step::kind::one_round_every_holder
+                           : reverse_step::kind::one_round;
   step.sides.resize(static_cast<size_t>(direction_count));
   for (int dz = -1; dz <= 1; ++dz)
     for (int dy = -1; dy <= 1; ++dy)
@@ -167,7 +181,11 @@ reverse_step make_one_round_step(const decomposition& d, const std::vector<field
           const ivec3& n = l.grid.interior;
           std::array<span1, 3> send, recv;
           for (int k = 0; k < 3; ++k) {
-            if (toward[k] < 0)
+            if (every_holder)
+              send[k] = recv[k] = held_by_both(toward[k], n[k], w.lo[k], w.hi[k],
+                                               sides.lo[static_cast<size_t>(k)],
+                                               sides.hi[static_cast<size_t>(k)]);
+            else if (toward[k] < 0)
               send[k] = {-w.lo[k], 0}, recv[k] = {0, w.hi[k]};
             else if (toward[k] > 0)
               send[k] = {n[k], n[k] + w.hi[k]}, recv[k] = {n[k] - w.lo[k], n[k]};
@@ -298,7 +316,7 @@ void combine_gathered(T* field, const local_grid& g, const gathered_copies& c,
     for (int y = 0; y < r.extent(1); ++y) {
       if (fetch) __builtin_prefetch(f + ahead, 1);
       for (size_t x = 0; x < count; ++x) {
-        auto copy = [&](size_t i) { return i == 0 ? f[x] : p[i][x]; };
+        auto copy = [&](size_t i) { return p[i][x]; };
         auto along_z = [&](size_t ab) {
           T t = copy(ab);
           if constexpr ((Along & 4) != 0) t = combine<Op>(t, copy(ab | 4));
@@ -314,11 +332,11 @@ void combine_gathered(T* field, const local_grid& g, const gathered_copies& c,
         f[x] = t;
       }
       f += field_row;
-      for (size_t i = 1; i < 8; ++i)
+      for (size_t i = 0; i < 8; ++i)
         if (holds_copy(i, Along)) p[i] += c.row[i];
     }
     f_plane += field_plane;
-    for (size_t i = 1; i < 8; ++i)
+    for (size_t i = 0; i < 8; ++i)
       if (holds_copy(i, Along)) from[i] += c.plane[i];
   }
 }
@@ -353,13 +371,37 @@ template <class T, class Received>
 void combine_gathered(T* field, const local_grid& g, const gathered_copies& c, reduction op,
                       Received&& received) {
   std::array<const T*, 8> from{};
-  for (size_t i = 1; i < 8; ++i)
-    if (holds_copy(i, c.along)) from[i] = reinterpret_cast<const T*>(received(c.side[i]) + c.first[i]);
+  for (size_t i = 0; i < 8; ++i)
+    if (holds_copy(i, c.along))
+      from[i] = i == c.me ? field + g.index(c.region.lo[0], c.region.lo[1], c.region.lo[2])
+                          : reinterpret_cast<const T*>(received(c.side[i]) + c.first[i]);
   switch (op) {
     case reduction::sum: return combine_gathered<reduction::sum>(field, g, c, from);
     case reduction::min: return combine_gathered<reduction::min>(field, g, c, from);
     case reduction::max: return combine_gathered<reduction::max>(field, g, c, from);
   }
+}
+
+// Along one axis, a span of a one-round step's points and where, relative
+// to this rank, the point's owner and the holder beside it sit (both 0: held
+// by this rank alone).
+struct band {
+  span1 span;
+  int owner_at = 0, beside_at = 0;
+};
+
+// The spans along an axis of n points with the widths a call fills: held
+// below (the first w_hi, the owner's; and for every holder the w_lo of the
+// low halo, the owner below), held by none, held above (likewise).
+std::vector<band> bands_of(int n, int w_lo, int w_hi, bool below, bool above, bool every_holder) {
+  const int lo = below ? w_hi : 0, hi = above ? n - w_lo : n;
+  std::vector<band> out;
+  if (below && every_holder) out.push_back({{-w_lo, 0}, -1, 0});
+  if (below) out.push_back({{0, lo}, 0, -1});
+  out.push_back({{lo, hi}, 0, 0});
+  if (above) out.push_back({{hi, n}, 0, +1});
+  if (above && every_holder) out.push_back({{n, n + w_hi}, +1, 0});
+  return out;
 }
 
 // The regions of a one-round step's combine, field by field: along each axis
@@ -398,33 +440,49 @@ std::vector<gathered_copies> gather_plan(const reverse_step& step,
     e[k] = +1;
     above[static_cast<size_t>(k)] = step.sides[side_index(e)].peer >= 0;
   }
-  std::vector<gathered_copies> out;
+  const bool every_holder = step.what == reverse_step::kind::one_round_every_holder;
+  auto in_place_along = [&](size_t k, int toward) {
+    ivec3 e{0, 0, 0};
+    e[k] = toward;
+    return step.sides[side_index(e)].in_place;
+  };
+  std::vector<gathered_copies> out, copied;
   for (int f : moved) {
     const field_layout& l = layouts[static_cast<size_t>(f)];
     const halo_widths w = filled_widths(l, depth);
-    const ivec3& n = l.grid.interior;
-    // By axis, the span of each class: held below (-1), by none (0), above (+1).
-    std::array<std::array<span1, 3>, 3> band;
-    for (size_t k = 0; k < 3; ++k) {
-      const span1 lo{0, below[k] ? w.hi[k] : 0};
-      const span1 hi{above[k] ? n[k] - w.lo[k] : n[k], n[k]};
-      band[k] = {lo, span1{lo.hi, hi.lo}, hi};
-    }
-    for (int cz = -1; cz <= 1; ++cz)
-      for (int cy = -1; cy <= 1; ++cy)
-        for (int cx = -1; cx <= 1; ++cx) {
-          const ivec3 cls{cx, cy, cz};
+    std::array<std::vector<band>, 3> bands;
+    for (size_t k = 0; k < 3; ++k)
+      bands[k] = bands_of(l.grid.interior[k], w.lo[k], w.hi[k], below[k], above[k], every_holder);
+    for (const band& bz : bands[2])
+      for (const band& by : bands[1])
+        for (const band& bx : bands[0]) {
+          const std::array<const band*, 3> b{&bx, &by, &bz};
           gathered_copies c;
           c.field = f;
-          c.region = make_box({band[0][static_cast<size_t>(cx + 1)], band[1][static_cast<size_t>(cy + 1)],
-                               band[2][static_cast<size_t>(cz + 1)]});
-          c.along = (cx != 0 ? 1 : 0) | (cy != 0 ? 2 : 0) | (cz != 0 ? 4 : 0);
+          c.region = make_box({bx.span, by.span, bz.span});
+          for (size_t k = 0; k < 3; ++k) {
+            if (b[k]->owner_at != b[k]->beside_at) c.along |= 1 << k;
+            if (b[k]->owner_at != 0) c.me |= size_t{1} << k;
+          }
           if (c.along == 0 || c.region.empty()) continue;
-          for (size_t i = 1; i < 8; ++i) {
+          for (size_t k = 0; k < 3; ++k)
+            if (b[k]->owner_at != 0 && in_place_along(k, b[k]->owner_at))
+              c.twin[k] = -b[k]->owner_at * l.grid.interior[k];
+          if (c.twin != ivec3{0, 0, 0}) {  // after the owned copies' totals
+            c.copied = true;
+            copied.push_back(c);
+            continue;
+          }
+          for (size_t i = 0; i < 8; ++i) {
             if (!holds_copy(i, c.along)) continue;
+            if (i == c.me) {  // read from the field itself
+              c.row[i] = static_cast<size_t>(l.grid.allocated()[0]);
+              c.plane[i] = c.row[i] * static_cast<size_t>(l.grid.allocated()[1]);
+              continue;
+            }
             ivec3 from{0, 0, 0};
-            for (int k = 0; k < 3; ++k)
-              if ((i >> k) & 1) from[k] = cls[k];
+            for (size_t k = 0; k < 3; ++k)
+              from[k] = ((i >> k) & 1) ? b[k]->beside_at : b[k]->owner_at;
             c.side[i] = side_index(from);
             const auto [r, at] = held(c.side[i], f);
             const auto ex = static_cast<size_t>(r.extent(0)), ey = static_cast<size_t>(r.extent(1));
@@ -438,7 +496,20 @@ std::vector<gathered_copies> gather_plan(const reverse_step& step,
           out.push_back(c);
         }
   }
+  out.insert(out.end(), copied.begin(), copied.end());
   return out;
+}
+
+// A halo copy of this rank's own points takes their total (every holder).
+void copy_twin(std::byte* field, const field_layout& l, const gathered_copies& c) {
+  const box& r = c.region;
+  const size_t e = l.element_bytes;
+  const size_t bytes = static_cast<size_t>(r.extent(0)) * e;
+  for (int z = r.lo[2]; z < r.hi[2]; ++z)
+    for (int y = r.lo[1]; y < r.hi[1]; ++y)
+      std::memcpy(field + l.grid.index(r.lo[0], y, z) * e,
+                  field + l.grid.index(r.lo[0] + c.twin[0], y + c.twin[1], z + c.twin[2]) * e,
+                  bytes);
 }
 }  // namespace
 
@@ -454,21 +525,6 @@ std::array<bool, 3> one_round_axes(const std::vector<field_layout>& layouts,
   return ok;
 }
 
-// The owners' totals back to every holder after a one-round step into them:
-// the same boxes the other way, copied (a forward round); this rank's copies
-// of its own points through the outbox or a message like the others'.
-reverse_step back_from_owners(const reverse_step& into_owners) {
-  reverse_step back = into_owners;
-  back.what = reverse_step::kind::from_owner;
-  for (auto& side : back.sides) {
-    std::swap(side.send, side.recv);
-    std::swap(side.send_bytes, side.recv_bytes);
-    side.send_tag += direction_count, side.recv_tag += direction_count;
-    side.in_place = false;
-  }
-  return back;
-}
-
 std::vector<reverse_step> reverse_steps(const decomposition& d,
                                         const std::vector<field_layout>& layouts,
                                         const std::vector<int>& moved, int depth,
@@ -476,17 +532,10 @@ std::vector<reverse_step> reverse_steps(const decomposition& d,
                                         bool all_at_once) {
   using k = reverse_step::kind;
   std::vector<reverse_step> steps;
-  const neighbour_sides sides = sides_of(d);
-  int axes = 0;  // with a neighbour (alike on every rank)
-  for (size_t a = 0; a < 3; ++a) axes += sides.lo[a] || sides.hi[a] ? 1 : 0;
-  // Every holder takes a round per axis, or, where that is three, two: into
-  // the owners, and the owners' totals back (the same bits either way).
-  const bool into_owners_at_once = !every_holder || axes == 3;
-  if (all_at_once && into_owners_at_once && std::ranges::all_of(one_round, [](bool b) { return b; })) {
-    reverse_step step = make_one_round_step(d, layouts, moved, depth);
+  if (all_at_once && std::ranges::all_of(one_round, [](bool b) { return b; })) {
+    reverse_step step = make_one_round_step(d, layouts, moved, depth, every_holder);
     if (std::ranges::none_of(step.sides, [](const auto& s) { return s.peer >= 0; })) return steps;
     steps.push_back(std::move(step));
-    if (every_holder) steps.push_back(back_from_owners(steps.front()));
     return steps;
   }
   for (int p = 0; p < 3; ++p) {
@@ -546,7 +595,9 @@ reverse_schedule::reverse_schedule(std::vector<reverse_step> steps,
                                    const node_membership* node, const wait_policy& waits)
     : steps_(std::move(steps)), layouts_(&layouts) {
   for (const auto& s : steps_)
-    if (s.what == reverse_step::kind::one_round) gathered_ = gather_plan(s, layouts, moved, depth);
+    if (s.what == reverse_step::kind::one_round ||
+        s.what == reverse_step::kind::one_round_every_holder)
+      gathered_ = gather_plan(s, layouts, moved, depth);
   size_t sides = 0;
   for (const auto& s : steps_) sides = std::max(sides, s.sides.size());
   on_node_.resize(steps_.size());
@@ -705,9 +756,14 @@ void reverse_schedule::combine(size_t step, size_t slot) {
       for (const auto& list : unpacks_[slot][step]) list.run();
       return;
     case reverse_step::kind::one_round:
+    case reverse_step::kind::one_round_every_holder:
       for (const auto& c : gathered_) {
         const field_layout& l = (*layouts_)[static_cast<size_t>(c.field)];
         std::byte* field = fields_->pointers[static_cast<size_t>(c.field)];
+        if (c.copied) {
+          copy_twin(field, l, c);
+          continue;
+        }
         auto from = [&](size_t side) -> const std::byte* {
           return s.sides[side].in_place ? field : received(step, side, slot);
         };
@@ -733,7 +789,7 @@ void reverse_schedule::complete(size_t step) {
     for (const auto& side : s.sides)
       if (side.peer >= 0) peers.push_back(side.peer);
     return fmt::format("a reverse-exchange message of the {} step (peers {})",
-                       s.what == reverse_step::kind::one_round ? "one-round" : std::string(1, "xyz"[s.axis]),
+                       s.sides.size() > 2 ? "one-round" : std::string(1, "xyz"[s.axis]),
                        fmt::join(peers, ", "));
   });
   for (int r : on_node_[step])

@@ -20,13 +20,15 @@
 // owners may instead take one round: every holder sends its copies straight
 // to the owner, which evaluates the same expression over the holders'
 // copies, so the answer is the same bits either way.
-// "Every holder" steps send the slab both ranks hold to each other and
-// combine it alike on both sides, so every holder computes the owner's total
-// from the same operands in the same order: one round per axis where no
-// point along an axis is held on both sides of its owner (halo widths below
-// plus above at most the points a rank owns), else a step into the owner and
-// one back. With neighbours along all three axes an every-holder call takes
-// two rounds instead: the one round into the owners, and their totals back.
+// "Every holder" calls send the points both ranks hold to each other and
+// combine them alike on both sides, so every holder computes the owner's
+// total from the same operands in the same order. Where no point along an
+// axis is held on both sides of its owner (halo widths below plus above at
+// most the points a rank owns) that takes one round: every holder sends its
+// copies to every other holder of the point (its neighbours, up to 26) and
+// each evaluates the expression above. Else (or for a staged exchange) a
+// round per axis, and along an axis held on both sides of its owner a step
+// into the owner and one back.
 #pragma once
 
 #include <mpi.h>
@@ -60,6 +62,7 @@ struct reverse_step {
     every_holder,  // the slab both ranks hold, to each other, combined on both
     from_owner,    // the owner's values copied back to the holders (a forward step)
     one_round,     // every copy to its owner at once; the owner combines them in the order
+    one_round_every_holder,  // every copy to every other holder at once; each combines them
   };
   struct side {
     int peer = -1;  // -1: no neighbour on this side
@@ -106,9 +109,15 @@ struct gathered_copies {
   int field = 0;
   box region;
   int along = 0;  // bit k: a neighbour along axis k holds a copy
-  // By source a | b << 1 | c << 2 (the copy of the holder along x, y, z; 0 is
-  // the owner's own): the side whose buffer holds it, the byte offset there of
-  // the region's first point, and the buffer's row and plane, in elements.
+  size_t me = 0;  // the source that is this rank's own copy (0 in the owner)
+  // Every holder, across a periodic dimension of one rank: the region is this
+  // rank's halo copy of its own points `twin` away, whose total it takes.
+  bool copied = false;
+  ivec3 twin{0, 0, 0};
+  // By source a | b << 1 | c << 2 (the copy of the holder beside the owner
+  // along x, y, z; 0 is the owner's own): the side whose buffer holds it, the
+  // byte offset there of the region's first point, and the buffer's row and
+  // plane, in elements (the field's for source `me`).
   std::array<size_t, 8> side{}, first{}, row{}, plane{};
 };
 
