@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int n = argc > 1 ? atoi(argv[1]) : 24, steps = argc > 2 ? atoi(argv[2]) : 20, rank;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  int global[3] = {n, n, n}, halo[6] = {1, 1, 1, 1, 1, 1}, e[3], o[3];
+  int global[3] = {n, n, n}, e[3], o[3];
   halox_decomposition decomp = NULL;
   CHECK(halox_decomposition_create(&decomp, MPI_COMM_WORLD, global, NULL, NULL));
   CHECK(halox_subdomain(decomp, e, o));
@@ -43,8 +43,13 @@ int main(int argc, char** argv) {
   options.transport = argc > 3 ? argv[3] : "mpi-p2p";
   options.algorithm = "faces"; /* a 7-point stencil needs the faces only */
   halox_exchange exchange[2] = {NULL, NULL};
-  CHECK(halox_exchange_create_double(&exchange[0], decomp, e, halo, 1, &u, &options));
-  CHECK(halox_exchange_create_double(&exchange[1], decomp, e, halo, 1, &next, &options));
+  /* Cell fields with a halo of 1 on every side (lo_x, hi_x, lo_y, ...). */
+  halox_field fields[2] = {
+      {u, HALOX_DOUBLE, HALOX_CELL, {1, 1, 1, 1, 1, 1}, {0, 0, 0}, "u", HALOX_SHARED_FROM_OWNER},
+      {next, HALOX_DOUBLE, HALOX_CELL, {1, 1, 1, 1, 1, 1}, {0, 0, 0}, "next",
+       HALOX_SHARED_FROM_OWNER}};
+  CHECK(halox_exchange_create_fields(&exchange[0], decomp, e, 1, &fields[0], &options));
+  CHECK(halox_exchange_create_fields(&exchange[1], decomp, e, 1, &fields[1], &options));
   for (int step = 0; step < steps; ++step) {
     double* in = step % 2 == 0 ? u : next;
     double* out = step % 2 == 0 ? next : u;

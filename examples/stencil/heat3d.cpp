@@ -37,8 +37,11 @@ int main(int argc, char** argv) {
     // Faces are all a 7-point stencil needs; two exchangers swap roles each step.
     halox::exchange_options options{.alg = halox::algorithm::faces, .mode = halox::field_mode::compact,
                                     .transport = halox::parse_transport_choice("mpi-p2p")};
-    halox::halo_exchange exchange_u(decomp, grid, {u.data()}, options);
-    halox::halo_exchange exchange_next(decomp, grid, {next.data()}, options);
+    auto field = [&](std::vector<double>& data) {
+      return std::vector<halox::field>{{.data = data.data(), .halo = grid.halo}};
+    };
+    halox::halo_exchange exchange_u(decomp, sub.extent, field(u), options);
+    halox::halo_exchange exchange_next(decomp, sub.extent, field(next), options);
 
     const double alpha = 0.1;
     auto update = [&](const std::vector<double>& in, std::vector<double>& out, int lo_margin,
