@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
     auto d = halox::make_cart_decomposition(MPI_COMM_WORLD, dims, {false, false, false}, false);
     auto sub = halox::subdomain_of_global(d, {64 * dims[0], 64 * dims[1], 64 * dims[2]});
     using L = halox::location;
-    const L at[14] = {L::cell, L::cell, L::cell, L::cell, L::cell, L::node, L::node, L::node,
+    const L at[14] = {L::cell, L::cell, L::cell, L::cell, L::cell, L::vertex, L::vertex, L::vertex,
                       L::x_face, L::y_face, L::z_face, L::x_face, L::y_face, L::z_face};
     std::vector<std::vector<double>> mem(14);
     std::vector<halox::field> fs;

@@ -111,7 +111,7 @@ struct state {
   enum { ux, uy, uz, vx, vy, vz, fx, fy, fz, mass };
 
   state(const halox::decomposition& dec, const halox::subdomain& s)
-      : d(dec), sub(s), cells(s.extent), nodes(halox::field_points(dec, s.extent, halox::location::node)),
+      : d(dec), sub(s), cells(s.extent), nodes(halox::field_points(dec, s.extent, halox::location::vertex)),
         charge(s.extent, {1, 1, 1}, {1, 1, 1}) {
     for (int f = 0; f < 10; ++f) node.emplace_back(nodes, ivec3{0, 0, 0}, ivec3{1, 1, 1});
   }
@@ -121,7 +121,7 @@ struct state {
     std::vector<halox::field> out;
     for (int f = 0; f < 10; ++f)
       out.push_back({node[static_cast<size_t>(f)].data.data(), halox::element_type::f64,
-                     halox::location::node, node[static_cast<size_t>(f)].halo(), names[f]});
+                     halox::location::vertex, node[static_cast<size_t>(f)].halo(), names[f]});
     out.push_back({charge.data.data(), halox::element_type::f64, halox::location::cell,
                    charge.halo(), "charge"});
     return out;

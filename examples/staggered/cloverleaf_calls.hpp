@@ -1,5 +1,5 @@
 // CloverLeaf3D's halo updates as the code makes them: its 19 fields (cell
-// densities, energies, pressure, viscosity, sound speed; node velocities at
+// densities, energies, pressure, viscosity, sound speed; vertex velocities at
 // two time levels; volume and mass fluxes on the x, y and z faces), the subset
 // and depth of every update_halo call of a step in order, a compute pass over
 // the next call's fields between calls, and the code's own exchange: per

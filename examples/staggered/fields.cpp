@@ -15,8 +15,8 @@ struct field_kind {
 constexpr field_kind kinds[field_count] = {
     {"density", halox::location::cell},      {"energy", halox::location::cell},
     {"pressure", halox::location::cell},     {"viscosity", halox::location::cell},
-    {"soundspeed", halox::location::cell},   {"xvel", halox::location::node},
-    {"yvel", halox::location::node},         {"zvel", halox::location::node},
+    {"soundspeed", halox::location::cell},   {"xvel", halox::location::vertex},
+    {"yvel", halox::location::vertex},         {"zvel", halox::location::vertex},
     {"vol_flux_x", halox::location::x_face}, {"vol_flux_y", halox::location::y_face},
     {"vol_flux_z", halox::location::z_face}, {"mass_flux_x", halox::location::x_face},
     {"mass_flux_y", halox::location::y_face}, {"mass_flux_z", halox::location::z_face}};

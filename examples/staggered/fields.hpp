@@ -1,5 +1,5 @@
 // The staggered mini-app's fields: cell-centred (density, energy, pressure,
-// viscosity, sound speed), node velocities and face fluxes, with CloverLeaf's
+// viscosity, sound speed), vertex velocities and face fluxes, with CloverLeaf's
 // extents (cells x_min-2:x_max+2, nodes x_min-2:x_max+3, faces one more point
 // along their own axis), and the two halo exchanges the app can run: halox's,
 // and one written the way CloverLeaf's clover_exchange is (pack each field per

@@ -184,9 +184,9 @@ void mixed_against_separate(const halox::decomposition& d, const bench_options& 
     return some;
   };
   halox::halo_exchange cell(d, cells, only([](auto at) { return at == halox::location::cell; }), same);
-  halox::halo_exchange node(d, cells, only([](auto at) { return at == halox::location::node; }), same);
+  halox::halo_exchange node(d, cells, only([](auto at) { return at == halox::location::vertex; }), same);
   halox::halo_exchange face(d, cells, only([](auto at) {
-    return at != halox::location::cell && at != halox::location::node;
+    return at != halox::location::cell && at != halox::location::vertex;
   }), same);
   std::vector<int> every(hydro::field_count);
   for (int i = 0; i < hydro::field_count; ++i) every[static_cast<size_t>(i)] = i;

@@ -1,10 +1,10 @@
 // A staggered stencil code using halox: a small 3-D compressible-flow step in
 // CloverLeaf's shape. Cell fields (density, energy, pressure, viscosity,
-// sound speed), node velocities and face fluxes; within a step, halo updates
+// sound speed), vertex velocities and face fluxes; within a step, halo updates
 // of different subsets at depths 2 and 1, as CloverLeaf's update_halo calls:
 //
 //   {density, energy} at depth 2 -> pressure, viscosity, sound speed
-//   {pressure, viscosity, soundspeed} at depth 1 -> node velocities
+//   {pressure, viscosity, soundspeed} at depth 1 -> vertex velocities
 //   {xvel, yvel, zvel} at depth 1 -> face volume and mass fluxes (2nd order)
 //   {the six fluxes} at depth 1 -> density and energy advected
 //

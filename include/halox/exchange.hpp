@@ -5,7 +5,7 @@
 //
 //   std::vector<halox::field> fields{
 //       {rho, halox::element_type::f64, halox::location::cell, halo_widths::uniform(2), "rho"},
-//       {u, halox::element_type::f64, halox::location::node, {{2, 2, 2}, {3, 3, 3}}, "u"}};
+//       {u, halox::element_type::f64, halox::location::vertex, {{2, 2, 2}, {3, 3, 3}}, "u"}};
 //   halox::halo_exchange ex(decomp, cells, fields, {.alg = halox::algorithm::staged});
 //   ex.start();                    // first step in flight
 //   compute_interior();            // overlap

@@ -4,7 +4,8 @@
 // Reference: along each axis a field's points sit either at the cells' centres
 // or on their faces ("staggered" along that axis). A location is staggered
 // along the axes staggered_axes() names: x_face (u on an Arakawa C grid) along
-// x, x_edge (an edge running along x) along y and z, node along all three.
+// x, x_edge (an edge running along x) along y and z, vertex (a cell corner: a
+// finite-element code's node) along all three.
 // Point i of a staggered axis lies on the face between cells i-1 and i.
 //
 //   cells       |  0  |  1  |  2  |  3  |        rank A: cells 0-1, rank B: cells 2-3
@@ -53,10 +54,10 @@ element_type parse_element_type(const std::string& name);  // "float" | "double"
 std::string to_string(element_type t);
 size_t element_size(element_type t);
 
-enum class location { cell, x_face, y_face, z_face, x_edge, y_edge, z_edge, node };
+enum class location { cell, x_face, y_face, z_face, x_edge, y_edge, z_edge, vertex };
 inline constexpr location all_locations[] = {location::cell,   location::x_face, location::y_face,
                                               location::z_face, location::x_edge, location::y_edge,
-                                              location::z_edge, location::node};
+                                              location::z_edge, location::vertex};
 location parse_location(const std::string& name);  // throws usage_error
 std::string to_string(location at);
 // 1 along the axes whose points sit on the cells' faces, 0 along the others.

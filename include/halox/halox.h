@@ -73,7 +73,7 @@ typedef struct halox_array {
 
 /* Where a field's points sit on the cell grid (halox/field.hpp, the
  * conventions of PETSc's DMStag): at cell centres, on the x, y or z faces, on
- * the edges running along x, y or z, or on the nodes. Along each axis a
+ * the edges running along x, y or z, or on the vertices (cell corners). Along each axis a
  * location staggers, the rank at the high end of an open axis holds one more
  * point than it has cells. */
 typedef enum halox_location {
@@ -84,7 +84,7 @@ typedef enum halox_location {
   HALOX_X_EDGE = 4,
   HALOX_Y_EDGE = 5,
   HALOX_Z_EDGE = 6,
-  HALOX_NODE = 7
+  HALOX_VERTEX = 7
 } halox_location;
 
 /* A field as a code holds it: its first allocated point, element type,
@@ -185,7 +185,7 @@ halox_status halox_decomposition_rank(halox_decomposition decomp, int* rank, int
 halox_status halox_decomposition_grid(halox_decomposition decomp, int dims[3], int coords[3]);
 /* The points a field at `location` holds on this rank, halos not counted:
  * its cells, and one point more along a staggered axis at the high end of an
- * open dimension (the last face or node): halox::field_points, the one
+ * open dimension (the last face or vertex): halox::field_points, the one
  * statement of the staggered geometry, as the Fortran module asks it. */
 halox_status halox_field_points(halox_decomposition decomp, halox_location location,
                                 int points[3]);

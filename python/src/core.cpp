@@ -919,7 +919,7 @@ void bind_field(nb::module_& m) {
           "array"_a, "location"_a = "cell", "halo"_a = 1, "name"_a = "", "shared"_a = "from_owner",
           "array: C-contiguous float32 or float64, shape (z, y, x) = the location's points on "
           "this rank plus halos (Decomposition.field_shape). location: cell, x_face, y_face, "
-          "z_face, x_edge, y_edge, z_edge or node. halo: in points, one width, (x, y, z), or "
+          "z_face, x_edge, y_edge, z_edge or vertex. halo: in points, one width, (x, y, z), or "
           "((lo_x, lo_y, lo_z), (hi_x, hi_y, hi_z)). name: names it in errors and subset calls. "
           "shared: from_owner (the faces shared with a neighbour along a staggered axis take the "
           "owner's values) or kept (each holder keeps its own; only the points beyond move). "

@@ -169,7 +169,7 @@ halox_status halox_field_points(halox_decomposition decomp, halox_location locat
                                 int points[3]) {
   return guarded("halox_field_points", [&] {
     auto* d = live(decomp, handle_kind::decomposition, "halox_field_points");
-    if (location < HALOX_CELL || location > HALOX_NODE)
+    if (location < HALOX_CELL || location > HALOX_VERTEX)
       throw halox::usage_error(fmt::format("halox_field_points: location {} is not a halox_location",
                                            static_cast<int>(location)));
     const halox::ivec3 held =

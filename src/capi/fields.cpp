@@ -24,7 +24,7 @@ std::string spec_problem(const halox_field& f, int i, halox::field& out) {
   if (f.type != HALOX_FLOAT && f.type != HALOX_DOUBLE)
     return fmt::format("field '{}': type {} is neither HALOX_FLOAT nor HALOX_DOUBLE", name_of(f, i),
                        static_cast<int>(f.type));
-  if (f.location < HALOX_CELL || f.location > HALOX_NODE)
+  if (f.location < HALOX_CELL || f.location > HALOX_VERTEX)
     return fmt::format("field '{}': location {} is not a halox_location", name_of(f, i),
                        static_cast<int>(f.location));
   if (f.shared != HALOX_SHARED_FROM_OWNER && f.shared != HALOX_SHARED_KEPT)

@@ -22,7 +22,7 @@ std::string to_string(element_type t) { return t == element_type::f32 ? "float" 
 size_t element_size(element_type t) { return t == element_type::f32 ? 4 : 8; }
 
 constexpr auto location_names = make_enum_names<location>(
-    "location", "cell", "x_face", "y_face", "z_face", "x_edge", "y_edge", "z_edge", "node");
+    "location", "cell", "x_face", "y_face", "z_face", "x_edge", "y_edge", "z_edge", "vertex");
 static_assert(location_names.names.size() == std::size(all_locations));
 
 location parse_location(const std::string& name) { return location_names.parse(name); }
@@ -46,7 +46,7 @@ ivec3 staggered_axes(location at) {
     case location::x_edge: return {0, 1, 1};
     case location::y_edge: return {1, 0, 1};
     case location::z_edge: return {1, 1, 0};
-    case location::node: return {1, 1, 1};
+    case location::vertex: return {1, 1, 1};
   }
   return {0, 0, 0};
 }

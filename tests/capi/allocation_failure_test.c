@@ -108,12 +108,12 @@ static halox_status decomposition_adopt_f(void** out) {
   return status;
 }
 
-/* A cell field and a node field of their own halos and types. */
+/* A cell field and a vertex field of their own halos and types. */
 static halox_status exchange_create_fields(void** out) {
   halox_exchange ex = (halox_exchange)&failures;
   halox_field fields[2] = {
       {u, HALOX_DOUBLE, HALOX_CELL, {H, H, H, H, H, H}, {0, 0, 0}, "u"},
-      {uf, HALOX_FLOAT, HALOX_NODE, {H - 1, H, H - 1, H, H - 1, H}, {0, 0, 0}, "uf"}};
+      {uf, HALOX_FLOAT, HALOX_VERTEX, {H - 1, H, H - 1, H, H - 1, H}, {0, 0, 0}, "uf"}};
   halox_status status = halox_exchange_create_fields(&ex, decomp, NULL, 2, fields, &options);
   *out = ex;
   return status;

@@ -200,7 +200,7 @@ static void bad_calls(halox_decomposition d) {
 }
 
 
-/* ---- Fields of their own locations: a cell field (double) and a node field
+/* ---- Fields of their own locations: a cell field (double) and a vertex field
  * (float, CloverLeaf's extents), on an open grid numbered x fastest. */
 enum { G = 8 };
 
@@ -293,7 +293,7 @@ static void located_checked(int size) {
   /* The library's statement of the geometry agrees with the one above (open axes: the last
    * rank holds the last node), x faces are staggered along x alone. */
   int asked[3], x_faces[3];
-  EXPECT(halox_field_points(d, HALOX_NODE, asked) == HALOX_SUCCESS);
+  EXPECT(halox_field_points(d, HALOX_VERTEX, asked) == HALOX_SUCCESS);
   EXPECT(halox_field_points(d, HALOX_X_FACE, x_faces) == HALOX_SUCCESS);
   for (int k = 0; k < 3; ++k) {
     EXPECT(asked[k] == node_points[k]);
@@ -305,7 +305,7 @@ static void located_checked(int size) {
   float* node = calloc((size_t)node_alloc, sizeof(float));
   halox_field fields[2] = {
       {cell, HALOX_DOUBLE, HALOX_CELL, {2, 2, 2, 2, 2, 2}, {extent[0] + 4, extent[1] + 4, extent[2] + 4}, "density", HALOX_SHARED_FROM_OWNER},
-      {node, HALOX_FLOAT, HALOX_NODE, {2, 3, 2, 3, 2, 3}, {node_points[0] + 5, node_points[1] + 5, node_points[2] + 5}, "xvel", HALOX_SHARED_FROM_OWNER}};
+      {node, HALOX_FLOAT, HALOX_VERTEX, {2, 3, 2, 3, 2, 3}, {node_points[0] + 5, node_points[1] + 5, node_points[2] + 5}, "xvel", HALOX_SHARED_FROM_OWNER}};
   halox_options options = HALOX_OPTIONS_INIT;
   options.algorithm = "staged";
   halox_exchange ex = NULL;
@@ -316,7 +316,7 @@ static void located_checked(int size) {
   int global_cells[3] = {G, G, G};
   EXPECT(located_wrong(cell, 0, 0, cell_stag, extent, cell_lo, cell_hi, offset, global_cells, 0) == 0);
   EXPECT(located_wrong(node, 1, 1, node_stag, node_points, node_lo, node_hi, offset, node_global, 0) == 0);
-  /* the node field alone, at depth 1: the cell field's halo stays as it was */
+  /* the vertex field alone, at depth 1: the cell field's halo stays as it was */
   located_fill(cell, 0, 0, extent, cell_lo, cell_hi, offset);
   located_fill(node, 1, 1, node_points, node_lo, node_hi, offset);
   int xvel = -1, one[1] = {0};
@@ -334,7 +334,7 @@ static void located_checked(int size) {
   EXPECT_ERROR(halox_exchange_subset(ex, 1, one, 5), HALOX_ERROR_USAGE, "deeper than the halo");
   EXPECT_ERROR(halox_field_index(ex, "pressure", &xvel), HALOX_ERROR_USAGE, "no field named");
   EXPECT(halox_exchange_destroy(&ex) == HALOX_SUCCESS);
-  /* a node field with a cell field's extents */
+  /* a vertex field with a cell field's extents */
   fields[1].allocated[0] -= 1;
   EXPECT_ERROR(halox_exchange_create_fields(&ex, d, NULL, 2, fields, &options), HALOX_ERROR_USAGE,
                "points");
@@ -359,7 +359,7 @@ static void located_checked(int size) {
 }
 
 /* Along one axis, the copies of local point i of a periodic grid of n points
- * per rank (at least 2): a cell field with halo 1 each side, or a node field
+ * per rank (at least 2): a cell field with halo 1 each side, or a vertex field
  * with halo 0 below and 1 above (the shared face held by the rank below). */
 static int copies(int i, int n, int node) {
   if (node) return i == 0 || i == n ? 2 : 1;
@@ -378,7 +378,7 @@ static void reverse_checked(void) {
   double* cell = calloc((size_t)(a[0] * a[1] * a[2]), sizeof(double));
   float* node = calloc((size_t)(b[0] * b[1] * b[2]), sizeof(float));
   halox_field fields[2] = {{cell, HALOX_DOUBLE, HALOX_CELL, {1, 1, 1, 1, 1, 1}, {a[0], a[1], a[2]}, "rho", HALOX_SHARED_FROM_OWNER},
-                                {node, HALOX_FLOAT, HALOX_NODE, {0, 1, 0, 1, 0, 1}, {b[0], b[1], b[2]}, "fx", HALOX_SHARED_FROM_OWNER}};
+                                {node, HALOX_FLOAT, HALOX_VERTEX, {0, 1, 0, 1, 0, 1}, {b[0], b[1], b[2]}, "fx", HALOX_SHARED_FROM_OWNER}};
   halox_options options = HALOX_OPTIONS_INIT;
   halox_exchange ex = NULL;
   EXPECT(halox_exchange_create_fields(&ex, d, NULL, 2, fields, &options) == HALOX_SUCCESS);
@@ -430,7 +430,7 @@ static void reverse_checked(void) {
   EXPECT_ERROR(halox_reverse(ex, HALOX_SUM, 1, rho, 2, 0), HALOX_ERROR_USAGE, "deeper than the halo");
   EXPECT_ERROR(halox_reverse(ex, HALOX_SUM, 0, rho, 0, 0), HALOX_ERROR_USAGE, "count 0");
   EXPECT_ERROR(halox_reverse_wait(ex), HALOX_ERROR_STATE, "no reverse call is in flight");
-  /* the node field moves: the next reverse call sums the new memory */
+  /* the vertex field moves: the next reverse call sums the new memory */
   float* moved = calloc((size_t)(b[0] * b[1] * b[2]), sizeof(float));
   for (int i = 0; i < b[0] * b[1] * b[2]; ++i) moved[i] = 1, node[i] = -1000;
   EXPECT(halox_exchange_set_field_data(ex, 1, moved) == HALOX_SUCCESS);
@@ -469,7 +469,7 @@ static void kept_shared_faces_checked(void) {
   const int a[3] = {n[0] + 3, n[1] + 3, n[2] + 3}; /* halo 1 below, 2 above */
   double* node = malloc(sizeof(double) * (size_t)(a[0] * a[1] * a[2]));
   for (int i = 0; i < a[0] * a[1] * a[2]; ++i) node[i] = rank + 1;
-  halox_field spec = {node, HALOX_DOUBLE, HALOX_NODE, {1, 2, 1, 2, 1, 2}, {a[0], a[1], a[2]},
+  halox_field spec = {node, HALOX_DOUBLE, HALOX_VERTEX, {1, 2, 1, 2, 1, 2}, {a[0], a[1], a[2]},
                            "xvel", HALOX_SHARED_KEPT};
   halox_options options = HALOX_OPTIONS_INIT;
   halox_exchange ex = NULL;

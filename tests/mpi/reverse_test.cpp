@@ -49,8 +49,8 @@ struct field_spec {
 // and halos of their own per side.
 std::vector<field_spec> every_location() {
   return {{"rho", location::cell, element_type::f64, halo_widths::uniform(2)},
-          {"fx", location::node, element_type::f64, {{0, 0, 0}, {1, 1, 1}}},
-          {"xvel", location::node, element_type::f32, {{2, 2, 2}, {3, 3, 3}}},
+          {"fx", location::vertex, element_type::f64, {{0, 0, 0}, {1, 1, 1}}},
+          {"xvel", location::vertex, element_type::f32, {{2, 2, 2}, {3, 3, 3}}},
           {"flux_x", location::x_face, element_type::f32, {{1, 2, 1}, {2, 1, 2}}},
           {"flux_y", location::y_face, element_type::f64, {{1, 1, 1}, {1, 2, 1}}},
           {"flux_z", location::z_face, element_type::f64, halo_widths::uniform(1)},
@@ -360,7 +360,7 @@ TEST(Reverse, EveryPointOfEveryLocationIsExact) {
 TEST(Reverse, HalosAsWideAsTheSubdomain) {
   const std::vector<field_spec> wide{
       {"c", location::cell, element_type::f64, halo_widths::uniform(3)},
-      {"n", location::node, element_type::f32, {{3, 3, 3}, {3, 3, 3}}}};
+      {"n", location::vertex, element_type::f32, {{3, 3, 3}, {3, 3, 3}}}};
   for (const auto& dims : rank_grids())
     for (const auto& periodic : periodicities()) {
       auto d = make_cart_decomposition(MPI_COMM_WORLD, dims, periodic, false);

@@ -52,13 +52,13 @@ struct field_spec {
 // floats and doubles, a field without a z halo.
 std::vector<field_spec> mixed_fields() {
   return {{"density", location::cell, element_type::f64, halo_widths::uniform(2)},
-          {"xvel", location::node, element_type::f64, {{2, 2, 2}, {3, 3, 3}}, true},
+          {"xvel", location::vertex, element_type::f64, {{2, 2, 2}, {3, 3, 3}}, true},
           {"vol_flux_x", location::x_face, element_type::f32, {{1, 2, 1}, {2, 1, 2}}},
           {"edge_y", location::y_edge, element_type::f32, {{1, 1, 1}, {2, 1, 2}}},
           {"w", location::z_face, element_type::f64, halo_widths::uniform(2)},
           {"tracer", location::cell, element_type::f32, {{1, 1, 0}, {1, 1, 0}}},
           // Shared faces kept (computed alike on both sides, as CloverLeaf's are).
-          {"yvel_kept", location::node, element_type::f64, {{2, 2, 2}, {3, 3, 3}}, true,
+          {"yvel_kept", location::vertex, element_type::f64, {{2, 2, 2}, {3, 3, 3}}, true,
            shared_points::kept},
           {"flux_kept", location::y_face, element_type::f32, {{1, 1, 2}, {2, 2, 1}}, false,
            shared_points::kept}};

@@ -23,7 +23,7 @@ inline ivec3 staggered(location at) {
     case location::x_edge: return {0, 1, 1};
     case location::y_edge: return {1, 0, 1};
     case location::z_edge: return {1, 1, 0};
-    case location::node: return {1, 1, 1};
+    case location::vertex: return {1, 1, 1};
     default: return {0, 0, 0};
   }
 }

@@ -18,7 +18,7 @@ using halox::location;
 ivec3 axes_from_the_name(location at) {
   const std::string name = halox::to_string(at);
   if (name == "cell") return {0, 0, 0};
-  if (name == "node") return {1, 1, 1};
+  if (name == "vertex") return {1, 1, 1};
   const int axis = name[0] - 'x';
   ivec3 s{0, 0, 0};
   for (int k = 0; k < 3; ++k)
@@ -36,7 +36,8 @@ TEST(Field, EveryLocationStaggersAlongTheAxesItsNameSays) {
     EXPECT_EQ(halox::staggered_axes(at), axes_from_the_name(at)) << halox::to_string(at);
     EXPECT_EQ(halox::parse_location(halox::to_string(at)), at);
   }
-  EXPECT_THROW(halox::parse_location("vertex"), halox::usage_error);
+  // The old name of the vertex location names the ranks that share memory only.
+  EXPECT_THROW(halox::parse_location("node"), halox::usage_error);
 }
 
 TEST(Field, ACallAtDepthDFillsDBelowAndDPlusTheSharedFaceAbove) {

@@ -16,10 +16,10 @@ import halox
 comm = MPI.COMM_WORLD
 
 STAGGERED = {"cell": (0, 0, 0), "x_face": (1, 0, 0), "y_face": (0, 1, 0), "z_face": (0, 0, 1),
-             "x_edge": (0, 1, 1), "y_edge": (1, 0, 1), "z_edge": (1, 1, 0), "node": (1, 1, 1)}
+             "x_edge": (0, 1, 1), "y_edge": (1, 0, 1), "z_edge": (1, 1, 0), "vertex": (1, 1, 1)}
 # One field per location: LULESH's node halo (0 below, 1 above), float32 beside float64.
 FIELDS = [(loc, loc, np.float32 if i % 2 else np.float64,
-           ((0, 0, 0), (1, 1, 1)) if loc == "node" else ((1, 2, 1), (2, 1, 1)))
+           ((0, 0, 0), (1, 1, 1)) if loc == "vertex" else ((1, 2, 1), (2, 1, 1)))
           for i, loc in enumerate(STAGGERED)]
 OPS = {"sum": np.add, "min": np.minimum, "max": np.maximum}
 
@@ -102,7 +102,7 @@ def test_reverse_calls_combine_every_copy(boundary, op):
     ex = halox.HaloExchange(decomp, sub.extent, [f.field for f in fields], algorithm="staged")
     for epoch, (chosen, depth, every) in enumerate(
             [(None, 0, False), (None, 0, True), (["cell", "z_face", "x_edge"], 1, True),
-             ([1, 3, 6], 1, False), (["node", "y_edge"], 0, True)], start=1):
+             ([1, 3, 6], 1, False), (["vertex", "y_edge"], 0, True)], start=1):
         for f in fields:
             f.fill(epoch)
         moved = range(len(fields)) if chosen is None else [
@@ -122,7 +122,7 @@ def test_bad_reverse_calls_raise_everywhere():
     ex = halox.HaloExchange(decomp, sub.extent, [f.field for f in fields])
     for call, words in [(lambda: ex.reverse("prod"), "unknown reduction 'prod'"),
                         (lambda: ex.reverse("sum", ["cell", "nope"]), "no field named 'nope'"),
-                        (lambda: ex.reverse("sum", ["node"], depth=3), "deeper than the halo"),
+                        (lambda: ex.reverse("sum", ["vertex"], depth=3), "deeper than the halo"),
                         (lambda: ex.reverse("sum", []), "names no field")]:
         with pytest.raises(ValueError, match=words):
             call()

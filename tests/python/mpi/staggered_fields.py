@@ -18,12 +18,12 @@ comm = MPI.COMM_WORLD
 
 # Axes along which a location's points sit on the cells' faces (x, y, z).
 STAGGERED = {"cell": (0, 0, 0), "x_face": (1, 0, 0), "y_face": (0, 1, 0), "z_face": (0, 0, 1),
-             "x_edge": (0, 1, 1), "y_edge": (1, 0, 1), "z_edge": (1, 1, 0), "node": (1, 1, 1)}
+             "x_edge": (0, 1, 1), "y_edge": (1, 0, 1), "z_edge": (1, 1, 0), "vertex": (1, 1, 1)}
 
 # (name, location, dtype, (halo below, halo above)): CloverLeaf's node extents,
 # DMStag's and per-side widths, float32 beside float64, a field without a z halo.
 FIELDS = [("density", "cell", np.float64, ((2, 2, 2), (2, 2, 2))),
-          ("xvel", "node", np.float64, ((2, 2, 2), (3, 3, 3))),
+          ("xvel", "vertex", np.float64, ((2, 2, 2), (3, 3, 3))),
           ("vol_flux_x", "x_face", np.float32, ((1, 2, 1), (2, 1, 2))),
           ("edge_y", "y_edge", np.float32, ((1, 1, 1), (2, 1, 2))),
           ("w", "z_face", np.float64, ((2, 2, 2), (2, 2, 2))),
@@ -308,24 +308,24 @@ def test_coordinates_that_follow_no_order_are_refused_on_every_rank():
 
 
 @pytest.mark.parametrize("who", ["all-ranks", "last-rank"])
-@pytest.mark.parametrize("bad", ["cell-shaped node", "node-shaped cell", "int64", "fortran-order"])
+@pytest.mark.parametrize("bad", ["cell-shaped vertex", "vertex-shaped cell", "int64", "fortran-order"])
 def test_a_field_that_does_not_fit_its_location_is_refused_on_every_rank(bad, who):
     decomp, sub = split_decomposition(PERIODIC["mixed"])
     specs = [FIELDS[0], FIELDS[1]]
     case = Case(decomp, sub, specs)
     if who == "all-ranks" or comm.rank == comm.size - 1:
         cell_shape = case.geometry[0].shape
-        node_shape = Geometry(decomp, sub, "node", specs[0][3]).shape  # with density's halo
+        node_shape = Geometry(decomp, sub, "vertex", specs[0][3]).shape  # with density's halo
         cell_shape_of_xvel = Geometry(decomp, sub, "cell", specs[1][3]).shape
-        replace = {"cell-shaped node": (1, np.zeros(cell_shape_of_xvel)),
-                   "node-shaped cell": (0, np.zeros(node_shape)),
+        replace = {"cell-shaped vertex": (1, np.zeros(cell_shape_of_xvel)),
+                   "vertex-shaped cell": (0, np.zeros(node_shape)),
                    "int64": (0, np.zeros(cell_shape, np.int64)),
                    "fortran-order": (0, np.zeros(cell_shape, order="F"))}[bad]
         index, array = replace
         name, loc, _, halo = specs[index]
         case.fields[index] = halox.Field(array, location=loc, halo=halo, name=name)
-    says = {"cell-shaped node": "field 'xvel' (node): expected shape (z, y, x) = ",
-            "node-shaped cell": "field 'density' (cell): expected shape (z, y, x) = ",
+    says = {"cell-shaped vertex": "field 'xvel' (vertex): expected shape (z, y, x) = ",
+            "vertex-shaped cell": "field 'density' (cell): expected shape (z, y, x) = ",
             "int64": "expected dtype float32 or float64",
             "fortran-order": "got a Fortran-ordered array"}[bad]
     with pytest.raises(ValueError) as error:
@@ -378,8 +378,8 @@ def test_fields_go_with_cells_and_arrays_with_a_grid():
 
 def test_field_arguments_are_checked_where_given():
     array = np.zeros((4, 4, 4))
-    with pytest.raises(ValueError, match="unknown location 'vertex'"):
-        halox.Field(array, location="vertex")
+    with pytest.raises(ValueError, match="unknown location 'node'"):
+        halox.Field(array, location="node")
     with pytest.raises(ValueError, match=r"halo: expected an integer, 3 integers"):
         halox.Field(array, halo=(1, 2))
     with pytest.raises(ValueError, match="halo: expected widths >= 0"):
@@ -387,10 +387,10 @@ def test_field_arguments_are_checked_where_given():
     f = halox.Field(array, location="z_edge", halo=((1, 2, 3), (4, 5, 6)), name="ez")
     assert (f.location, f.halo_lo, f.halo_hi, f.name) == ("z_edge", (1, 2, 3), (4, 5, 6), "ez")
     assert halox.Field(array, halo=(1, 2, 0)).halo_hi == (1, 2, 0)
-    assert halox.Field(array, location="node", shared="kept").shared == "kept"
+    assert halox.Field(array, location="vertex", shared="kept").shared == "kept"
     assert halox.Field(array).shared == "from_owner"
     with pytest.raises(ValueError, match=r"unknown shared points 'mine' \(expected from_owner, kept"):
-        halox.Field(array, location="node", shared="mine")
+        halox.Field(array, location="vertex", shared="mine")
 
 
 def test_kept_shared_faces_keep_each_holders_value():
@@ -399,12 +399,12 @@ def test_kept_shared_faces_keep_each_holders_value():
     decomp, sub = split_decomposition(PERIODIC["periodic"])
     n = sub.extent
     array = np.full((n[2] + 3, n[1] + 3, n[0] + 3), comm.rank + 1.0)  # halo 1 below, 2 above
-    field = halox.Field(array, location="node", halo=((1, 1, 1), (2, 2, 2)), shared="kept")
+    field = halox.Field(array, location="vertex", halo=((1, 1, 1), (2, 2, 2)), shared="kept")
     halox.HaloExchange(decomp, sub, [field]).exchange()
     z, y = 1 + n[2] // 2, 1 + n[1] // 2
     assert agreed(array[z, y, 1 + n[0]] == comm.rank + 1)
     assert agreed(decomp.dims[0] == 1 or array[z, y, 2 + n[0]] != comm.rank + 1)
-    no_room = halox.Field(np.zeros((n[2] + 3, n[1] + 3, n[0] + 1)), location="node",
+    no_room = halox.Field(np.zeros((n[2] + 3, n[1] + 3, n[0] + 1)), location="vertex",
                           halo=((1, 1, 1), (0, 2, 2)), shared="kept")
     with pytest.raises(ValueError, match="keeps its shared points .* no halo above in x"):
         halox.HaloExchange(decomp, sub, [no_room])
