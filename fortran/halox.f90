@@ -127,7 +127,7 @@ module halox
     integer(c_int) :: shared
   end type c_field_spec
 
-  ! A NUL-terminated name, alive while the exchange is created.
+  ! A NUL-terminated text (a field's name, an algorithm) for a C call.
   type :: c_text
     character(kind=c_char), allocatable :: chars(:)
   end type c_text
@@ -148,6 +148,11 @@ module halox
       integer(c_int), value :: comm
       integer(c_int), intent(in) :: global(3), dims(3), periodic(3)
     end function
+    integer(c_int) function c_decomposition_destroy(decomp) &
+        bind(C, name="halox_decomposition_destroy")
+      import :: c_ptr, c_int
+      type(c_ptr), intent(inout) :: decomp
+    end function
     integer(c_int) function c_decomposition_adopt(decomp, comm, global, dims, periodic, order, &
                                                   offset, extent) &
         bind(C, name="halox_decomposition_adopt_f")
@@ -157,6 +162,32 @@ module halox
       integer(c_int), intent(in) :: global(3), dims(3), periodic(3)
       character(kind=c_char), intent(in) :: order(*)
       type(c_ptr), value :: offset, extent
+    end function
+    integer(c_int) function c_subdomain(decomp, extent, offset) bind(C, name="halox_subdomain")
+      import :: c_ptr, c_int
+      type(c_ptr), value :: decomp
+      integer(c_int), intent(out) :: extent(3), offset(3)
+    end function
+    integer(c_int) function c_field_points(decomp, location, points) &
+        bind(C, name="halox_field_points")
+      import :: c_ptr, c_int
+      type(c_ptr), value :: decomp
+      integer(c_int), value :: location
+      integer(c_int), intent(out) :: points(3)
+    end function
+    integer(c_int) function c_exchange_create(ex, decomp, interior, halo, nfields, fields, &
+                                              options) bind(C, name="halox_exchange_create")
+      import :: c_ptr, c_int, c_field, c_options
+      type(c_ptr), intent(inout) :: ex
+      type(c_ptr), value :: decomp, interior
+      integer(c_int), intent(in) :: halo(6)
+      integer(c_int), value :: nfields
+      type(c_field), intent(in) :: fields(*)
+      type(c_options), intent(in) :: options
+    end function
+    integer(c_int) function c_exchange_destroy(ex) bind(C, name="halox_exchange_destroy")
+      import :: c_ptr, c_int
+      type(c_ptr), intent(inout) :: ex
     end function
     integer(c_int) function c_exchange_create_fields(ex, decomp, interior, nfields, fields, &
                                                      options) &
@@ -168,22 +199,21 @@ module halox
       type(c_field_spec), intent(in) :: fields(*)
       type(c_options), intent(in) :: options
     end function
-    integer(c_int) function c_start_subset(ex, count, indices, depth) &
-        bind(C, name="halox_start_subset")
+    integer(c_int) function c_start(ex) bind(C, name="halox_start")
       import :: c_ptr, c_int
       type(c_ptr), value :: ex
-      integer(c_int), value :: count
-      integer(c_int), intent(in) :: indices(*)
-      integer(c_int), value :: depth
     end function
+    ! algorithm: NUL-terminated, or null for the exchange's
     integer(c_int) function c_start_subset_algorithm(ex, count, indices, depth, algorithm) &
         bind(C, name="halox_start_subset_algorithm")
-      import :: c_ptr, c_int, c_char
-      type(c_ptr), value :: ex
-      integer(c_int), value :: count
+      import :: c_ptr, c_int
+      type(c_ptr), value :: ex, algorithm
+      integer(c_int), value :: count, depth
       integer(c_int), intent(in) :: indices(*)
-      integer(c_int), value :: depth
-      character(kind=c_char), intent(in) :: algorithm(*)
+    end function
+    integer(c_int) function c_wait(ex) bind(C, name="halox_wait")
+      import :: c_ptr, c_int
+      type(c_ptr), value :: ex
     end function
     integer(c_int) function c_exchange_set_field_data(ex, index, data) &
         bind(C, name="halox_exchange_set_field_data")
@@ -191,14 +221,6 @@ module halox
       type(c_ptr), value :: ex
       integer(c_int), value :: index
       type(c_ptr), value :: data
-    end function
-    integer(c_int) function c_exchange_subset(ex, count, indices, depth) &
-        bind(C, name="halox_exchange_subset")
-      import :: c_ptr, c_int
-      type(c_ptr), value :: ex
-      integer(c_int), value :: count
-      integer(c_int), intent(in) :: indices(*)
-      integer(c_int), value :: depth
     end function
     integer(c_int) function c_reverse_start(ex, op, count, indices, depth, every_holder) &
         bind(C, name="halox_reverse_start")
@@ -218,66 +240,16 @@ module halox
       character(kind=c_char), intent(in) :: name(*)
       integer(c_int), intent(out) :: index
     end function
-    integer(c_int) function c_decomposition_destroy(decomp) &
-        bind(C, name="halox_decomposition_destroy")
-      import :: c_ptr, c_int
-      type(c_ptr), intent(inout) :: decomp
-    end function
-    integer(c_int) function c_subdomain(decomp, extent, offset) bind(C, name="halox_subdomain")
-      import :: c_ptr, c_int
-      type(c_ptr), value :: decomp
-      integer(c_int), intent(out) :: extent(3), offset(3)
-    end function
-    integer(c_int) function c_field_points(decomp, location, points) &
-        bind(C, name="halox_field_points")
-      import :: c_ptr, c_int
-      type(c_ptr), value :: decomp
-      integer(c_int), value :: location
-      integer(c_int), intent(out) :: points(3)
-    end function
     integer(c_int) function c_agree(decomp, function_name, problem) bind(C, name="halox_agree")
       import :: c_ptr, c_int, c_char
       type(c_ptr), value :: decomp
       character(kind=c_char), intent(in) :: function_name(*), problem(*)
-    end function
-    integer(c_int) function c_exchange_create(ex, decomp, interior, halo, nfields, fields, &
-                                              options) bind(C, name="halox_exchange_create")
-      import :: c_ptr, c_int, c_field, c_options
-      type(c_ptr), intent(inout) :: ex
-      type(c_ptr), value :: decomp, interior
-      integer(c_int), intent(in) :: halo(6)
-      integer(c_int), value :: nfields
-      type(c_field), intent(in) :: fields(*)
-      type(c_options), intent(in) :: options
-    end function
-    integer(c_int) function c_exchange_destroy(ex) bind(C, name="halox_exchange_destroy")
-      import :: c_ptr, c_int
-      type(c_ptr), intent(inout) :: ex
-    end function
-    integer(c_int) function c_start(ex) bind(C, name="halox_start")
-      import :: c_ptr, c_int
-      type(c_ptr), value :: ex
-    end function
-    integer(c_int) function c_wait(ex) bind(C, name="halox_wait")
-      import :: c_ptr, c_int
-      type(c_ptr), value :: ex
-    end function
-    integer(c_int) function c_exchange_run(ex) bind(C, name="halox_exchange_run")
-      import :: c_ptr, c_int
-      type(c_ptr), value :: ex
     end function
     integer(c_int) function c_exchange_bytes(ex, sent, received, copied) &
         bind(C, name="halox_exchange_bytes")
       import :: c_ptr, c_int, c_size_t
       type(c_ptr), value :: ex
       integer(c_size_t), intent(out) :: sent, received, copied
-    end function
-    integer(c_int) function c_available_transports(decomp, buf, size) &
-        bind(C, name="halox_available_transports")
-      import :: c_ptr, c_int, c_char, c_size_t
-      type(c_ptr), value :: decomp
-      character(kind=c_char), intent(out) :: buf(*)
-      integer(c_size_t), value :: size
     end function
     type(c_ptr) function c_last_error() bind(C, name="halox_last_error")
       import :: c_ptr
@@ -291,38 +263,22 @@ module halox
     end function
   end interface
 
-  ! halox_exchange_transport, _algorithm, _fields: (ex, buf, size)
+  ! The C queries of a text, (handle, buf, size), one interface for four.
   abstract interface
-    integer(c_int) function string_query(ex, buf, size) bind(C)
+    integer(c_int) function string_query(handle, buf, size) bind(C)
       import :: c_ptr, c_int, c_char, c_size_t
-      type(c_ptr), value :: ex
+      type(c_ptr), value :: handle
       character(kind=c_char), intent(out) :: buf(*)
       integer(c_size_t), value :: size
     end function
   end interface
-
-  interface
-    integer(c_int) function c_exchange_transport(ex, buf, size) &
-        bind(C, name="halox_exchange_transport")
-      import :: c_ptr, c_int, c_char, c_size_t
-      type(c_ptr), value :: ex
-      character(kind=c_char), intent(out) :: buf(*)
-      integer(c_size_t), value :: size
-    end function
-    integer(c_int) function c_exchange_algorithm(ex, buf, size) &
-        bind(C, name="halox_exchange_algorithm")
-      import :: c_ptr, c_int, c_char, c_size_t
-      type(c_ptr), value :: ex
-      character(kind=c_char), intent(out) :: buf(*)
-      integer(c_size_t), value :: size
-    end function
-    integer(c_int) function c_exchange_fields(ex, buf, size) bind(C, name="halox_exchange_fields")
-      import :: c_ptr, c_int, c_char, c_size_t
-      type(c_ptr), value :: ex
-      character(kind=c_char), intent(out) :: buf(*)
-      integer(c_size_t), value :: size
-    end function
-  end interface
+  ! Only ever passed to string_of: gfortran 12 passes VALUE arguments by
+  ! reference in some direct calls of a PROCEDURE(...), BIND(C) declaration.
+  procedure(string_query), bind(C, name="halox_exchange_transport") :: c_exchange_transport
+  procedure(string_query), bind(C, name="halox_exchange_algorithm") :: c_exchange_algorithm
+  procedure(string_query), bind(C, name="halox_exchange_fields") :: c_exchange_fields
+  procedure(string_query), bind(C, name="halox_available_transports") :: &
+    c_available_transports
 
 contains
 
@@ -373,6 +329,15 @@ contains
     chars(n + 1) = c_null_char
   end function c_string
 
+  ! Where a NUL-terminated text is (null where there is none), for the C call
+  ! made while it lives.
+  function text_address(text) result(address)
+    type(c_text), intent(in), target :: text
+    type(c_ptr) :: address
+    address = c_null_ptr
+    if (allocated(text%chars)) address = c_loc(text%chars)
+  end function text_address
+
   function from_c(chars) result(text)
     character(kind=c_char), intent(in) :: chars(:)
     character(len=:), allocatable :: text
@@ -399,12 +364,9 @@ contains
     integer, intent(in), optional :: location, halo(..)
     character(len=*), intent(in), optional :: name, shared
     type(halox_field) :: field
-    field%type = HALOX_FLOAT
-    field%shape = shape(array)
-    field%lower = lbound(array)
-    field%contiguous = is_contiguous(array)
+    field = new_field(HALOX_FLOAT, shape(array), lbound(array), is_contiguous(array), &
+                      location, halo, name, shared)
     if (size(array) > 0) field%data = c_loc(array(field%lower(1), field%lower(2), field%lower(3)))
-    call describe(field, location, halo, name, shared)
   end function field_real32
 
   function field_real64(array, location, halo, name, shared) result(field)
@@ -412,21 +374,28 @@ contains
     integer, intent(in), optional :: location, halo(..)
     character(len=*), intent(in), optional :: name, shared
     type(halox_field) :: field
-    field%type = HALOX_DOUBLE
-    field%shape = shape(array)
-    field%lower = lbound(array)
-    field%contiguous = is_contiguous(array)
+    field = new_field(HALOX_DOUBLE, shape(array), lbound(array), is_contiguous(array), &
+                      location, halo, name, shared)
     if (size(array) > 0) field%data = c_loc(array(field%lower(1), field%lower(2), field%lower(3)))
-    call describe(field, location, halo, name, shared)
   end function field_real64
 
-  ! Problems are kept for halox_exchange_create, which reports them on every rank.
-  subroutine describe(field, location, halo, name, shared)
-    type(halox_field), intent(inout) :: field
+  ! All of halox_field but the array's address (element: HALOX_FLOAT or
+  ! HALOX_DOUBLE). Problems are kept for halox_exchange_create, which reports
+  ! them on every rank.
+  function new_field(element, extents, lower, contiguous, location, halo, name, shared) &
+      result(field)
+    integer(c_int), intent(in) :: element
+    integer, intent(in) :: extents(3), lower(3)
+    logical, intent(in) :: contiguous
     integer, intent(in), optional :: location, halo(..)
     character(len=*), intent(in), optional :: name, shared
+    type(halox_field) :: field
     character(len=:), allocatable :: problem
     allocate(character(len=0) :: problem)
+    field%type = element
+    field%shape = extents
+    field%lower = lower
+    field%contiguous = contiguous
     field%located = present(location) .or. present(halo) .or. present(name) .or. present(shared)
     if (present(name)) field%name = trim(name)
     if (present(location)) then
@@ -443,7 +412,7 @@ contains
       end if
     end if
     if (len(problem) > 0) field%problem = problem
-  end subroutine describe
+  end function new_field
 
   ! The field's name as errors give it.
   function field_label(field, i) result(label)
@@ -481,14 +450,20 @@ contains
     integer, intent(in), optional :: dims(3)
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
-    integer(c_int) :: c_dims(3), c_periodic(3)
+    integer(c_int) :: c_dims(3)
     c_dims = 0
-    c_periodic = 1
     if (present(dims)) c_dims = dims
-    if (present(periodic)) c_periodic = merge(1, 0, periodic)
     call conclude(c_decomposition_create(decomp%handle, int(comm, c_int), int(global, c_int), &
-                                         c_dims, c_periodic), stat, errmsg)
+                                         c_dims, periodic_flags(periodic)), stat, errmsg)
   end subroutine decomposition_create_integer
+
+  ! Every dimension periodic unless periodic= says otherwise.
+  function periodic_flags(periodic) result(flags)
+    logical, intent(in), optional :: periodic(3)
+    integer(c_int) :: flags(3)
+    flags = 1
+    if (present(periodic)) flags = merge(1, 0, periodic)
+  end function periodic_flags
 
   ! A code's own decomposition: its ranks numbered in `order` ("XYZ": x
   ! fastest, as CloverLeaf numbers its chunks, the default; "ZYX": z fastest,
@@ -500,10 +475,9 @@ contains
                                      extent, stat, errmsg)
     type(halox_decomposition), intent(inout) :: decomp
     type(MPI_Comm), intent(in) :: comm
-    integer, intent(in) :: global(3), dims(3)
+    integer, intent(in) :: global(3), dims(3), offset(3), extent(3)
     logical, intent(in), optional :: periodic(3)
     character(len=*), intent(in), optional :: order
-    integer, intent(in) :: offset(3), extent(3)
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
     call decomposition_adopt_integer(decomp, comm%MPI_VAL, global, dims, periodic, order, &
@@ -514,30 +488,21 @@ contains
                                          extent, stat, errmsg)
     type(halox_decomposition), intent(inout) :: decomp
     integer, intent(in) :: comm
-    integer, intent(in) :: global(3), dims(3)
+    integer, intent(in) :: global(3), dims(3), offset(3), extent(3)
     logical, intent(in), optional :: periodic(3)
     character(len=*), intent(in), optional :: order
-    integer, intent(in) :: offset(3), extent(3)
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
     integer(c_int), target :: c_offset(3), c_extent(3)
-    integer(c_int) :: c_periodic(3)
-    type(c_ptr) :: offset_ptr, extent_ptr
-    c_periodic = 1
-    if (present(periodic)) c_periodic = merge(1, 0, periodic)
+    character(len=:), allocatable :: rank_order
+    rank_order = "XYZ"
+    if (present(order)) rank_order = order
     c_offset = offset
-    offset_ptr = c_loc(c_offset)
     c_extent = extent
-    extent_ptr = c_loc(c_extent)
-    if (present(order)) then
-      call conclude(c_decomposition_adopt(decomp%handle, int(comm, c_int), int(global, c_int), &
-                                          int(dims, c_int), c_periodic, c_string(order), &
-                                          offset_ptr, extent_ptr), stat, errmsg)
-    else
-      call conclude(c_decomposition_adopt(decomp%handle, int(comm, c_int), int(global, c_int), &
-                                          int(dims, c_int), c_periodic, c_string("XYZ"), &
-                                          offset_ptr, extent_ptr), stat, errmsg)
-    end if
+    call conclude(c_decomposition_adopt(decomp%handle, int(comm, c_int), int(global, c_int), &
+                                        int(dims, c_int), periodic_flags(periodic), &
+                                        c_string(rank_order), c_loc(c_offset), c_loc(c_extent)), &
+                  stat, errmsg)
   end subroutine decomposition_adopt_integer
 
   ! Collective. The exchanges built on it stay usable.
@@ -570,11 +535,7 @@ contains
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
     character(len=:), allocatable :: names
-    character(kind=c_char) :: buf(1024)
-    buf = c_null_char
-    call conclude(c_available_transports(decomp%handle, buf, size(buf, kind=c_size_t)), stat, &
-                  errmsg)
-    names = from_c(buf)
+    names = string_of(c_available_transports, decomp%handle, stat, errmsg)
   end function halox_available_transports
 
   ! ---- Exchange
@@ -634,17 +595,42 @@ contains
                   "strides?): pass whole arrays"
       c_fields(i) = c_field(field_list(i)%data, field_list(i)%type, field_list(i)%shape)
     end do
-    if (c_sizeof(options) /= c_options_size() .and. len(problem) == 0) &
-      problem = "the halox module and library disagree on halox_options: rebuild the module " // &
-                "with this library"
-    ! Problems found here fail every rank, as the library's own do.
-    status = c_agree(decomp%handle, c_string("halox_exchange_create"), c_string(problem))
+    status = agreed(decomp, options, problem)
     if (status == HALOX_SUCCESS) &
       status = c_exchange_create(ex%handle, decomp%handle, c_null_ptr, widths, &
                                  int(size(field_list), c_int), c_fields, options)
-    if (status == HALOX_SUCCESS) call remember_fields(ex, field_list)
-    call conclude(status, stat, errmsg)
+    call conclude_create(ex, field_list, status, stat, errmsg)
   end subroutine halox_exchange_create
+
+  ! Problems found here fail every rank, as the library's own do.
+  integer(c_int) function agreed(decomp, options, problem) result(status)
+    type(halox_decomposition), intent(in) :: decomp
+    type(c_options), intent(in) :: options
+    character(len=:), allocatable, intent(inout) :: problem
+    if (c_sizeof(options) /= c_options_size() .and. len(problem) == 0) &
+      problem = "the halox module and library disagree on halox_options: rebuild the module " // &
+                "with this library"
+    status = c_agree(decomp%handle, c_string("halox_exchange_create"), c_string(problem))
+  end function agreed
+
+  ! The created exchange remembers its fields (halox_exchange_set_field_data).
+  subroutine conclude_create(ex, field_list, status, stat, errmsg)
+    type(halox_exchange), intent(inout) :: ex
+    type(halox_field), intent(in) :: field_list(:)
+    integer(c_int), intent(in) :: status
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    integer :: i
+    if (status == HALOX_SUCCESS) then
+      ex%nfields = size(field_list)
+      ex%types = [(field_list(i)%type, i = 1, size(field_list))]
+      allocate(ex%shapes(3, size(field_list)))
+      do i = 1, size(field_list)
+        ex%shapes(:, i) = field_list(i)%shape
+      end do
+    end if
+    call conclude(status, stat, errmsg)
+  end subroutine conclude_create
 
   ! halox_exchange_create for fields of their own locations, halos and kinds.
   ! widths: the exchange's halo= (-1: none given).
@@ -667,11 +653,9 @@ contains
     status = c_subdomain(decomp%handle, extent, offset)   ! a bad handle: reported below
     do i = 1, size(field_list)
       associate (f => field_list(i))
-        specs(i) = c_field_spec(f%data, f%type, f%location, f%halo, f%shape, c_null_ptr, f%shared)
-        if (allocated(f%name)) then
-          names(i)%chars = c_string(f%name)
-          specs(i)%name = c_loc(names(i)%chars)
-        end if
+        if (allocated(f%name)) names(i)%chars = c_string(f%name)
+        specs(i) = c_field_spec(f%data, f%type, f%location, f%halo, f%shape, &
+                                text_address(names(i)), f%shared)
         if (len(problem) > 0) cycle
         if (allocated(f%problem)) then
           problem = field_label(f, i) // ": " // f%problem
@@ -685,15 +669,11 @@ contains
         end if
       end associate
     end do
-    if (c_sizeof(options) /= c_options_size() .and. len(problem) == 0) &
-      problem = "the halox module and library disagree on halox_options: rebuild the module " // &
-                "with this library"
-    status = c_agree(decomp%handle, c_string("halox_exchange_create"), c_string(problem))
+    status = agreed(decomp, options, problem)
     if (status == HALOX_SUCCESS) &
       status = c_exchange_create_fields(ex%handle, decomp%handle, c_null_ptr, &
                                         int(size(field_list), c_int), specs, options)
-    if (status == HALOX_SUCCESS) call remember_fields(ex, field_list)
-    call conclude(status, stat, errmsg)
+    call conclude_create(ex, field_list, status, stat, errmsg)
   end subroutine create_located
 
   ! A halo from the array's bounds, the interior starting at index 1: below,
@@ -770,23 +750,21 @@ contains
     type(option_strings), intent(inout), target :: strings
     type(c_options), intent(inout) :: options
     character(len=*), intent(in), optional :: transport, algorithm, wisdom_file, memory
-    if (present(transport)) then
-      strings%transport = c_string(transport)
-      options%transport = c_loc(strings%transport)
-    end if
-    if (present(algorithm)) then
-      strings%algorithm = c_string(algorithm)
-      options%algorithm = c_loc(strings%algorithm)
-    end if
-    if (present(wisdom_file)) then
-      strings%wisdom_file = c_string(wisdom_file)
-      options%wisdom_file = c_loc(strings%wisdom_file)
-    end if
-    if (present(memory)) then
-      strings%memory = c_string(memory)
-      options%memory = c_loc(strings%memory)
-    end if
+    call text_option(transport, strings%transport, options%transport)
+    call text_option(algorithm, strings%algorithm, options%algorithm)
+    call text_option(wisdom_file, strings%wisdom_file, options%wisdom_file)
+    call text_option(memory, strings%memory, options%memory)
   end subroutine text_options
+
+  ! chars: where the NUL-terminated text lives while the exchange is created.
+  subroutine text_option(text, chars, address)
+    character(len=*), intent(in), optional :: text
+    character(kind=c_char), allocatable, target, intent(inout) :: chars(:)
+    type(c_ptr), intent(inout) :: address
+    if (.not. present(text)) return
+    chars = c_string(text)
+    address = c_loc(chars)
+  end subroutine text_option
 
   subroutine fields_option(fields, strings, options, problem)
     class(*), intent(in) :: fields
@@ -896,18 +874,6 @@ contains
     if (allocated(ex%types)) deallocate(ex%types, ex%shapes)
   end subroutine halox_exchange_destroy
 
-  subroutine remember_fields(ex, field_list)
-    type(halox_exchange), intent(inout) :: ex
-    type(halox_field), intent(in) :: field_list(:)
-    integer :: i
-    ex%nfields = size(field_list)
-    ex%types = [(field_list(i)%type, i = 1, size(field_list))]
-    allocate(ex%shapes(3, size(field_list)))
-    do i = 1, size(field_list)
-      ex%shapes(:, i) = field_list(i)%shape
-    end do
-  end subroutine remember_fields
-
   ! field: 1-based, as passed to halox_exchange_create; array: of the type and
   ! shape of the one it replaces, with the TARGET attribute. Not collective,
   ! but every rank gives the same fields new memory before the same call,
@@ -918,10 +884,7 @@ contains
     real(real32), pointer, intent(in) :: array(:,:,:)
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
-    type(c_ptr) :: data
-    data = c_null_ptr
-    if (size(array) > 0) data = c_loc(array(lbound(array, 1), lbound(array, 2), lbound(array, 3)))
-    call set_field_data(ex, field, HALOX_FLOAT, shape(array), is_contiguous(array), data, stat, errmsg)
+    call set_field_data(ex, field, halox_field(array), stat, errmsg)
   end subroutine set_field_data_real32
 
   subroutine set_field_data_real64(ex, field, array, stat, errmsg)
@@ -930,18 +893,14 @@ contains
     real(real64), pointer, intent(in) :: array(:,:,:)
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
-    type(c_ptr) :: data
-    data = c_null_ptr
-    if (size(array) > 0) data = c_loc(array(lbound(array, 1), lbound(array, 2), lbound(array, 3)))
-    call set_field_data(ex, field, HALOX_DOUBLE, shape(array), is_contiguous(array), data, stat, errmsg)
+    call set_field_data(ex, field, halox_field(array), stat, errmsg)
   end subroutine set_field_data_real64
 
-  subroutine set_field_data(ex, field, type, extents, contiguous, data, stat, errmsg)
+  ! new: the new array as halox_field describes it.
+  subroutine set_field_data(ex, field, new, stat, errmsg)
     type(halox_exchange), intent(in) :: ex
-    integer, intent(in) :: field, extents(3)
-    integer(c_int), intent(in) :: type
-    logical, intent(in) :: contiguous
-    type(c_ptr), intent(in) :: data
+    integer, intent(in) :: field
+    type(halox_field), intent(in) :: new
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
     character(len=*), parameter :: me = "halox_exchange_set_field_data: "
@@ -949,17 +908,19 @@ contains
     if (field < 1 .or. field > ex%nfields) then
       call conclude(HALOX_ERROR_USAGE, stat, errmsg, me // "field " // str(field) // &
                     " is not one of the exchange's " // str(ex%nfields) // " fields")
-    else if (type /= ex%types(field) .or. any(extents /= ex%shapes(:, field))) then
+    else if (new%type /= ex%types(field) .or. any(new%shape /= ex%shapes(:, field))) then
       call conclude(HALOX_ERROR_USAGE, stat, errmsg, me // "the " // ordinal(field) // &
-                    " field's new array is " // trim(kinds(type)) // " " // str(extents(1)) // &
-                    " x " // str(extents(2)) // " x " // str(extents(3)) // ", the one it replaces " // &
+                    " field's new array is " // trim(kinds(new%type)) // " " // &
+                    str(new%shape(1)) // " x " // str(new%shape(2)) // " x " // &
+                    str(new%shape(3)) // ", the one it replaces " // &
                     trim(kinds(ex%types(field))) // " " // str(ex%shapes(1, field)) // " x " // &
                     str(ex%shapes(2, field)) // " x " // str(ex%shapes(3, field)))
-    else if (.not. contiguous) then
+    else if (.not. new%contiguous) then
       call conclude(HALOX_ERROR_USAGE, stat, errmsg, me // "the " // ordinal(field) // &
                     " field's new array is not contiguous: pass whole arrays")
     else
-      call conclude(c_exchange_set_field_data(ex%handle, int(field - 1, c_int), data), stat, errmsg)
+      call conclude(c_exchange_set_field_data(ex%handle, int(field - 1, c_int), new%data), stat, &
+                    errmsg)
     end if
   end subroutine set_field_data
 
@@ -980,7 +941,8 @@ contains
                       algorithm)
   end subroutine halox_start
 
-  ! halox_start, or halox_start and halox_wait (run), for every field or a subset.
+  ! halox_start, or halox_start and halox_wait (run), for every field or a subset
+  ! (as halox_exchange_run and halox_exchange_subset do in C).
   subroutine forward_call(function_name, ex, run, stat, errmsg, fields, names, depth, mask, &
                           algorithm)
     character(len=*), intent(in) :: function_name
@@ -994,31 +956,22 @@ contains
     integer(c_int), allocatable :: indices(:)
     integer(c_int) :: status
     character(len=:), allocatable :: message
+    type(c_text), target :: algorithm_text
     if (.not. (present(fields) .or. present(names) .or. present(depth) .or. present(mask) .or. &
                present(algorithm))) then
-      if (run) then
-        status = c_exchange_run(ex%handle)
-      else
-        status = c_start(ex%handle)
+      status = c_start(ex%handle)
+    else
+      call subset_indices(function_name, ex, fields, names, mask, indices, status, message)
+      if (status /= HALOX_SUCCESS) then
+        call conclude(status, stat, errmsg, message)
+        return
       end if
-      if (status /= HALOX_SUCCESS) message = in_fortran(function_name)
-      call conclude(status, stat, errmsg, message)
-      return
-    end if
-    call subset_indices(function_name, ex, fields, names, mask, indices, status, message)
-    if (status == HALOX_SUCCESS .and. present(algorithm)) then
+      if (present(algorithm)) algorithm_text%chars = c_string(algorithm)
       status = c_start_subset_algorithm(ex%handle, size(indices, kind=c_int), indices, &
-                                        depth_of(depth), c_string(algorithm))
-      if (status == HALOX_SUCCESS .and. run) status = c_wait(ex%handle)
-      if (status /= HALOX_SUCCESS) message = in_fortran(function_name)
-    else if (status == HALOX_SUCCESS) then
-      if (run) then
-        status = c_exchange_subset(ex%handle, size(indices, kind=c_int), indices, depth_of(depth))
-      else
-        status = c_start_subset(ex%handle, size(indices, kind=c_int), indices, depth_of(depth))
-      end if
-      if (status /= HALOX_SUCCESS) message = in_fortran(function_name)
+                                        depth_of(depth), text_address(algorithm_text))
     end if
+    if (status == HALOX_SUCCESS .and. run) status = c_wait(ex%handle)
+    if (status /= HALOX_SUCCESS) message = in_fortran(function_name)
     call conclude(status, stat, errmsg, message)
   end subroutine forward_call
 
@@ -1121,17 +1074,13 @@ contains
   ! every field). The first stage is in flight on return.
   subroutine halox_reverse_start(ex, op, stat, errmsg, fields, names, depth, every_holder, mask)
     type(halox_exchange), intent(in) :: ex
-    integer, intent(in), optional :: op
+    integer, intent(in), optional :: op, fields(:), depth
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
-    integer, intent(in), optional :: fields(:), depth
     character(len=*), intent(in), optional :: names(:)
     logical, intent(in), optional :: every_holder, mask(:)
-    integer(c_int) :: status
-    character(len=:), allocatable :: message
-    call reverse_start("halox_reverse_start", ex, op, fields, names, depth, every_holder, mask, &
-                       status, message)
-    call conclude(status, stat, errmsg, message)
+    call reverse_call("halox_reverse_start", ex, .false., op, stat, errmsg, fields, names, depth, &
+                      every_holder, mask)
   end subroutine halox_reverse_start
 
   ! Every owner (or every holder) has its total on return.
@@ -1149,34 +1098,29 @@ contains
   ! halox_reverse_start and halox_reverse_wait in one.
   subroutine halox_reverse(ex, op, stat, errmsg, fields, names, depth, every_holder, mask)
     type(halox_exchange), intent(in) :: ex
-    integer, intent(in), optional :: op
+    integer, intent(in), optional :: op, fields(:), depth
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
-    integer, intent(in), optional :: fields(:), depth
     character(len=*), intent(in), optional :: names(:)
     logical, intent(in), optional :: every_holder, mask(:)
-    integer(c_int) :: status
-    character(len=:), allocatable :: message
-    call reverse_start("halox_reverse", ex, op, fields, names, depth, every_holder, mask, &
-                       status, message)
-    if (status == HALOX_SUCCESS) then
-      status = c_reverse_wait(ex%handle)
-      if (status /= HALOX_SUCCESS) message = in_fortran("halox_reverse")
-    end if
-    call conclude(status, stat, errmsg, message)
+    call reverse_call("halox_reverse", ex, .true., op, stat, errmsg, fields, names, depth, &
+                      every_holder, mask)
   end subroutine halox_reverse
 
-  subroutine reverse_start(function_name, ex, op, fields, names, depth, every_holder, mask, &
-                           status, message)
+  ! halox_reverse_start, or it and halox_reverse_wait (run).
+  subroutine reverse_call(function_name, ex, run, op, stat, errmsg, fields, names, depth, &
+                          every_holder, mask)
     character(len=*), intent(in) :: function_name
     type(halox_exchange), intent(in) :: ex
+    logical, intent(in) :: run
     integer, intent(in), optional :: op, fields(:), depth
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
     character(len=*), intent(in), optional :: names(:)
     logical, intent(in), optional :: every_holder, mask(:)
-    integer(c_int), intent(out) :: status
-    character(len=:), allocatable, intent(out) :: message
     integer(c_int), allocatable :: indices(:)
-    integer(c_int) :: how, everywhere
+    integer(c_int) :: status, how, everywhere
+    character(len=:), allocatable :: message
     how = HALOX_SUM
     if (present(op)) how = op
     everywhere = 0
@@ -1184,21 +1128,25 @@ contains
       if (every_holder) everywhere = 1
     end if
     call subset_indices(function_name, ex, fields, names, mask, indices, status, message)
-    if (status /= HALOX_SUCCESS) return
-    status = c_reverse_start(ex%handle, how, size(indices, kind=c_int), indices, depth_of(depth), &
-                             everywhere)
-    if (status /= HALOX_SUCCESS) message = in_fortran(function_name)
-  end subroutine reverse_start
+    if (status == HALOX_SUCCESS) then
+      status = c_reverse_start(ex%handle, how, size(indices, kind=c_int), indices, &
+                               depth_of(depth), everywhere)
+      if (status == HALOX_SUCCESS .and. run) status = c_reverse_wait(ex%handle)
+      if (status /= HALOX_SUCCESS) message = in_fortran(function_name)
+    end if
+    call conclude(status, stat, errmsg, message)
+  end subroutine reverse_call
 
-  function string_of(query, ex, stat, errmsg) result(text)
+  ! A C query's text for the exchange or decomposition handle.
+  function string_of(query, handle, stat, errmsg) result(text)
     procedure(string_query) :: query
-    type(halox_exchange), intent(in) :: ex
+    type(c_ptr), intent(in) :: handle
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
     character(len=:), allocatable :: text
-    character(kind=c_char) :: buf(256)
+    character(kind=c_char) :: buf(1024)
     buf = c_null_char
-    call conclude(query(ex%handle, buf, size(buf, kind=c_size_t)), stat, errmsg)
+    call conclude(query(handle, buf, size(buf, kind=c_size_t)), stat, errmsg)
     text = from_c(buf)
   end function string_of
 
@@ -1209,7 +1157,7 @@ contains
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
     character(len=:), allocatable :: name
-    name = string_of(c_exchange_transport, ex, stat, errmsg)
+    name = string_of(c_exchange_transport, ex%handle, stat, errmsg)
   end function halox_transport
 
   function halox_algorithm(ex, stat, errmsg) result(name)
@@ -1217,7 +1165,7 @@ contains
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
     character(len=:), allocatable :: name
-    name = string_of(c_exchange_algorithm, ex, stat, errmsg)
+    name = string_of(c_exchange_algorithm, ex%handle, stat, errmsg)
   end function halox_algorithm
 
   ! The field grouping as run: "compact", "sequence", "cache" or a number.
@@ -1226,7 +1174,7 @@ contains
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
     character(len=:), allocatable :: name
-    name = string_of(c_exchange_fields, ex, stat, errmsg)
+    name = string_of(c_exchange_fields, ex%handle, stat, errmsg)
   end function halox_field_grouping
 
   ! Bytes per exchange this rank sends, receives and copies within itself.

@@ -434,7 +434,7 @@ contains
     allocate(send(biggest, 2), receive(biggest, 2))
     do side = 1, 2
       call axis_box(ref, axis, depth, side, .true., lo, hi)
-      if (neighbours(side, axis) /= MPI_PROC_NULL) call pack(ref, lo, hi, send(:, side))
+      if (neighbours(side, axis) /= MPI_PROC_NULL) call copy_box(ref, lo, hi, send(:, side), .true.)
       ! tag: the direction of travel, so that a rank its own neighbour matches
       call MPI_Irecv(receive(:, side), length(side), MPI_DOUBLE_PRECISION, &
                      neighbours(side, axis), 3 - side, comm, requests(side))
@@ -444,49 +444,31 @@ contains
     call MPI_Waitall(4, requests, MPI_STATUSES_IGNORE)
     do side = 1, 2
       call axis_box(ref, axis, depth, side, .false., lo, hi)
-      if (neighbours(side, axis) /= MPI_PROC_NULL) call unpack(ref, lo, hi, receive(:, side))
+      if (neighbours(side, axis) /= MPI_PROC_NULL) &
+        call copy_box(ref, lo, hi, receive(:, side), .false.)
     end do
   end subroutine exchange_axis
 
-  subroutine pack(ref, lo, hi, buffer)
+  ! The box [lo, hi] of a field into buffer (to_buffer), or from buffer into
+  ! the box, in Fortran order (x fastest).
+  subroutine copy_box(ref, lo, hi, buffer, to_buffer)
     type(field_ref), intent(in) :: ref
     integer, intent(in) :: lo(3), hi(3)
-    real(real64), intent(out) :: buffer(:)
-    integer :: i, j, k, at
-    at = 0
-    do k = lo(3), hi(3)
-      do j = lo(2), hi(2)
-        do i = lo(1), hi(1)
-          at = at + 1
-          if (associated(ref%a64)) then
-            buffer(at) = ref%a64(i, j, k)
-          else
-            buffer(at) = ref%a32(i, j, k)
-          end if
-        end do
-      end do
-    end do
-  end subroutine pack
-
-  subroutine unpack(ref, lo, hi, buffer)
-    type(field_ref), intent(inout) :: ref
-    integer, intent(in) :: lo(3), hi(3)
-    real(real64), intent(in) :: buffer(:)
-    integer :: i, j, k, at
-    at = 0
-    do k = lo(3), hi(3)
-      do j = lo(2), hi(2)
-        do i = lo(1), hi(1)
-          at = at + 1
-          if (associated(ref%a64)) then
-            ref%a64(i, j, k) = buffer(at)
-          else
-            ref%a32(i, j, k) = real(buffer(at), real32)
-          end if
-        end do
-      end do
-    end do
-  end subroutine unpack
+    real(real64), intent(inout) :: buffer(:)
+    logical, intent(in) :: to_buffer
+    integer :: n
+    n = product(hi - lo + 1)
+    if (to_buffer .and. associated(ref%a64)) then
+      buffer(1:n) = reshape(ref%a64(lo(1):hi(1), lo(2):hi(2), lo(3):hi(3)), [n])
+    else if (to_buffer) then
+      buffer(1:n) = reshape(real(ref%a32(lo(1):hi(1), lo(2):hi(2), lo(3):hi(3)), real64), [n])
+    else if (associated(ref%a64)) then
+      ref%a64(lo(1):hi(1), lo(2):hi(2), lo(3):hi(3)) = reshape(buffer(1:n), hi - lo + 1)
+    else
+      ref%a32(lo(1):hi(1), lo(2):hi(2), lo(3):hi(3)) = real(reshape(buffer(1:n), hi - lo + 1), &
+                                                            real32)
+    end if
+  end subroutine copy_box
 
   ! ---- The digest: per field, the sums of the low and high 32 bits of every
   ! owned point's value, exact and independent of the order of addition.

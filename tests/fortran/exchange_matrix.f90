@@ -95,74 +95,25 @@ contains
     expected = 1 + gc(1) + global(1) * (gc(2) + global(2) * gc(3)) + 1000 * field
   end function expected
 
-  ! Interior cells hold their values, halo cells -1 (any lower bounds: the
-  ! first element is the first halo cell).
-  subroutine fill32(u, offset, extent, field)
-    real(real32), intent(inout) :: u(:,:,:)
-    integer, intent(in) :: offset(3), extent(3), field
+  ! Per cell of an array shaped n (any lower bounds: the first element is the
+  ! first halo cell), what it holds before an exchange (interior cells their
+  ! values, halo cells -1) or must hold after one.
+  function cells(n, offset, extent, is_periodic, faces_only, field, before) result(values)
+    integer, intent(in) :: n(3), offset(3), extent(3), field
+    logical, intent(in) :: is_periodic, faces_only, before
+    real(real64) :: values(n(1), n(2), n(3))
     integer :: i, j, k, cell(3)
-    do k = 1, size(u, 3)
-      do j = 1, size(u, 2)
-        do i = 1, size(u, 1)
+    do k = 1, n(3)
+      do j = 1, n(2)
+        do i = 1, n(1)
           cell = [i, j, k] - 1 - widths([1, 3, 5])
-          u(i, j, k) = -1
-          if (all(cell >= 0 .and. cell < extent)) &
-            u(i, j, k) = real(expected(cell, offset, extent, .true., .false., field), real32)
+          values(i, j, k) = -1
+          if (.not. before .or. all(cell >= 0 .and. cell < extent)) &
+            values(i, j, k) = expected(cell, offset, extent, is_periodic, faces_only, field)
         end do
       end do
     end do
-  end subroutine fill32
-
-  subroutine fill64(u, offset, extent, field)
-    real(real64), intent(inout) :: u(:,:,:)
-    integer, intent(in) :: offset(3), extent(3), field
-    integer :: i, j, k, cell(3)
-    do k = 1, size(u, 3)
-      do j = 1, size(u, 2)
-        do i = 1, size(u, 1)
-          cell = [i, j, k] - 1 - widths([1, 3, 5])
-          u(i, j, k) = -1
-          if (all(cell >= 0 .and. cell < extent)) &
-            u(i, j, k) = expected(cell, offset, extent, .true., .false., field)
-        end do
-      end do
-    end do
-  end subroutine fill64
-
-  ! Cells of u (any lower bounds: lbound(u) is the first halo cell) that
-  ! differ from what they must hold.
-  integer function wrong32(u, offset, extent, is_periodic, faces_only, field) result(wrong)
-    real(real32), intent(in) :: u(:,:,:)
-    integer, intent(in) :: offset(3), extent(3), field
-    logical, intent(in) :: is_periodic, faces_only
-    integer :: i, j, k
-    wrong = 0
-    do k = 1, size(u, 3)
-      do j = 1, size(u, 2)
-        do i = 1, size(u, 1)
-          if (u(i, j, k) /= real(expected([i, j, k] - 1 - widths([1, 3, 5]), offset, extent, &
-                                          is_periodic, faces_only, field), real32)) &
-            wrong = wrong + 1
-        end do
-      end do
-    end do
-  end function wrong32
-
-  integer function wrong64(u, offset, extent, is_periodic, faces_only, field) result(wrong)
-    real(real64), intent(in) :: u(:,:,:)
-    integer, intent(in) :: offset(3), extent(3), field
-    logical, intent(in) :: is_periodic, faces_only
-    integer :: i, j, k
-    wrong = 0
-    do k = 1, size(u, 3)
-      do j = 1, size(u, 2)
-        do i = 1, size(u, 1)
-          if (u(i, j, k) /= expected([i, j, k] - 1 - widths([1, 3, 5]), offset, extent, &
-                                     is_periodic, faces_only, field)) wrong = wrong + 1
-        end do
-      end do
-    end do
-  end function wrong64
+  end function cells
 
   ! One case: a real32 and a real64 exchange in flight together, one with
   ! 1-based interiors and the other 0-based (swap_bases swaps them).
@@ -174,9 +125,9 @@ contains
     real(real32), allocatable, target :: a32(:,:,:), b32(:,:,:)
     real(real64), allocatable, target :: a64(:,:,:), b64(:,:,:)
     type(halox_exchange) :: ex32, ex64
-    integer :: extent(3), offset(3), base32, base64, round, wrong, stat
+    real(real64), allocatable :: before(:,:,:,:), after(:,:,:,:)
+    integer :: extent(3), offset(3), base32, base64, round, wrong, stat, f
     character(len=512) :: message
-    logical :: faces_only
     call halox_subdomain(decomp, extent, offset)
     base32 = merge(0, 1, swap_bases)
     base64 = 1 - base32
@@ -196,30 +147,36 @@ contains
                                               algorithm=algorithm, fields=grouping, &
                                               stat=stat, errmsg=message)
     if (stat /= 0) then
-      write(error_unit, "(a)") "rank " // str(rank) // ": " // transport // "/" // algorithm // &
-        "/" // grouping // ": " // trim(message)
+      write(error_unit, "(a, i0, 8a)") "rank ", rank, ": ", transport, "/", algorithm, "/", &
+        grouping, ": ", trim(message)
       failures = failures + 1
       return
     end if
     if (halox_transport(ex64) /= transport) failures = failures + 1
-    faces_only = algorithm == "faces"
+    ! Fields 0, 1 (real32) and 2, 3 (real64), before and after each exchange
+    allocate(before(size(a32, 1), size(a32, 2), size(a32, 3), 0:3))
+    allocate(after, mold=before)
+    do f = 0, 3
+      before(:, :, :, f) = cells(shape(a32), offset, extent, is_periodic, algorithm == "faces", &
+                                 f, .true.)
+      after(:, :, :, f) = cells(shape(a32), offset, extent, is_periodic, algorithm == "faces", &
+                                f, .false.)
+    end do
     do round = 1, 2
-      call fill32(a32, offset, extent, 0)
-      call fill32(b32, offset, extent, 1)
-      call fill64(a64, offset, extent, 2)
-      call fill64(b64, offset, extent, 3)
+      a32 = real(before(:, :, :, 0), real32)
+      b32 = real(before(:, :, :, 1), real32)
+      a64 = before(:, :, :, 2)
+      b64 = before(:, :, :, 3)
       call halox_start(ex32)
       call halox_start(ex64)
       call halox_wait(ex64)
       call halox_wait(ex32)
-      wrong = wrong32(a32, offset, extent, is_periodic, faces_only, 0) + &
-              wrong32(b32, offset, extent, is_periodic, faces_only, 1) + &
-              wrong64(a64, offset, extent, is_periodic, faces_only, 2) + &
-              wrong64(b64, offset, extent, is_periodic, faces_only, 3)
+      wrong = count(a32 /= real(after(:, :, :, 0), real32)) + &
+              count(b32 /= real(after(:, :, :, 1), real32)) + &
+              count(a64 /= after(:, :, :, 2)) + count(b64 /= after(:, :, :, 3))
       if (wrong /= 0) then
-        write(error_unit, "(a)") "rank " // str(rank) // ": " // transport // "/" // &
-          algorithm // "/" // grouping // merge("/periodic", "/open    ", is_periodic) // &
-          ": " // str(wrong) // " wrong cells"
+        write(error_unit, "(a, i0, 8a, i0, a)") "rank ", rank, ": ", transport, "/", algorithm, &
+          "/", grouping, merge("/periodic", "/open    ", is_periodic), ": ", wrong, " wrong cells"
         failures = failures + 1
       end if
     end do
@@ -227,22 +184,14 @@ contains
     call halox_exchange_destroy(ex64)
   end subroutine check_case
 
-  function str(i) result(text)
-    integer, intent(in) :: i
-    character(len=:), allocatable :: text
-    character(len=12) :: buf
-    write(buf, "(i0)") i
-    text = trim(buf)
-  end function str
-
   ! The call fails with `code`, its message contains `words`.
   subroutine expect(what, stat, message, code, words, failures)
     character(len=*), intent(in) :: what, message, words
     integer, intent(in) :: stat, code
     integer, intent(inout) :: failures
     if (stat == code .and. index(message, words) > 0) return
-    write(error_unit, "(a)") "rank " // str(rank) // ": " // what // ": stat " // str(stat) // &
-      " '" // trim(message) // "', expected " // str(code) // " with '" // words // "'"
+    write(error_unit, "(a, i0, 3a, i0, 3a, i0, 3a)") "rank ", rank, ": ", what, ": stat ", stat, &
+      " '", trim(message), "', expected ", code, " with '", words, "'"
     failures = failures + 1
   end subroutine expect
 
