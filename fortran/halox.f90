@@ -10,7 +10,7 @@
 !
 ! Fields as codes hold them (staggered grids, mixed kinds, subsets):
 !   call halox_exchange_create(ex, decomp, [halox_field(density0, name="density0"), &
-!                              halox_field(xvel0, location=HALOX_NODE, name="xvel0")])
+!                              halox_field(xvel0, location=HALOX_VERTEX, name="xvel0")])
 !   call halox_exchange_halos(ex, names=[character(len=16) :: "density0"], depth=1)
 !
 ! Errors follow Fortran's allocate: with stat= (and errmsg=) a failing call
@@ -47,12 +47,12 @@ module halox
 
   ! Where a field's points sit on the cell grid (halox_location; PETSc DMStag's
   ! conventions, docs/fortran.md): cell centres, faces normal to x, y, z, edges
-  ! along x, y, z, nodes (CloverLeaf's vertices).
+  ! along x, y, z, vertices (cell corners).
   integer, parameter, public :: HALOX_CELL = 0, HALOX_X_FACE = 1, HALOX_Y_FACE = 2, &
                                 HALOX_Z_FACE = 3, HALOX_X_EDGE = 4, HALOX_Y_EDGE = 5, &
-                                HALOX_Z_EDGE = 6, HALOX_NODE = 7
+                                HALOX_Z_EDGE = 6, HALOX_VERTEX = 7
   character(len=6), parameter :: location_names(0:7) = [character(len=6) :: "cell", &
-    "x_face", "y_face", "z_face", "x_edge", "y_edge", "z_edge", "node"]
+    "x_face", "y_face", "z_face", "x_edge", "y_edge", "z_edge", "vertex"]
   ! Per location, 1 along the axes where its points sit on the cells' faces.
   integer, parameter :: staggered(3, 0:7) = reshape([0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, &
                                                      0, 1, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1], [3, 8])
@@ -77,9 +77,6 @@ module halox
     integer(c_int), private :: shape(3) = 0
     integer, private :: lower(3) = 1
     logical, private :: contiguous = .true.
-    ! .true. when location=, halo= or name= was given: the exchange takes it
-    ! as a field of its own (halox_exchange_create_fields).
-    logical, private :: located = .false.
     integer(c_int), private :: location = HALOX_CELL
     integer(c_int), private :: halo(6) = -1   ! -1: given by the exchange, or inferred
     integer(c_int), private :: shared = 0     ! halox_shared_points: 0 from the owner, 1 kept
@@ -111,12 +108,6 @@ module halox
   end type option_strings
 
   ! The C API's structs, mirrored (checked against halox_options_size()).
-  type, bind(C) :: c_field
-    type(c_ptr) :: data
-    integer(c_int) :: type
-    integer(c_int) :: allocated(3)
-  end type c_field
-
   type, bind(C) :: c_field_spec
     type(c_ptr) :: data
     integer(c_int) :: type
@@ -174,16 +165,6 @@ module halox
       type(c_ptr), value :: decomp
       integer(c_int), value :: location
       integer(c_int), intent(out) :: points(3)
-    end function
-    integer(c_int) function c_exchange_create(ex, decomp, interior, halo, nfields, fields, &
-                                              options) bind(C, name="halox_exchange_create")
-      import :: c_ptr, c_int, c_field, c_options
-      type(c_ptr), intent(inout) :: ex
-      type(c_ptr), value :: decomp, interior
-      integer(c_int), intent(in) :: halo(6)
-      integer(c_int), value :: nfields
-      type(c_field), intent(in) :: fields(*)
-      type(c_options), intent(in) :: options
     end function
     integer(c_int) function c_exchange_destroy(ex) bind(C, name="halox_exchange_destroy")
       import :: c_ptr, c_int
@@ -355,7 +336,7 @@ contains
 
   ! The array keeps its bounds (a pointer dummy, as F2008 allows for a
   ! TARGET actual): halos left out are inferred from them, interior from 1.
-  ! location: HALOX_CELL (default) .. HALOX_NODE; halo: one width or six
+  ! location: HALOX_CELL (default) .. HALOX_VERTEX; halo: one width or six
   ! [lo_x, hi_x, lo_y, hi_y, lo_z, hi_z], in points; name: for errors and
   ! subset calls by name; shared: "from_owner" (default) or "kept", what the
   ! faces shared with a neighbour along a staggered axis get (docs/fortran.md).
@@ -396,12 +377,11 @@ contains
     field%shape = extents
     field%lower = lower
     field%contiguous = contiguous
-    field%located = present(location) .or. present(halo) .or. present(name) .or. present(shared)
     if (present(name)) field%name = trim(name)
     if (present(location)) then
       field%location = location
-      if (location < HALOX_CELL .or. location > HALOX_NODE) &
-        problem = "location= takes HALOX_CELL .. HALOX_NODE, got " // str(location)
+      if (location < HALOX_CELL .or. location > HALOX_VERTEX) &
+        problem = "location= takes HALOX_CELL .. HALOX_VERTEX, got " // str(location)
     end if
     if (present(halo)) call halo_widths(halo, field%halo, problem)
     if (present(shared)) then
@@ -541,13 +521,10 @@ contains
   ! ---- Exchange
 
   ! Collective over the decomposition's ranks, every rank with the same
-  ! arguments. field_list: arrays of one kind (halox_field(u), ...), each
-  ! shaped as the sub-domain plus its halos; halo: one width for every side,
-  ! or six, [lo_x, hi_x, lo_y, hi_y, lo_z, hi_z].
-  ! Fields as codes hold them: when a field has its own location=, halo= or
-  ! name=, or halo= is left out here, every field keeps its own location
-  ! (default HALOX_CELL) and kind, and its halo: its own halo=, else this
-  ! halo=, else inferred from its bounds (docs/fortran.md, "Staggered grids").
+  ! arguments. field_list: the fields (halox_field(u), ...), each of its own
+  ! location (default HALOX_CELL), kind and halo: its own halo=, else this
+  ! halo= (one width for every side, or six, [lo_x, hi_x, lo_y, hi_y, lo_z,
+  ! hi_z]), else inferred from its bounds (docs/fortran.md, "Staggered grids").
   ! The options, all optional:
   !   transport    "mpi-p2p" (default), "shm", "shm+ucx", ..., "auto" (measured)
   !   algorithm    "standard" (default), "staged", "faces", "auto" (measured)
@@ -572,10 +549,8 @@ contains
     character(len=*), intent(inout), optional :: errmsg
     type(option_strings), target :: strings
     type(c_options) :: options
-    type(c_field) :: c_fields(max(size(field_list), 1))
-    integer(c_int) :: widths(6), status
+    integer(c_int) :: widths(6)
     character(len=:), allocatable :: problem
-    integer :: i
 
     allocate(character(len=0) :: problem)
     widths = -1
@@ -585,21 +560,7 @@ contains
     if (present(auto)) call auto_option(auto, options, problem)
     if (present(timeout)) call timeout_option(timeout, options, problem)
     if (present(ranks_per_node)) options%ranks_per_node = ranks_per_node
-    if (.not. present(halo) .or. any(field_list%located)) then
-      call create_located(ex, decomp, field_list, widths, options, problem, stat, errmsg)
-      return
-    end if
-    do i = 1, size(field_list)
-      if (.not. field_list(i)%contiguous .and. len(problem) == 0) &
-        problem = "the " // ordinal(i) // " field is not contiguous (an array section with " // &
-                  "strides?): pass whole arrays"
-      c_fields(i) = c_field(field_list(i)%data, field_list(i)%type, field_list(i)%shape)
-    end do
-    status = agreed(decomp, options, problem)
-    if (status == HALOX_SUCCESS) &
-      status = c_exchange_create(ex%handle, decomp%handle, c_null_ptr, widths, &
-                                 int(size(field_list), c_int), c_fields, options)
-    call conclude_create(ex, field_list, status, stat, errmsg)
+    call create_fields(ex, decomp, field_list, widths, options, problem, stat, errmsg)
   end subroutine halox_exchange_create
 
   ! Problems found here fail every rank, as the library's own do.
@@ -620,21 +581,28 @@ contains
     integer(c_int), intent(in) :: status
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
+    character(len=*), parameter :: c_call = "halox_exchange_create_fields:"
+    character(len=:), allocatable :: text
     integer :: i
-    if (status == HALOX_SUCCESS) then
-      ex%nfields = size(field_list)
-      ex%types = [(field_list(i)%type, i = 1, size(field_list))]
-      allocate(ex%shapes(3, size(field_list)))
-      do i = 1, size(field_list)
-        ex%shapes(:, i) = field_list(i)%shape
-      end do
+    if (status /= HALOX_SUCCESS) then
+      ! The message names the routine the code called, not the C call behind it.
+      text = last_error()
+      if (index(text, c_call) == 1) text = "halox_exchange_create:" // text(len(c_call) + 1:)
+      call conclude(status, stat, errmsg, text)
+      return
     end if
+    ex%nfields = size(field_list)
+    ex%types = [(field_list(i)%type, i = 1, size(field_list))]
+    allocate(ex%shapes(3, size(field_list)))
+    do i = 1, size(field_list)
+      ex%shapes(:, i) = field_list(i)%shape
+    end do
     call conclude(status, stat, errmsg)
   end subroutine conclude_create
 
-  ! halox_exchange_create for fields of their own locations, halos and kinds.
+  ! halox_exchange_create's fields, described to the C API one by one.
   ! widths: the exchange's halo= (-1: none given).
-  subroutine create_located(ex, decomp, field_list, widths, options, problem, stat, errmsg)
+  subroutine create_fields(ex, decomp, field_list, widths, options, problem, stat, errmsg)
     type(halox_exchange), intent(inout) :: ex
     type(halox_decomposition), intent(in) :: decomp
     type(halox_field), intent(in) :: field_list(:)
@@ -674,11 +642,11 @@ contains
       status = c_exchange_create_fields(ex%handle, decomp%handle, c_null_ptr, &
                                         int(size(field_list), c_int), specs, options)
     call conclude_create(ex, field_list, status, stat, errmsg)
-  end subroutine create_located
+  end subroutine create_fields
 
   ! A halo from the array's bounds, the interior starting at index 1: below,
   ! 1 - lbound points; above, as many cells as below, so one point more along
-  ! a staggered axis (CloverLeaf's extents: cells x_min-2:x_max+2, nodes
+  ! a staggered axis (CloverLeaf's extents: cells x_min-2:x_max+2, vertices
   ! x_min-2:x_max+3). The rank at the high end of an open axis holds one more
   ! point there and may end where the others do (CloverLeaf's x_max+3: one
   ! point less above, on a side without a neighbour) or one further.
@@ -942,7 +910,7 @@ contains
   end subroutine halox_start
 
   ! halox_start, or halox_start and halox_wait (run), for every field or a subset
-  ! (as halox_exchange_run and halox_exchange_subset do in C).
+  ! (as halox_exchange_halos and halox_exchange_subset do in C).
   subroutine forward_call(function_name, ex, run, stat, errmsg, fields, names, depth, mask, &
                           algorithm)
     character(len=*), intent(in) :: function_name

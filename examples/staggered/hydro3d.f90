@@ -60,9 +60,9 @@ program hydro3d
     call halox_exchange_create(ex, decomp, [ &
       halox_field(density, name="density"), halox_field(energy, name="energy"), &
       halox_field(pressure, name="pressure"), &
-      halox_field(xvel, location=HALOX_NODE, name="xvel"), &
-      halox_field(yvel, location=HALOX_NODE, name="yvel"), &
-      halox_field(zvel, location=HALOX_NODE, name="zvel"), &
+      halox_field(xvel, location=HALOX_VERTEX, name="xvel"), &
+      halox_field(yvel, location=HALOX_VERTEX, name="yvel"), &
+      halox_field(zvel, location=HALOX_VERTEX, name="zvel"), &
       halox_field(mass_flux_x, location=HALOX_X_FACE, name="mass_flux_x"), &
       halox_field(mass_flux_y, location=HALOX_Y_FACE, name="mass_flux_y"), &
       halox_field(mass_flux_z, location=HALOX_Z_FACE, name="mass_flux_z")])

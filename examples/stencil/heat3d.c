@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   for (int step = 0; step < steps; ++step) {
     double* in = step % 2 == 0 ? u : next;
     double* out = step % 2 == 0 ? next : u;
-    CHECK(halox_exchange_run(exchange[step % 2]));
+    CHECK(halox_exchange_halos(exchange[step % 2]));
     for (int z = 0; z < e[2]; ++z)
       for (int y = 0; y < e[1]; ++y)
         for (int x = 0; x < e[0]; ++x)

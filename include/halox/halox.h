@@ -274,7 +274,7 @@ halox_status halox_exchange_destroy(halox_exchange* ex);
  * every halo cell is final; exchange: both. */
 halox_status halox_start(halox_exchange ex);
 halox_status halox_wait(halox_exchange ex);
-halox_status halox_exchange_run(halox_exchange ex);
+halox_status halox_exchange_halos(halox_exchange ex);
 
 /* ---- Queries. Strings are copied into buf (at most size bytes, always
  * terminated); a longer answer is cut short. */

@@ -249,7 +249,7 @@ halox_status halox_wait(halox_exchange ex) {
   });
 }
 
-halox_status halox_exchange_run(halox_exchange ex) {
+halox_status halox_exchange_halos(halox_exchange ex) {
   halox_status status = halox_start(ex);
   return status == HALOX_SUCCESS ? halox_wait(ex) : status;
 }

@@ -404,9 +404,37 @@ std::vector<band> bands_of(int n, int w_lo, int w_hi, bool below, bool above, bo
   return out;
 }
 
+// Where each copy of `c.region` is read: this rank's own in the field, each
+// other in the buffer of the side facing its holder (`held(side)`: the box
+// that buffer holds and its byte offset there).
+template <class Held>
+void locate_copies(gathered_copies& c, const std::array<const band*, 3>& b, const field_layout& l,
+                   Held&& held) {
+  for (size_t i = 0; i < 8; ++i) {
+    if (!holds_copy(i, c.along)) continue;
+    if (i == c.me) {
+      c.row[i] = static_cast<size_t>(l.grid.allocated()[0]);
+      c.plane[i] = c.row[i] * static_cast<size_t>(l.grid.allocated()[1]);
+      continue;
+    }
+    ivec3 from{0, 0, 0};
+    for (size_t k = 0; k < 3; ++k) from[k] = ((i >> k) & 1) ? b[k]->beside_at : b[k]->owner_at;
+    c.side[i] = side_index(from);
+    const auto [r, at] = held(c.side[i]);
+    const auto ex = static_cast<size_t>(r.extent(0)), ey = static_cast<size_t>(r.extent(1));
+    const size_t first = static_cast<size_t>(c.region.lo[0] - r.lo[0]) +
+                         ex * (static_cast<size_t>(c.region.lo[1] - r.lo[1]) +
+                               ey * static_cast<size_t>(c.region.lo[2] - r.lo[2]));
+    c.first[i] = at + first * l.element_bytes;
+    c.row[i] = ex;
+    c.plane[i] = ex * ey;
+  }
+}
+
 // The regions of a one-round step's combine, field by field: along each axis
-// the points held below (the first w.hi), above (the last w.lo) or by no
-// neighbour; a region per combination that some neighbour holds.
+// the bands of bands_of (every holder's halo copies too); a region per
+// combination that some neighbour holds. The halo copies of a rank's own
+// points come last: they take the totals of the points they copy.
 std::vector<gathered_copies> gather_plan(const reverse_step& step,
                                          const std::vector<field_layout>& layouts,
                                          const std::vector<int>& moved, int depth) {
@@ -473,26 +501,7 @@ std::vector<gathered_copies> gather_plan(const reverse_step& step,
             copied.push_back(c);
             continue;
           }
-          for (size_t i = 0; i < 8; ++i) {
-            if (!holds_copy(i, c.along)) continue;
-            if (i == c.me) {  // read from the field itself
-              c.row[i] = static_cast<size_t>(l.grid.allocated()[0]);
-              c.plane[i] = c.row[i] * static_cast<size_t>(l.grid.allocated()[1]);
-              continue;
-            }
-            ivec3 from{0, 0, 0};
-            for (size_t k = 0; k < 3; ++k)
-              from[k] = ((i >> k) & 1) ? b[k]->beside_at : b[k]->owner_at;
-            c.side[i] = side_index(from);
-            const auto [r, at] = held(c.side[i], f);
-            const auto ex = static_cast<size_t>(r.extent(0)), ey = static_cast<size_t>(r.extent(1));
-            const size_t first = static_cast<size_t>(c.region.lo[0] - r.lo[0]) +
-                                 ex * (static_cast<size_t>(c.region.lo[1] - r.lo[1]) +
-                                       ey * static_cast<size_t>(c.region.lo[2] - r.lo[2]));
-            c.first[i] = at + first * l.element_bytes;
-            c.row[i] = ex;
-            c.plane[i] = ex * ey;
-          }
+          locate_copies(c, b, l, [&](size_t side) { return held(side, f); });
           out.push_back(c);
         }
   }

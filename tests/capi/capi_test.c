@@ -65,7 +65,7 @@ static void exchange_checked(halox_decomposition d, const char* transport,
   }
   EXPECT(halox_start(ex) == HALOX_SUCCESS);
   EXPECT(halox_wait(ex) == HALOX_SUCCESS);
-  EXPECT(halox_exchange_run(ex) == HALOX_SUCCESS);
+  EXPECT(halox_exchange_halos(ex) == HALOX_SUCCESS);
   int wrong = 0;
   for (int z = -H; z < extent[2] + H; ++z)
     for (int y = -H; y < extent[1] + H; ++y)
@@ -119,7 +119,7 @@ static void shared_fields_checked(halox_decomposition d) {
   EXPECT(halox_exchange_transport_path(ex, path, sizeof path) == HALOX_SUCCESS);
   EXPECT(strncmp(path, "shm+", 4) == 0); /* not shm(outbox) */
   EXPECT(halox_exchange_record_stages(ex, 1) == HALOX_SUCCESS);
-  EXPECT(halox_exchange_run(ex) == HALOX_SUCCESS);
+  EXPECT(halox_exchange_halos(ex) == HALOX_SUCCESS);
   int wrong = 0;
   for (int f = 0; f < 2; ++f)
     for (int z = 0; z < az; ++z)
@@ -312,7 +312,7 @@ static void located_checked(int size) {
   EXPECT(halox_exchange_create_fields(&ex, d, NULL, 2, fields, &options) == HALOX_SUCCESS);
   located_fill(cell, 0, 0, extent, cell_lo, cell_hi, offset);
   located_fill(node, 1, 1, node_points, node_lo, node_hi, offset);
-  EXPECT(halox_exchange_run(ex) == HALOX_SUCCESS);
+  EXPECT(halox_exchange_halos(ex) == HALOX_SUCCESS);
   int global_cells[3] = {G, G, G};
   EXPECT(located_wrong(cell, 0, 0, cell_stag, extent, cell_lo, cell_hi, offset, global_cells, 0) == 0);
   EXPECT(located_wrong(node, 1, 1, node_stag, node_points, node_lo, node_hi, offset, node_global, 0) == 0);
@@ -474,7 +474,7 @@ static void kept_shared_faces_checked(void) {
   halox_options options = HALOX_OPTIONS_INIT;
   halox_exchange ex = NULL;
   EXPECT(halox_exchange_create_fields(&ex, d, NULL, 1, &spec, &options) == HALOX_SUCCESS);
-  EXPECT(halox_exchange_run(ex) == HALOX_SUCCESS);
+  EXPECT(halox_exchange_halos(ex) == HALOX_SUCCESS);
   int own_faces_kept = 1, beyond_moved = 1;
   /* Along x through the middle of y and z: the face at n (shared with the rank above) and the
    * point beyond it at n + 1, which the rank above sends from its point 1. */

@@ -37,7 +37,7 @@ program allocation_failure
   call each_allocation_fails(3, "halox_exchange_create")
   call each_allocation_fails(4, "halox_exchange_create")
   call each_allocation_fails(5, "halox_decomposition_adopt")
-  call each_allocation_fails(6, "halox_exchange_create_fields")
+  call each_allocation_fails(6, "halox_exchange_create")
   call halox_decomposition_destroy(decomp)
   call MPI_Finalize()
   if (failures > 0) error stop 1
@@ -47,7 +47,9 @@ contains
   ! Create call `which` with stat= and errmsg=; what it made is destroyed.
   ! 1, 2: halox_decomposition_create_f (an MPI_Comm, an integer); 3, 4:
   ! halox_exchange_create (real64, real32); 5: halox_decomposition_adopt_f;
-  ! 6: halox_exchange_create_fields (fields of their own halo, location, name).
+  ! 6: halox_exchange_create of fields of their own halo, location, name. The
+  ! exchanges are made by halox_exchange_create_fields, whose messages the
+  ! module gives the name of its own halox_exchange_create.
   ! made: the object was there to destroy.
   subroutine create(which, stat, errmsg, made)
     integer, intent(in) :: which

@@ -211,12 +211,15 @@ contains
     allocate(wrong_shape(0:extent(1) + 1 + merge(1, 0, rank == 0), 0:extent(2) + 1, &
                          0:extent(3) + 1))
     message = ""
+    ! Fields of two kinds in one exchange: each keeps its own.
     call halox_exchange_create(ex, decomp, [halox_field(u), halox_field(f)], halo=1, stat=stat, &
                                errmsg=message)
-    call expect("mixed kinds", stat, message, HALOX_ERROR_USAGE, "differ in type", failures)
+    call expect("mixed kinds", stat, message, HALOX_SUCCESS, "", failures)
+    if (stat == HALOX_SUCCESS) call halox_exchange_destroy(ex)
     call halox_exchange_create(ex, decomp, [halox_field(wrong_shape)], halo=1, stat=stat, &
                                errmsg=message)
-    call expect("shape", stat, message, HALOX_ERROR_USAGE, "rank 0: the 1st field is", failures)
+    call expect("shape", stat, message, HALOX_ERROR_USAGE, &
+                "halox_exchange_create: rank 0: field 'field 0' (cell, double (real64)) is", failures)
     call halox_exchange_create(ex, decomp, [halox_field(u)], halo=[1, 1, 1, 1, 1, extent(3) + 1], &
                                stat=stat, errmsg=message)
     call expect("halo wider than the sub-domain", stat, message, HALOX_ERROR_USAGE, "halo", &
@@ -233,7 +236,8 @@ contains
     call expect("unavailable transport", stat, message, HALOX_ERROR_USAGE, "cuda-ipc", failures)
     call halox_exchange_create(ex, decomp, [halox_field(u(:, :, 0:1))], halo=1, stat=stat, &
                                errmsg=message)
-    call expect("a section", stat, message, HALOX_ERROR_USAGE, "1st field is", failures)
+    call expect("a section", stat, message, HALOX_ERROR_USAGE, "field 'field 0' (cell, double", &
+                failures)
     call halox_exchange_create(ex, decomp, [halox_field(u(::2, :, :))], halo=1, stat=stat, &
                                errmsg=message)
     call expect("strides", stat, message, HALOX_ERROR_USAGE, "not contiguous", failures)

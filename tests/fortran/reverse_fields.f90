@@ -15,7 +15,7 @@ program reverse_fields
   use, intrinsic :: iso_fortran_env, only: real32, real64, error_unit
   implicit none
   integer, parameter :: global(3) = [7, 6, 5], nfields = 3
-  integer, parameter :: locations(nfields) = [HALOX_CELL, HALOX_NODE, HALOX_X_FACE]
+  integer, parameter :: locations(nfields) = [HALOX_CELL, HALOX_VERTEX, HALOX_X_FACE]
   integer, parameter :: lo(3, nfields) = reshape([2, 2, 2, 0, 0, 0, 1, 1, 1], [3, nfields])
   integer, parameter :: hi(3, nfields) = reshape([2, 2, 2, 1, 1, 1, 2, 1, 1], [3, nfields])
 
@@ -40,7 +40,7 @@ program reverse_fields
     call allocate_fields()
     call halox_exchange_create(ex, decomp, &
       [halox_field(rho, halo=[2, 2, 2, 2, 2, 2], name="rho"), &
-       halox_field(fx, location=HALOX_NODE, halo=[0, 1, 0, 1, 0, 1], name="fx"), &
+       halox_field(fx, location=HALOX_VERTEX, halo=[0, 1, 0, 1, 0, 1], name="fx"), &
        halox_field(flux, location=HALOX_X_FACE, halo=[1, 2, 1, 1, 1, 1], name="flux")])
     do pass = 1, 2
       every = pass == 2
@@ -95,7 +95,7 @@ program reverse_fields
     ! "auto" for the algorithm as for the transport.
     call halox_exchange_create(ex, decomp, &
       [halox_field(rho, halo=[2, 2, 2, 2, 2, 2], name="rho"), &
-       halox_field(fx, location=HALOX_NODE, halo=[0, 1, 0, 1, 0, 1], name="fx"), &
+       halox_field(fx, location=HALOX_VERTEX, halo=[0, 1, 0, 1, 0, 1], name="fx"), &
        halox_field(flux, location=HALOX_X_FACE, halo=[1, 2, 1, 1, 1, 1], name="flux")], &
       algorithm="auto", fields="auto")
     if (halox_algorithm(ex) /= "standard" .and. halox_algorithm(ex) /= "staged") &
@@ -144,7 +144,7 @@ contains
 
   logical function staggered(location, k)
     integer, intent(in) :: location, k
-    staggered = location == HALOX_NODE .or. (location == HALOX_X_FACE .and. k == 1)
+    staggered = location == HALOX_VERTEX .or. (location == HALOX_X_FACE .and. k == 1)
   end function staggered
 
   ! A copy's value from its holder, its local point and the epoch: 1 to 40.

@@ -94,7 +94,7 @@ contains
       s = [1, 0, 1]
     case (HALOX_Z_EDGE)
       s = [1, 1, 0]
-    case (HALOX_NODE)
+    case (HALOX_VERTEX)
       s = [1, 1, 1]
     case default
       s = 0
@@ -111,7 +111,7 @@ contains
     integer :: extent(3), offset(3), f, k, s(3)
     call halox_subdomain(decomp, extent, offset)
     fields(1) = test_field(name="density", location=HALOX_CELL, inferred=.true.)
-    fields(2) = test_field(name="xvel", location=HALOX_NODE, inferred=.true.)
+    fields(2) = test_field(name="xvel", location=HALOX_VERTEX, inferred=.true.)
     fields(3) = test_field(name="vol_flux_x", location=HALOX_X_FACE, single=.true., &
                            lo=[1, 1, 1], hi=[2, 2, 2])
     fields(4) = test_field(name="edge_y", location=HALOX_Y_EDGE, single=.true., &
@@ -152,7 +152,7 @@ contains
     character(len=*), intent(inout) :: errmsg
     call halox_exchange_create(ex, decomp, &
       [halox_field(fields(1)%a64, name="density"), &
-       halox_field(fields(2)%a64, location=HALOX_NODE, name="xvel"), &
+       halox_field(fields(2)%a64, location=HALOX_VERTEX, name="xvel"), &
        halox_field(fields(3)%a32, location=HALOX_X_FACE, halo=[1, 2, 1, 2, 1, 2], &
                    name="vol_flux_x"), &
        halox_field(fields(4)%a32, location=HALOX_Y_EDGE, halo=[1, 1, 1, 1, 2, 1], &
@@ -350,7 +350,7 @@ contains
     real(real64), allocatable, target :: nodes(:,:,:), moved(:,:,:), short(:,:,:)
     call halox_subdomain(decomp, n)
     allocate(nodes(0:n(1) + 2, 0:n(2) + 2, 0:n(3) + 2), source=real(rank + 1, real64))
-    call halox_exchange_create(ex, decomp, [halox_field(nodes, location=HALOX_NODE, &
+    call halox_exchange_create(ex, decomp, [halox_field(nodes, location=HALOX_VERTEX, &
                                name="xvel", shared="kept")])
     call halox_exchange_halos(ex, algorithm="staged")   ! a call's own algorithm
     y = 1 + n(2) / 2
@@ -385,7 +385,7 @@ contains
                             "algorithm=""diagonal""", failures)
     call halox_exchange_destroy(ex)
     msg = ""
-    call halox_exchange_create(ex, decomp, [halox_field(nodes, location=HALOX_NODE, &
+    call halox_exchange_create(ex, decomp, [halox_field(nodes, location=HALOX_VERTEX, &
                                shared="mine")], stat=stat, errmsg=msg)
     call expect_usage_error(stat, msg, "shared= takes", "shared=""mine""", failures)
   end subroutine kept_shared_faces
@@ -402,9 +402,9 @@ contains
     allocate(cells(-1:extent(1) + 2, -1:extent(2) + 2, -1:extent(3) + 2))
     ! Cell bounds called a node: the inferred halo would reach 1 node less above.
     msg = ""
-    call halox_exchange_create(ex, decomp, [halox_field(cells, location=HALOX_NODE, &
+    call halox_exchange_create(ex, decomp, [halox_field(cells, location=HALOX_VERTEX, &
                                name="xvel")], stat=stat, errmsg=msg)
-    call expect_usage_error(stat, msg, "field 'xvel' (node) has bounds -1:", &
+    call expect_usage_error(stat, msg, "field 'xvel' (vertex) has bounds -1:", &
                             "cell bounds inferred as a node", failures)
     ! Given halos: the rank at the open high end holds one more x face.
     msg = ""
@@ -417,16 +417,16 @@ contains
     ! rank of an open axis one point less above; one point less again is not.
     allocate(nodes(-1:extent(1) + 3, -1:extent(2) + 3, -1:extent(3) + 3))
     msg = ""
-    call halox_exchange_create(ex, decomp, [halox_field(nodes, location=HALOX_NODE, &
+    call halox_exchange_create(ex, decomp, [halox_field(nodes, location=HALOX_VERTEX, &
                                name="xvel")], stat=stat, errmsg=msg)
     if (stat /= HALOX_SUCCESS) call fail(failures, "CloverLeaf's nodes: " // trim(msg))
     if (stat == HALOX_SUCCESS) call halox_exchange_destroy(ex)
     deallocate(nodes)
     allocate(nodes(-1:extent(1) + 2, -1:extent(2) + 3, -1:extent(3) + 3))
     msg = ""
-    call halox_exchange_create(ex, decomp, [halox_field(nodes, location=HALOX_NODE, &
+    call halox_exchange_create(ex, decomp, [halox_field(nodes, location=HALOX_VERTEX, &
                                name="xvel")], stat=stat, errmsg=msg)
-    call expect_usage_error(stat, msg, "field 'xvel' (node) has bounds -1:", &
+    call expect_usage_error(stat, msg, "field 'xvel' (vertex) has bounds -1:", &
                             "node bounds one short above", failures)
     msg = ""
     call halox_exchange_create(ex, decomp, [halox_field(cells, location=9)], stat=stat, &
