@@ -347,15 +347,6 @@ void halo_exchange::finish(const decomposition& decomp, field_set fields, state&
   s.node = make_node_membership(s.comm, options.ranks_per_node);
   s.waits.oversubscribed = s.node.oversubscribed;
   s.waits.comm = s.comm;
-  // Whether fields are shared is each rank's own business; the check is everybody's.
-  if (s.fields.shared && problem.empty()) {
-    int same = MPI_UNEQUAL;
-    MPI_Comm_compare(s.fields.shared->node_comm(), s.node.comm, &same);
-    if (same != MPI_IDENT && same != MPI_CONGRUENT)
-      problem =
-          "the shared fields were allocated for another grouping of ranks into nodes than "
-          "the exchange uses";
-  }
   s.tuning = options.tuning;
   plan_request request;
   request.layouts = std::move(s.whole->plan.layouts);

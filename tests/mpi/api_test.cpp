@@ -101,6 +101,16 @@ TEST(Api, SharedFieldsFoundByAddress) {
   std::vector<double*> mixed{memory[1], heap.data()};
   halo_exchange copied(s.decomp, s.ctx.grid, mixed, {.transport = parse_transport_choice("shm")});
   EXPECT_EQ(copied.transport_path().rfind("shm(outbox)", 0), 0u) << copied.transport_path();
+
+  // Memory shared by other node groups than the exchange's (one rank each) is copied.
+  if (s.decomp.size() < 2) return;
+  shared_fields<double> alone(s.decomp, s.ctx.grid, 1, 1);
+  fill_fields(std::vector<double*>{alone[0]}, s.ctx, 1);
+  halo_exchange apart(s.decomp, s.ctx.grid, alone.pointers(),
+                      {.transport = parse_transport_choice("shm")});
+  EXPECT_EQ(apart.transport_path().rfind("shm(outbox)", 0), 0u) << apart.transport_path();
+  apart.exchange();
+  expect_exact(alone.pointers(), s.ctx);
 }
 
 // What a transport measured when it was built, handed to the next exchange of

@@ -18,8 +18,11 @@ namespace halox {
 
 shm_transport::shm_transport(const transport_context& ctx)
     : single_copy_transport(ctx, transport_names::shm) {
-  // Direct copies need the fields of every rank of the node in one shared window.
-  int all_shared = fields_.shared ? 1 : 0;
+  // Direct copies need the fields of every rank of the node in one shared window,
+  // allocated for the same grouping of ranks into nodes (else they are copied).
+  int same = MPI_UNEQUAL;
+  if (fields_.shared) MPI_Comm_compare(fields_.shared->node_comm(), node_.comm, &same);
+  int all_shared = same == MPI_IDENT || same == MPI_CONGRUENT ? 1 : 0;
   yielding_allreduce(MPI_IN_PLACE, &all_shared, 1, MPI_INT, MPI_MIN, node_.comm);
   direct_ = all_shared != 0;
 
