@@ -28,6 +28,12 @@ std::pair<std::string, std::string> split_argument(const std::string& arg) {
   return {arg.substr(0, eq), eq == std::string::npos ? "" : arg.substr(eq + 1)};
 }
 
+void field3d::place_at(double* memory) {
+  std::copy(data.begin(), data.end(), memory);
+  data = {memory, data.size()};
+  owned = {};
+}
+
 field3d cloverleaf_field(const halox::decomposition& d, const ivec3& cells, std::string name,
                          halox::location at) {
   field3d f;
@@ -38,7 +44,8 @@ field3d cloverleaf_field(const halox::decomposition& d, const ivec3& cells, std:
   const ivec3 staggered = halox::staggered_axes(at);
   f.halo = {{2, 2, 2}, {2 + staggered[0], 2 + staggered[1], 2 + staggered[2]}};
   f.grid = halox::local_grid(halox::field_points(d, cells, at), f.halo);
-  f.data.assign(f.grid.points(), 0.0);
+  f.owned.assign(f.grid.points(), 0.0);
+  f.data = f.owned;
   return f;
 }
 

@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,11 +23,20 @@ namespace hydro {
 using halox::ivec3;
 
 struct field3d {
+  field3d() = default;
+  field3d(field3d&&) = default;  // the points stay where they are
+  field3d& operator=(field3d&&) = default;
+  field3d(const field3d&) = delete;  // a copy would alias the points
+  field3d& operator=(const field3d&) = delete;
+
   std::string name;
   halox::location at = halox::location::cell;
   halox::halo_widths halo;
   halox::local_grid grid;  // the points this rank holds, and the halo
-  std::vector<double> data;
+  std::span<double> data;  // in `owned`, or in memory the program allocated (place_at)
+  std::vector<double> owned;
+  // Moves the points into `memory` (grid.points() doubles), which must outlive the field.
+  void place_at(double* memory);
   double& operator()(int x, int y, int z) { return data[grid.index(x, y, z)]; }
   double operator()(int x, int y, int z) const { return data[grid.index(x, y, z)]; }
 };
@@ -77,6 +87,7 @@ class halox_updater final : public halo_updater {
                 const std::vector<halox::field>& fields, const halox::exchange_options& options)
       : ex_(d, cells, fields, options) {}
   void update(const std::vector<int>& fields, int depth) override { ex_.exchange(fields, depth); }
+  const halox::halo_exchange& exchange() const { return ex_; }
 
  private:
   halox::halo_exchange ex_;

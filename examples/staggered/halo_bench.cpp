@@ -19,6 +19,8 @@
 //     shared=kept|from_owner (kept: halox's staggered fields move what the code's exchange
 //     does, and both runs' fields must agree; from_owner: the shared faces too, not compared)
 //     block=N (fields per block; 0: halox's choice) parts=app,mixed,subsets,cloverleaf
+//     memory=private|shared (private: halox's fields on the heap, as the code's own; shared:
+//     allocated in halox's node-shared memory, which shm reads in place: one copy per point)
 //
 // Prints a table and one JSON object per measurement.
 #include <mpi.h>
@@ -35,6 +37,7 @@
 #include "cloverleaf_calls.hpp"
 #include "fields.hpp"
 #include "halox/common/error.hpp"
+#include "halox/field_memory.hpp"
 #include "step.hpp"
 
 namespace {
@@ -48,6 +51,7 @@ struct bench_options {
   bool periodic = true;  // boundary=periodic|open (CloverLeaf's: open, walls)
   bool compute = true;   // compute=on|off: the kernels between CloverLeaf3D's calls
   halox::shared_points shared = halox::shared_points::kept;  // shared=kept|from_owner
+  bool shared_memory = false;  // memory=private|shared: where the cloverleaf part's halox fields live
   std::string parts = "app,mixed,subsets,cloverleaf";  // which of the measurements run
 };
 
@@ -67,6 +71,7 @@ bench_options parse(int argc, char** argv) {
     else if (key == "boundary" && (value == "periodic" || value == "open")) o.periodic = value == "periodic";
     else if (key == "compute" && (value == "on" || value == "off")) o.compute = value == "on";
     else if (key == "shared") o.shared = halox::parse_shared_points(value);
+    else if (key == "memory" && (value == "private" || value == "shared")) o.shared_memory = value == "shared";
     else throw halox::usage_error("unknown argument '" + arg + "'");
   }
   return o;
@@ -251,8 +256,20 @@ void cloverleaf_calls(const halox::decomposition& d, const bench_options& o) {
   namespace cl = hydro::cloverleaf;
   const ivec3 cells{o.cells, o.cells, o.cells};
   std::vector<field3d> halox_fields = cl::make_fields(d, cells), own_fields = cl::make_fields(d, cells);
+  // With memory=shared, one node-shared slot per field, as large as the largest.
+  size_t largest = 0;
+  for (const auto& f : halox_fields) largest = std::max(largest, f.data.size_bytes());
+  std::unique_ptr<halox::shared_field_memory> memory;
+  if (o.shared_memory) {
+    memory = std::make_unique<halox::shared_field_memory>(d, largest, cl::field_count);
+    for (int i = 0; i < cl::field_count; ++i)
+      halox_fields[static_cast<size_t>(i)].place_at(static_cast<double*>(memory->field(i)));
+  }
   hydro::halox_updater with_halox(d, cells, cl::descriptors(halox_fields, o.shared), options_of(o));
   cl::own_exchange with_own(d, own_fields);
+  if (d.rank() == 0)
+    std::printf("# CloverLeaf3D's calls: halox's fields in %s memory, path %s\n",
+                o.shared_memory ? "node-shared" : "private", with_halox.exchange().transport_path().c_str());
   const cl::call start = cl::start_call();
   const std::vector<cl::call> calls = cl::step_calls();
   // Seconds per kind of call in one run, and the run's total.

@@ -54,13 +54,19 @@ def test_hydro3d_refuses_a_bad_argument(run_mpi):
 
 # CloverLeaf3D's own calls (examples/staggered/cloverleaf_calls.hpp): halox with the shared
 # faces kept leaves every point of the 19 fields as the code's own exchange does (the
-# benchmark stops with an error otherwise), on rank grids with and without self-neighbours.
-@pytest.mark.parametrize("ranks,boundary,algorithm", [(2, "open", "staged"),
-                                                      (4, "periodic", "standard"),
-                                                      (3, "open", "standard")])
-def test_cloverleaf3d_calls_leave_the_fields_as_the_codes_own_exchange(run_mpi, ranks, boundary,
-                                                                       algorithm):
+# benchmark stops with an error otherwise), on rank grids with and without self-neighbours,
+# and with halox's fields in node-shared memory, which shm then reads in place.
+@pytest.mark.parametrize("ranks,boundary,algorithm,transport,memory,path", [
+    (2, "open", "staged", "mpi-p2p", "private", "mpi-p2p"),
+    (4, "periodic", "standard", "mpi-p2p", "private", "mpi-p2p"),
+    (3, "open", "standard", "shm", "private", "shm(outbox)+mpi-p2p"),
+    (4, "periodic", "staged", "shm", "shared", "shm+mpi-p2p")])
+def test_cloverleaf3d_calls_leave_the_fields_as_the_codes_own_exchange(
+        run_mpi, ranks, boundary, algorithm, transport, memory, path):
     run = run_mpi(ranks, "halox-example-hydro3d-bench", "cells=6", "rounds=1", "steps=2",
-                  "parts=cloverleaf", f"boundary={boundary}", f"algorithm={algorithm}")
+                  "parts=cloverleaf", f"boundary={boundary}", f"algorithm={algorithm}",
+                  f"transport={transport}", f"memory={memory}")
     assert run.returncode == 0, run.stdout + run.stderr
+    where = "node-shared" if memory == "shared" else "private"
+    assert f"halox's fields in {where} memory, path {path}\n" in run.stdout, run.stdout
     assert "cloverleaf3d halo time per step" in run.stdout, run.stdout
