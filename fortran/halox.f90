@@ -68,6 +68,12 @@ module halox
     integer(c_int), allocatable, private :: types(:), shapes(:,:)
   end type halox_exchange
 
+  ! The C API's halox_halo_widths, mirrored: points below (lo) and above (hi) the interior
+  ! along x, y, z. -1 (never passed to C) marks a side that no halo=, halo_lo= or halo_hi= gave.
+  type, bind(C) :: c_halo_widths
+    integer(c_int) :: lo(3) = -1, hi(3) = -1
+  end type c_halo_widths
+
   ! One field: made by halox_field(array) from a 3-D real32 or real64 array
   ! with the TARGET attribute, halo included, any lower bounds; optionally
   ! its location, its own halo widths (points) and a name.
@@ -78,7 +84,7 @@ module halox
     integer, private :: lower(3) = 1
     logical, private :: contiguous = .true.
     integer(c_int), private :: location = HALOX_CELL
-    integer(c_int), private :: halo(6) = -1   ! -1: given by the exchange, or inferred
+    type(c_halo_widths), private :: halo      ! -1: given by the exchange, or inferred
     integer(c_int), private :: shared = 0     ! halox_shared_points: 0 from the owner, 1 kept
     character(len=:), allocatable, private :: name
     character(len=:), allocatable, private :: problem
@@ -107,12 +113,13 @@ module halox
                                            wisdom_file(:), memory(:)
   end type option_strings
 
-  ! The C API's structs, mirrored (checked against halox_options_size()).
+  ! The C API's structs, mirrored (checked against halox_options_size()); halox_halo_widths
+  ! is c_halo_widths, above.
   type, bind(C) :: c_field_spec
     type(c_ptr) :: data
     integer(c_int) :: type
     integer(c_int) :: location
-    integer(c_int) :: halo(6)
+    type(c_halo_widths) :: halo
     integer(c_int) :: allocated(3)
     type(c_ptr) :: name
     integer(c_int) :: shared
@@ -336,39 +343,41 @@ contains
 
   ! The array keeps its bounds (a pointer dummy, as F2008 allows for a
   ! TARGET actual): halos left out are inferred from them, interior from 1.
-  ! location: HALOX_CELL (default) .. HALOX_VERTEX; halo: one width or six
-  ! [lo_x, hi_x, lo_y, hi_y, lo_z, hi_z], in points; name: for errors and
-  ! subset calls by name; shared: "from_owner" (default) or "kept", what the
-  ! faces shared with a neighbour along a staggered axis get (docs/fortran.md).
-  function field_real32(array, location, halo, name, shared) result(field)
+  ! location: HALOX_CELL (default) .. HALOX_VERTEX; halo: one width for every
+  ! side, in points, or halo_lo and halo_hi: three widths each (x, y, z),
+  ! below and above the interior; name: for errors and subset calls by name;
+  ! shared: "from_owner" (default) or "kept", what the faces shared with a
+  ! neighbour along a staggered axis get (docs/fortran.md).
+  function field_real32(array, location, halo, name, shared, halo_lo, halo_hi) result(field)
     real(real32), pointer, intent(in) :: array(:,:,:)
-    integer, intent(in), optional :: location, halo(..)
+    integer, intent(in), optional :: location, halo(..), halo_lo(:), halo_hi(:)
     character(len=*), intent(in), optional :: name, shared
     type(halox_field) :: field
     field = new_field(HALOX_FLOAT, shape(array), lbound(array), is_contiguous(array), &
-                      location, halo, name, shared)
+                      location, name, shared)
+    call halo_widths(field%halo, field%problem, halo, halo_lo, halo_hi)
     if (size(array) > 0) field%data = c_loc(array(field%lower(1), field%lower(2), field%lower(3)))
   end function field_real32
 
-  function field_real64(array, location, halo, name, shared) result(field)
+  function field_real64(array, location, halo, name, shared, halo_lo, halo_hi) result(field)
     real(real64), pointer, intent(in) :: array(:,:,:)
-    integer, intent(in), optional :: location, halo(..)
+    integer, intent(in), optional :: location, halo(..), halo_lo(:), halo_hi(:)
     character(len=*), intent(in), optional :: name, shared
     type(halox_field) :: field
     field = new_field(HALOX_DOUBLE, shape(array), lbound(array), is_contiguous(array), &
-                      location, halo, name, shared)
+                      location, name, shared)
+    call halo_widths(field%halo, field%problem, halo, halo_lo, halo_hi)
     if (size(array) > 0) field%data = c_loc(array(field%lower(1), field%lower(2), field%lower(3)))
   end function field_real64
 
-  ! All of halox_field but the array's address (element: HALOX_FLOAT or
-  ! HALOX_DOUBLE). Problems are kept for halox_exchange_create, which reports
-  ! them on every rank.
-  function new_field(element, extents, lower, contiguous, location, halo, name, shared) &
-      result(field)
+  ! All of halox_field but the array's address and halo (element: HALOX_FLOAT
+  ! or HALOX_DOUBLE). Problems are kept for halox_exchange_create, which
+  ! reports them on every rank.
+  function new_field(element, extents, lower, contiguous, location, name, shared) result(field)
     integer(c_int), intent(in) :: element
     integer, intent(in) :: extents(3), lower(3)
     logical, intent(in) :: contiguous
-    integer, intent(in), optional :: location, halo(..)
+    integer, intent(in), optional :: location
     character(len=*), intent(in), optional :: name, shared
     type(halox_field) :: field
     character(len=:), allocatable :: problem
@@ -383,7 +392,6 @@ contains
       if (location < HALOX_CELL .or. location > HALOX_VERTEX) &
         problem = "location= takes HALOX_CELL .. HALOX_VERTEX, got " // str(location)
     end if
-    if (present(halo)) call halo_widths(halo, field%halo, problem)
     if (present(shared)) then
       if (shared == "kept") then
         field%shared = 1
@@ -522,9 +530,10 @@ contains
 
   ! Collective over the decomposition's ranks, every rank with the same
   ! arguments. field_list: the fields (halox_field(u), ...), each of its own
-  ! location (default HALOX_CELL), kind and halo: its own halo=, else this
-  ! halo= (one width for every side, or six, [lo_x, hi_x, lo_y, hi_y, lo_z,
-  ! hi_z]), else inferred from its bounds (docs/fortran.md, "Staggered grids").
+  ! location (default HALOX_CELL), kind and halo: its own halo widths, else
+  ! these (halo=: one width for every side, or halo_lo= and halo_hi=: three
+  ! each, x, y, z, below and above the interior), else inferred from its
+  ! bounds (docs/fortran.md, "Staggered grids").
   ! The options, all optional:
   !   transport    "mpi-p2p" (default), "shm", "shm+ucx", ..., "auto" (measured)
   !   algorithm    "standard" (default), "staged", "faces", "auto" (measured)
@@ -537,11 +546,11 @@ contains
   !   ranks_per_node  groups of this many consecutive ranks count as nodes
   subroutine halox_exchange_create(ex, decomp, field_list, halo, transport, algorithm, fields, &
                                    auto, timeout, wisdom_file, memory, ranks_per_node, stat, &
-                                   errmsg)
+                                   errmsg, halo_lo, halo_hi)
     type(halox_exchange), intent(inout) :: ex
     type(halox_decomposition), intent(in) :: decomp
     type(halox_field), intent(in) :: field_list(:)
-    integer, intent(in), optional :: halo(..)
+    integer, intent(in), optional :: halo(..), halo_lo(:), halo_hi(:)
     character(len=*), intent(in), optional :: transport, algorithm, wisdom_file, memory
     class(*), intent(in), optional :: fields, auto, timeout
     integer, intent(in), optional :: ranks_per_node
@@ -549,12 +558,11 @@ contains
     character(len=*), intent(inout), optional :: errmsg
     type(option_strings), target :: strings
     type(c_options) :: options
-    integer(c_int) :: widths(6)
+    type(c_halo_widths) :: widths
     character(len=:), allocatable :: problem
 
     allocate(character(len=0) :: problem)
-    widths = -1
-    if (present(halo)) call halo_widths(halo, widths, problem)
+    call halo_widths(widths, problem, halo, halo_lo, halo_hi)
     call text_options(strings, options, transport, algorithm, wisdom_file, memory)
     if (present(fields)) call fields_option(fields, strings, options, problem)
     if (present(auto)) call auto_option(auto, options, problem)
@@ -601,12 +609,12 @@ contains
   end subroutine conclude_create
 
   ! halox_exchange_create's fields, described to the C API one by one.
-  ! widths: the exchange's halo= (-1: none given).
+  ! widths: the exchange's halo widths (-1: none given).
   subroutine create_fields(ex, decomp, field_list, widths, options, problem, stat, errmsg)
     type(halox_exchange), intent(inout) :: ex
     type(halox_decomposition), intent(in) :: decomp
     type(halox_field), intent(in) :: field_list(:)
-    integer(c_int), intent(in) :: widths(6)
+    type(c_halo_widths), intent(in) :: widths
     type(c_options), intent(in) :: options
     character(len=:), allocatable, intent(inout) :: problem
     integer, intent(out), optional :: stat
@@ -630,9 +638,9 @@ contains
         else if (.not. f%contiguous) then
           problem = field_label(f, i) // " is not contiguous (an array section with " // &
                     "strides?): pass whole arrays"
-        else if (f%halo(1) < 0 .and. widths(1) >= 0) then
+        else if (f%halo%lo(1) < 0 .and. widths%lo(1) >= 0) then
           specs(i)%halo = widths
-        else if (f%halo(1) < 0 .and. status == HALOX_SUCCESS) then
+        else if (f%halo%lo(1) < 0 .and. status == HALOX_SUCCESS) then
           call infer_halo(f, i, decomp, extent, specs(i)%halo, problem)
         end if
       end associate
@@ -656,7 +664,7 @@ contains
     integer, intent(in) :: i
     type(halox_decomposition), intent(in) :: decomp
     integer(c_int), intent(in) :: extent(3)
-    integer(c_int), intent(out) :: halo(6)
+    type(c_halo_widths), intent(inout) :: halo
     character(len=:), allocatable, intent(inout) :: problem
     integer :: d, below, above, upper, points
     integer(c_int) :: held(3)
@@ -687,32 +695,67 @@ contains
         problem = problem // "; give halo= for other widths"
         return
       end if
-      halo(2 * d - 1) = below
-      halo(2 * d) = above
+      halo%lo(d) = below
+      halo%hi(d) = above
     end do
   end subroutine infer_halo
 
-  subroutine halo_widths(halo, widths, problem)
-    integer, intent(in) :: halo(..)
-    integer(c_int), intent(out) :: widths(6)
+  ! The widths halo= (one for every side) or halo_lo= and halo_hi= (three
+  ! each, x, y, z: below and above the interior) give; widths stays -1 when
+  ! none is given. The first problem found is kept (problem: none so far when
+  ! not allocated or empty).
+  subroutine halo_widths(widths, problem, halo, halo_lo, halo_hi)
+    type(c_halo_widths), intent(inout) :: widths
     character(len=:), allocatable, intent(inout) :: problem
-    widths = 0
-    select rank (halo)
-    rank (0)
-      widths = halo
-    rank (1)
-      if (size(halo) == 6) then
-        widths = halo
-      else if (size(halo) == 1) then
-        widths = halo(1)
-      else
-        problem = "halo= takes one width or six ([lo_x, hi_x, lo_y, hi_y, lo_z, hi_z]), got " // &
-                  str(size(halo))
-      end if
-    rank default
-      problem = "halo= takes one width or six ([lo_x, hi_x, lo_y, hi_y, lo_z, hi_z])"
-    end select
+    integer, intent(in), optional :: halo(..), halo_lo(:), halo_hi(:)
+    character(len=:), allocatable :: found
+    character(len=*), parameter :: per_side = "; per side, give halo_lo=[x, y, z] and " // &
+      "halo_hi=[x, y, z], the points below and above the interior"
+    allocate(character(len=0) :: found)
+    if (present(halo)) then
+      select rank (halo)
+      rank (0)
+        widths = c_halo_widths(halo, halo)
+      rank (1)
+        if (size(halo) == 1) then
+          widths = c_halo_widths(halo(1), halo(1))
+        else
+          found = "halo= takes one width for every side, got " // str(size(halo)) // per_side
+        end if
+      rank default
+        found = "halo= takes one width for every side" // per_side
+      end select
+    end if
+    if (present(halo_lo)) call side_widths("halo_lo", halo_lo, widths%lo, found)
+    if (present(halo_hi)) call side_widths("halo_hi", halo_hi, widths%hi, found)
+    if (len(found) == 0 .and. present(halo) .and. (present(halo_lo) .or. present(halo_hi))) &
+      found = "halo= (one width for every side) or halo_lo= and halo_hi=, not both"
+    if (len(found) == 0 .and. (present(halo_lo) .neqv. present(halo_hi))) &
+      found = "halo_lo= and halo_hi= go together"
+    if (len(found) == 0 .and. (present(halo) .or. present(halo_lo) .or. present(halo_hi)) .and. &
+        (any(widths%lo < 0) .or. any(widths%hi < 0))) &
+      found = "halo widths must not be negative, got halo_lo=[" // str(widths%lo(1)) // ", " // &
+              str(widths%lo(2)) // ", " // str(widths%lo(3)) // "], halo_hi=[" // &
+              str(widths%hi(1)) // ", " // str(widths%hi(2)) // ", " // str(widths%hi(3)) // "]"
+    if (len(found) == 0) return
+    if (allocated(problem)) then
+      if (len(problem) > 0) return
+    end if
+    problem = found
   end subroutine halo_widths
+
+  ! halo_lo= or halo_hi= (keyword: which): three widths, x, y, z.
+  subroutine side_widths(keyword, given, widths, problem)
+    character(len=*), intent(in) :: keyword
+    integer, intent(in) :: given(:)
+    integer(c_int), intent(inout) :: widths(3)
+    character(len=:), allocatable, intent(inout) :: problem
+    if (size(given) == 3) then
+      widths = given
+    else if (len(problem) == 0) then
+      problem = keyword // "= takes three widths (x, y, z), got " // str(size(given))
+    end if
+  end subroutine side_widths
 
   subroutine text_options(strings, options, transport, algorithm, wisdom_file, memory)
     type(option_strings), intent(inout), target :: strings

@@ -69,11 +69,12 @@ program nodal3d
     call find_neighbours()
   else
     call halox_exchange_create(ex, decomp, &
-      [halox_field(ux, location=HALOX_VERTEX, halo=[0, 1, 0, 1, 0, 1], name="ux"), &
-       halox_field(vx, location=HALOX_VERTEX, halo=[0, 1, 0, 1, 0, 1], name="vx"), &
-       halox_field(fx, location=HALOX_VERTEX, halo=[0, 1, 0, 1, 0, 1], name="fx"), &
-       halox_field(mass, location=HALOX_VERTEX, halo=[0, 1, 0, 1, 0, 1], name="mass"), &
-       halox_field(rho, halo=[1, 1, 1, 1, 1, 1], name="rho")], &
+      [halox_field(ux, location=HALOX_VERTEX, halo_lo=[0, 0, 0], halo_hi=[1, 1, 1], name="ux"), &
+       halox_field(vx, location=HALOX_VERTEX, halo_lo=[0, 0, 0], halo_hi=[1, 1, 1], name="vx"), &
+       halox_field(fx, location=HALOX_VERTEX, halo_lo=[0, 0, 0], halo_hi=[1, 1, 1], name="fx"), &
+       halox_field(mass, location=HALOX_VERTEX, halo_lo=[0, 0, 0], halo_hi=[1, 1, 1], &
+                   name="mass"), &
+       halox_field(rho, halo=1, name="rho")], &
       transport=trim(transport), algorithm=trim(algorithm))
   end if
 

@@ -43,11 +43,11 @@ int main(int argc, char** argv) {
   options.transport = argc > 3 ? argv[3] : "mpi-p2p";
   options.algorithm = "faces"; /* a 7-point stencil needs the faces only */
   halox_exchange exchange[2] = {NULL, NULL};
-  /* Cell fields with a halo of 1 on every side (lo_x, hi_x, lo_y, ...). */
+  /* Cell fields with a halo of 1 on every side: below (lo) and above (hi) along x, y, z. */
+  const halox_halo_widths halo = {.lo = {1, 1, 1}, .hi = {1, 1, 1}};
   halox_field fields[2] = {
-      {u, HALOX_DOUBLE, HALOX_CELL, {1, 1, 1, 1, 1, 1}, {0, 0, 0}, "u", HALOX_SHARED_FROM_OWNER},
-      {next, HALOX_DOUBLE, HALOX_CELL, {1, 1, 1, 1, 1, 1}, {0, 0, 0}, "next",
-       HALOX_SHARED_FROM_OWNER}};
+      {.data = u, .type = HALOX_DOUBLE, .location = HALOX_CELL, .halo = halo, .name = "u"},
+      {.data = next, .type = HALOX_DOUBLE, .location = HALOX_CELL, .halo = halo, .name = "next"}};
   CHECK(halox_exchange_create_fields(&exchange[0], decomp, e, 1, &fields[0], &options));
   CHECK(halox_exchange_create_fields(&exchange[1], decomp, e, 1, &fields[1], &options));
   for (int step = 0; step < steps; ++step) {

@@ -3,15 +3,15 @@
  *
  *   halox_decomposition d = NULL;
  *   halox_exchange ex = NULL;
- *   int global[3] = {64, 48, 32}, periodic[3] = {1, 0, 1}, halo[6] = {2, 2, 2, 2, 2, 2};
- *   int extent[3], offset[3];
+ *   int global[3] = {64, 48, 32}, periodic[3] = {1, 0, 1}, extent[3], offset[3];
+ *   halox_halo_widths halo = {.lo = {2, 2, 2}, .hi = {2, 2, 2}};
  *   halox_decomposition_create(&d, MPI_COMM_WORLD, global, NULL, periodic);
  *   halox_subdomain(d, extent, offset);
  *   ... allocate u, v: (extent[0] + 4) * (extent[1] + 4) * (extent[2] + 4) doubles ...
  *   double* fields[2] = {u, v};
  *   halox_options options = HALOX_OPTIONS_INIT;
  *   options.transport = "shm";
- *   if (halox_exchange_create_double(&ex, d, extent, halo, 2, fields, &options) != HALOX_SUCCESS)
+ *   if (halox_exchange_create_double(&ex, d, extent, &halo, 2, fields, &options) != HALOX_SUCCESS)
  *     fprintf(stderr, "%s\n", halox_last_error());
  *   halox_start(ex);   ... interior work ...   halox_wait(ex);
  *   halox_exchange_destroy(&ex);
@@ -57,6 +57,15 @@ typedef enum halox_status {
 
 typedef enum halox_type { HALOX_FLOAT = 1, HALOX_DOUBLE = 2 } halox_type;
 
+/* Halo widths in points, per dimension (x, y, z): lo below the interior, hi
+ * above it, as halox::halo_widths in C++. Always given by name:
+ * {.lo = {2, 2, 2}, .hi = {3, 2, 2}} is 2 points below and 3 above along x,
+ * 2 on either side along y and z. Widths are never negative. */
+typedef struct halox_halo_widths {
+  int lo[3];
+  int hi[3];
+} halox_halo_widths;
+
 typedef struct halox_decomposition_s* halox_decomposition;
 typedef struct halox_exchange_s* halox_exchange;
 typedef struct halox_shared_fields_s* halox_shared_fields;
@@ -88,7 +97,7 @@ typedef enum halox_location {
 } halox_location;
 
 /* A field as a code holds it: its first allocated point, element type,
- * location, halo widths in points [lo_x, hi_x, lo_y, hi_y, lo_z, hi_z], and
+ * location, halo widths in points (halox_halo_widths: .lo and .hi), and
  * optionally the extents of its array (0, 0, 0: not checked), a name
  * (NULL: "field <index>") for errors and subset calls by name, and what
  * happens to the faces it shares with its neighbours along its staggered axes
@@ -104,7 +113,7 @@ typedef struct halox_field {
   void* data;
   halox_type type;
   halox_location location;
-  int halo[6];
+  halox_halo_widths halo;
   int allocated[3];
   const char* name;
   halox_shared_points shared;
@@ -202,7 +211,7 @@ halox_status halox_agree(halox_decomposition decomp, const char* function, const
  * of a node read directly, so that `shm` copies halos in place: an exchange
  * over arrays of halox_shared_fields_data finds them there. Collective. */
 halox_status halox_shared_fields_create(halox_shared_fields* fields, halox_decomposition decomp,
-                                        const int interior[3], const int halo[6],
+                                        const int interior[3], const halox_halo_widths* halo,
                                         halox_type type, int nfields);
 halox_status halox_shared_fields_data(halox_shared_fields fields, int index, void** data);
 /* Collective. The memory lives on while an exchange over it does. */
@@ -210,18 +219,20 @@ halox_status halox_shared_fields_destroy(halox_shared_fields* fields);
 
 /* ---- Exchange. Collective over the decomposition's ranks, every rank with
  * the same options. interior: the sub-domain's cells (NULL: the
- * decomposition's sub-domain); halo: widths [lo_x, hi_x, lo_y, hi_y, lo_z,
- * hi_z]. All fields share the grid and the element type. */
+ * decomposition's sub-domain); halo: the widths below and above the interior
+ * (halox_halo_widths). All fields share the grid and the element type. */
 halox_status halox_exchange_create(halox_exchange* ex, halox_decomposition decomp,
-                                   const int interior[3], const int halo[6], int nfields,
-                                   const halox_array* fields, const halox_options* options);
+                                   const int interior[3], const halox_halo_widths* halo,
+                                   int nfields, const halox_array* fields,
+                                   const halox_options* options);
 halox_status halox_exchange_create_double(halox_exchange* ex, halox_decomposition decomp,
-                                          const int interior[3], const int halo[6],
+                                          const int interior[3], const halox_halo_widths* halo,
                                           int nfields, double* const* fields,
                                           const halox_options* options);
 halox_status halox_exchange_create_float(halox_exchange* ex, halox_decomposition decomp,
-                                         const int interior[3], const int halo[6], int nfields,
-                                         float* const* fields, const halox_options* options);
+                                         const int interior[3], const halox_halo_widths* halo,
+                                         int nfields, float* const* fields,
+                                         const halox_options* options);
 /* Fields of their own locations, halos and types in one exchange. interior:
  * the rank's cells (NULL: the decomposition's sub-domain). With `allocated`
  * set, each array's extents are checked against its location's points plus

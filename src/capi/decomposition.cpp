@@ -78,11 +78,14 @@ std::unique_ptr<halox_decomposition_s> adopted(MPI_Comm comm, const int global[3
   return handle;
 }
 
-halox::local_grid grid_of(const int interior[3], const int halo[6], const char* function) {
+halox::local_grid grid_of(const int interior[3], const halox_halo_widths* halo,
+                          const char* function) {
   if (interior == nullptr || halo == nullptr)
     throw halox::usage_error(fmt::format("{}: interior or halo is NULL", function));
+  if (auto problem = halox::capi::halo_problem(*halo); !problem.empty())
+    throw halox::usage_error(fmt::format("{}: {}", function, problem));
   return halox::local_grid({interior[0], interior[1], interior[2]},
-                           {{halo[0], halo[2], halo[4]}, {halo[1], halo[3], halo[5]}});
+                           halox::capi::widths_of(*halo));
 }
 
 }  // namespace
@@ -207,7 +210,7 @@ halox_status halox_agree(halox_decomposition decomp, const char* function, const
 }
 
 halox_status halox_shared_fields_create(halox_shared_fields* fields, halox_decomposition decomp,
-                                        const int interior[3], const int halo[6],
+                                        const int interior[3], const halox_halo_widths* halo,
                                         halox_type type, int nfields) {
   const char* function = "halox_shared_fields_create";
   return create_handle(function, "fields", fields, handle_kind::shared_fields, [&] {

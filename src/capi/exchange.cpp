@@ -93,25 +93,24 @@ std::unique_ptr<halox_exchange_s> make_exchange(const halox_decomposition_s& d,
 
 // This rank's problem with the grid and the fields (empty when none); sets grid.
 std::string grid_problem(const halox_decomposition_s& d, const int interior[3],
-                         const int halo[6], int nfields, const halox_array* fields,
+                         const halox_halo_widths* halo, int nfields, const halox_array* fields,
                          halox::local_grid& grid) {
   if (halo == nullptr) return "halo is NULL";
-  for (int i = 0; i < 6; ++i)
-    if (halo[i] < 0) return fmt::format("halo widths must not be negative, got {}", halo[i]);
+  if (auto p = halox::capi::halo_problem(*halo); !p.empty()) return p;
   const int* cells = interior ? interior : d.sub.extent.data();
   for (int i = 0; i < 3; ++i)
     if (cells[i] <= 0)
       return fmt::format("the interior must have cells in every dimension, got {} x {} x {}",
                          cells[0], cells[1], cells[2]);
-  grid = halox::local_grid({cells[0], cells[1], cells[2]},
-                           {{halo[0], halo[2], halo[4]}, {halo[1], halo[3], halo[5]}});
+  grid = halox::local_grid({cells[0], cells[1], cells[2]}, halox::capi::widths_of(*halo));
   if (auto p = local_problem([&] { halox::validate_grid(grid); }); !p.empty()) return p;
   return field_problem(grid, nfields, fields);
 }
 
 std::unique_ptr<halox_exchange_s> exchange_on_grid(halox_decomposition decomp,
-                                                   const int interior[3], const int halo[6],
-                                                   int nfields, const halox_array* fields,
+                                                   const int interior[3],
+                                                   const halox_halo_widths* halo, int nfields,
+                                                   const halox_array* fields,
                                                    const halox_options* options,
                                                    const char* function) {
   const auto& d = *live(decomp, handle_kind::decomposition, function);
@@ -130,8 +129,9 @@ std::unique_ptr<halox_exchange_s> exchange_on_grid(halox_decomposition decomp,
 // The typed arrays described as halox_fields (type, no shape check).
 template <class T>
 std::unique_ptr<halox_exchange_s> exchange_of_arrays(halox_decomposition decomp,
-                                                     const int interior[3], const int halo[6],
-                                                     int nfields, T* const* fields,
+                                                     const int interior[3],
+                                                     const halox_halo_widths* halo, int nfields,
+                                                     T* const* fields,
                                                      const halox_options* options,
                                                      halox_type type, const char* function) {
   std::vector<halox_array> described;
@@ -186,8 +186,9 @@ halox::exchange_options options_of(const halox_options* o) {
 extern "C" {
 
 halox_status halox_exchange_create(halox_exchange* ex, halox_decomposition decomp,
-                                   const int interior[3], const int halo[6], int nfields,
-                                   const halox_array* fields, const halox_options* options) {
+                                   const int interior[3], const halox_halo_widths* halo,
+                                   int nfields, const halox_array* fields,
+                                   const halox_options* options) {
   const char* function = "halox_exchange_create";
   return create_handle(function, "ex", ex, handle_kind::exchange, [&] {
     return exchange_on_grid(decomp, interior, halo, nfields, fields, options, function);
@@ -195,7 +196,7 @@ halox_status halox_exchange_create(halox_exchange* ex, halox_decomposition decom
 }
 
 halox_status halox_exchange_create_double(halox_exchange* ex, halox_decomposition decomp,
-                                          const int interior[3], const int halo[6],
+                                          const int interior[3], const halox_halo_widths* halo,
                                           int nfields, double* const* fields,
                                           const halox_options* options) {
   const char* function = "halox_exchange_create_double";
@@ -206,8 +207,9 @@ halox_status halox_exchange_create_double(halox_exchange* ex, halox_decompositio
 }
 
 halox_status halox_exchange_create_float(halox_exchange* ex, halox_decomposition decomp,
-                                         const int interior[3], const int halo[6], int nfields,
-                                         float* const* fields, const halox_options* options) {
+                                         const int interior[3], const halox_halo_widths* halo,
+                                         int nfields, float* const* fields,
+                                         const halox_options* options) {
   const char* function = "halox_exchange_create_float";
   return create_handle(function, "ex", ex, handle_kind::exchange, [&] {
     return exchange_of_arrays(decomp, interior, halo, nfields, fields, options, HALOX_FLOAT,

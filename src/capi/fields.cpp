@@ -31,14 +31,12 @@ std::string spec_problem(const halox_field& f, int i, halox::field& out) {
     return fmt::format("field '{}': shared {} is neither HALOX_SHARED_FROM_OWNER nor "
                        "HALOX_SHARED_KEPT", name_of(f, i), static_cast<int>(f.shared));
   if (f.data == nullptr) return fmt::format("field '{}': data is NULL", name_of(f, i));
-  for (int k = 0; k < 6; ++k)
-    if (f.halo[k] < 0)
-      return fmt::format("field '{}': halo widths must not be negative, got {}", name_of(f, i),
-                         f.halo[k]);
+  if (auto p = halox::capi::halo_problem(f.halo); !p.empty())
+    return fmt::format("field '{}': {}", name_of(f, i), p);
   out.data = f.data;
   out.type = f.type == HALOX_FLOAT ? halox::element_type::f32 : halox::element_type::f64;
   out.at = halox::all_locations[f.location];
-  out.halo = {{f.halo[0], f.halo[2], f.halo[4]}, {f.halo[1], f.halo[3], f.halo[5]}};
+  out.halo = halox::capi::widths_of(f.halo);
   out.name = name_of(f, i);
   out.shared = f.shared == HALOX_SHARED_KEPT ? halox::shared_points::kept
                                              : halox::shared_points::from_owner;
@@ -58,8 +56,8 @@ std::string extent_problem(const halox_field& f, const halox::field& field,
                      "holds {} x {} x {} points plus halos {}+{}, {}+{}, {}+{}: {} x {} x {}",
                      field.name, halox::to_string(field.at), type_name(f.type), f.allocated[0],
                      f.allocated[1], f.allocated[2], halox::to_string(field.at), p[0], p[1], p[2],
-                     f.halo[0], f.halo[1], f.halo[2], f.halo[3], f.halo[4], f.halo[5], want[0],
-                     want[1], want[2]);
+                     f.halo.lo[0], f.halo.hi[0], f.halo.lo[1], f.halo.hi[1], f.halo.lo[2],
+                     f.halo.hi[2], want[0], want[1], want[2]);
 }
 
 }  // namespace

@@ -102,6 +102,19 @@ halox_status fail_with_current_exception(const char* function) noexcept {
   }
 }
 
+halox::halo_widths widths_of(const halox_halo_widths& halo) {
+  return {{halo.lo[0], halo.lo[1], halo.lo[2]}, {halo.hi[0], halo.hi[1], halo.hi[2]}};
+}
+
+std::string halo_problem(const halox_halo_widths& halo) {
+  for (int d = 0; d < 3; ++d)
+    if (halo.lo[d] < 0 || halo.hi[d] < 0)
+      return fmt::format("halo widths must not be negative, got .lo = {{{}, {}, {}}}, "
+                         ".hi = {{{}, {}, {}}}", halo.lo[0], halo.lo[1], halo.lo[2], halo.hi[0],
+                         halo.hi[1], halo.hi[2]);
+  return {};
+}
+
 void copy_out(const std::string& text, char* buf, size_t size, const char* function) {
   if (buf == nullptr || size == 0)
     throw usage_error(fmt::format("{}: no buffer to write into (NULL or size 0)", function));

@@ -86,6 +86,11 @@ halox_status guarded(const char* function, Body&& body) noexcept {
   }
 }
 
+// The C halo widths as C++ holds them (.lo and .hi alike in both).
+halox::halo_widths widths_of(const halox_halo_widths& halo);
+// The problem with C halo widths (empty when none): a negative width, named by its member.
+std::string halo_problem(const halox_halo_widths& halo);
+
 // The C options as C++ options; throws usage_error for a bad one (this rank's view).
 halox::exchange_options options_of(const halox_options* o);
 

@@ -18,7 +18,7 @@ static halox_decomposition decomp = NULL;
 static halox_shared_fields shared = NULL;
 static double u[CELLS], v[CELLS];
 static float uf[CELLS];
-static const int halo[6] = {H, H, H, H, H, H};
+static const halox_halo_widths halo = {.lo = {H, H, H}, .hi = {H, H, H}};
 static halox_options options = HALOX_OPTIONS_INIT;
 
 static halox_status decomposition_create(void** out) {
@@ -45,7 +45,7 @@ static void decomposition_destroy(void* handle) {
 
 static halox_status shared_fields_create(void** out) {
   halox_shared_fields f = (halox_shared_fields)&failures;
-  halox_status status = halox_shared_fields_create(&f, decomp, NULL, halo, HALOX_DOUBLE, 2);
+  halox_status status = halox_shared_fields_create(&f, decomp, NULL, &halo, HALOX_DOUBLE, 2);
   *out = f;
   return status;
 }
@@ -59,7 +59,7 @@ static halox_status exchange_create(void** out) {
   halox_array fields[2] = {{u, HALOX_DOUBLE, {N + 2 * H, N + 2 * H, N + 2 * H}},
                            {v, HALOX_DOUBLE, {N + 2 * H, N + 2 * H, N + 2 * H}}};
   halox_exchange ex = (halox_exchange)&failures;
-  halox_status status = halox_exchange_create(&ex, decomp, NULL, halo, 2, fields, &options);
+  halox_status status = halox_exchange_create(&ex, decomp, NULL, &halo, 2, fields, &options);
   *out = ex;
   return status;
 }
@@ -67,7 +67,7 @@ static halox_status exchange_create(void** out) {
 static halox_status exchange_create_double(void** out) {
   double* fields[2] = {u, v};
   halox_exchange ex = (halox_exchange)&failures;
-  halox_status status = halox_exchange_create_double(&ex, decomp, NULL, halo, 2, fields, &options);
+  halox_status status = halox_exchange_create_double(&ex, decomp, NULL, &halo, 2, fields, &options);
   *out = ex;
   return status;
 }
@@ -75,7 +75,7 @@ static halox_status exchange_create_double(void** out) {
 static halox_status exchange_create_float(void** out) {
   float* fields[1] = {uf};
   halox_exchange ex = (halox_exchange)&failures;
-  halox_status status = halox_exchange_create_float(&ex, decomp, NULL, halo, 1, fields, &options);
+  halox_status status = halox_exchange_create_float(&ex, decomp, NULL, &halo, 1, fields, &options);
   *out = ex;
   return status;
 }
@@ -85,7 +85,7 @@ static halox_status exchange_create_on_shared(void** out) {
   double* fields[2] = {NULL, NULL};
   for (int f = 0; f < 2; ++f) halox_shared_fields_data(shared, f, (void**)&fields[f]);
   halox_exchange ex = (halox_exchange)&failures;
-  halox_status status = halox_exchange_create_double(&ex, decomp, NULL, halo, 2, fields, &options);
+  halox_status status = halox_exchange_create_double(&ex, decomp, NULL, &halo, 2, fields, &options);
   *out = ex;
   return status;
 }
@@ -112,8 +112,9 @@ static halox_status decomposition_adopt_f(void** out) {
 static halox_status exchange_create_fields(void** out) {
   halox_exchange ex = (halox_exchange)&failures;
   halox_field fields[2] = {
-      {u, HALOX_DOUBLE, HALOX_CELL, {H, H, H, H, H, H}, {0, 0, 0}, "u"},
-      {uf, HALOX_FLOAT, HALOX_VERTEX, {H - 1, H, H - 1, H, H - 1, H}, {0, 0, 0}, "uf"}};
+      {u, HALOX_DOUBLE, HALOX_CELL, {.lo = {H, H, H}, .hi = {H, H, H}}, {0, 0, 0}, "u"},
+      {uf, HALOX_FLOAT, HALOX_VERTEX, {.lo = {H - 1, H - 1, H - 1}, .hi = {H, H, H}}, {0, 0, 0},
+       "uf"}};
   halox_status status = halox_exchange_create_fields(&ex, decomp, NULL, 2, fields, &options);
   *out = ex;
   return status;

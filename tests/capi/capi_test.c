@@ -42,7 +42,8 @@ static double value_of(int gx, int gy, int gz) {
 
 static void exchange_checked(halox_decomposition d, const char* transport,
                              const char* algorithm) {
-  int extent[3], offset[3], halo[6] = {H, H, H, H, H, H};
+  int extent[3], offset[3];
+  const halox_halo_widths halo = {.lo = {H, H, H}, .hi = {H, H, H}};
   EXPECT(halox_subdomain(d, extent, offset) == HALOX_SUCCESS);
   int ax = extent[0] + 2 * H, ay = extent[1] + 2 * H, az = extent[2] + 2 * H;
   double* u = calloc((size_t)ax * ay * az, sizeof(double));
@@ -56,7 +57,7 @@ static void exchange_checked(halox_decomposition d, const char* transport,
   options.algorithm = algorithm;
   halox_exchange ex = NULL;
   double* fields[1] = {u};
-  int status = halox_exchange_create_double(&ex, d, extent, halo, 1, fields, &options);
+  int status = halox_exchange_create_double(&ex, d, extent, &halo, 1, fields, &options);
   EXPECT(status == HALOX_SUCCESS);
   if (status != HALOX_SUCCESS) {
     fprintf(stderr, "rank %d: %s\n", rank, halox_last_error());
@@ -87,10 +88,11 @@ static void exchange_checked(halox_decomposition d, const char* transport,
 
 /* Node-shared fields exchanged by shm in place; the per-stage profile. */
 static void shared_fields_checked(halox_decomposition d) {
-  int extent[3], offset[3], halo[6] = {1, 1, 1, 1, 1, 1};
+  int extent[3], offset[3];
+  const halox_halo_widths halo = {.lo = {1, 1, 1}, .hi = {1, 1, 1}};
   EXPECT(halox_subdomain(d, extent, offset) == HALOX_SUCCESS);
   halox_shared_fields fields = NULL;
-  int status = halox_shared_fields_create(&fields, d, NULL, halo, HALOX_DOUBLE, 2);
+  int status = halox_shared_fields_create(&fields, d, NULL, &halo, HALOX_DOUBLE, 2);
   EXPECT(status == HALOX_SUCCESS);
   if (status != HALOX_SUCCESS) {
     fprintf(stderr, "rank %d: %s\n", rank, halox_last_error());
@@ -113,7 +115,7 @@ static void shared_fields_checked(halox_decomposition d) {
   options.transport = "shm";
   halox_exchange ex = NULL;
   /* Arrays of node-shared fields are found there: shm reads them in place. */
-  EXPECT(halox_exchange_create_double(&ex, d, NULL, halo, 2, u, &options) == HALOX_SUCCESS);
+  EXPECT(halox_exchange_create_double(&ex, d, NULL, &halo, 2, u, &options) == HALOX_SUCCESS);
   EXPECT(halox_shared_fields_destroy(&fields) == HALOX_SUCCESS); /* the exchange keeps the memory */
   char path[64];
   EXPECT(halox_exchange_transport_path(ex, path, sizeof path) == HALOX_SUCCESS);
@@ -139,7 +141,8 @@ static void shared_fields_checked(halox_decomposition d) {
 
 static void bad_calls(halox_decomposition d) {
   halox_exchange ex = NULL;
-  int extent[3], offset[3], halo[6] = {1, 1, 1, 1, 1, 1};
+  int extent[3], offset[3];
+  const halox_halo_widths halo = {.lo = {1, 1, 1}, .hi = {1, 1, 1}};
   halox_subdomain(d, extent, offset);
   size_t cells = (size_t)(extent[0] + 2) * (extent[1] + 2) * (extent[2] + 2);
   double* u = calloc(cells, sizeof(double));
@@ -151,36 +154,42 @@ static void bad_calls(halox_decomposition d) {
   EXPECT_ERROR(halox_wait(NULL), HALOX_ERROR_USAGE, "handle is NULL");
   EXPECT_ERROR(halox_subdomain(NULL, extent, offset), HALOX_ERROR_USAGE, "NULL");
   EXPECT_ERROR(halox_exchange_destroy(&ex), HALOX_ERROR_USAGE, "NULL");
-  EXPECT_ERROR(halox_exchange_create_double(&ex, NULL, extent, halo, 1, &u, NULL),
+  EXPECT_ERROR(halox_exchange_create_double(&ex, NULL, extent, &halo, 1, &u, NULL),
                HALOX_ERROR_USAGE, "decomposition handle is NULL");
   /* unknown transport, unknown algorithm: on every rank, no hang */
   options.transport = "no-such-transport";
-  EXPECT_ERROR(halox_exchange_create_double(&ex, d, extent, halo, 1, &u, &options),
+  EXPECT_ERROR(halox_exchange_create_double(&ex, d, extent, &halo, 1, &u, &options),
                HALOX_ERROR_USAGE, "no-such-transport");
   EXPECT(ex == NULL);
   options.transport = NULL;
   options.algorithm = "diagonal";
-  EXPECT_ERROR(halox_exchange_create_double(&ex, d, extent, halo, 1, &u, &options),
+  EXPECT_ERROR(halox_exchange_create_double(&ex, d, extent, &halo, 1, &u, &options),
                HALOX_ERROR_USAGE, "diagonal");
   options.algorithm = NULL;
   /* mixed types */
   halox_array mixed[2] = {{u, HALOX_DOUBLE, {0, 0, 0}}, {f, HALOX_FLOAT, {0, 0, 0}}};
-  EXPECT_ERROR(halox_exchange_create(&ex, d, extent, halo, 2, mixed, NULL), HALOX_ERROR_USAGE,
+  EXPECT_ERROR(halox_exchange_create(&ex, d, extent, &halo, 2, mixed, NULL), HALOX_ERROR_USAGE,
                "differ in type");
   /* a shape that does not match, on rank 0 only: every rank hears of it */
   halox_array shaped = {u, HALOX_DOUBLE, {extent[0] + 2, extent[1] + 2, extent[2] + 2}};
   if (rank == 0) shaped.allocated[0] += 1;
-  EXPECT_ERROR(halox_exchange_create(&ex, d, extent, halo, 1, &shaped, NULL), HALOX_ERROR_USAGE,
+  EXPECT_ERROR(halox_exchange_create(&ex, d, extent, &halo, 1, &shaped, NULL), HALOX_ERROR_USAGE,
                "rank 0: the 1st field is");
   /* a halo wider than the sub-domain */
-  int wide[6] = {extent[0] + 1, 1, 1, 1, 1, 1};
-  EXPECT_ERROR(halox_exchange_create_double(&ex, d, extent, wide, 1, &u, NULL), HALOX_ERROR_USAGE,
+  const halox_halo_widths wide = {.lo = {extent[0] + 1, 1, 1}, .hi = {1, 1, 1}};
+  EXPECT_ERROR(halox_exchange_create_double(&ex, d, extent, &wide, 1, &u, NULL), HALOX_ERROR_USAGE,
                "halo");
+  /* a negative width, named by its member */
+  const halox_halo_widths negative = {.lo = {1, 1, 1}, .hi = {1, -1, 1}};
+  EXPECT_ERROR(halox_exchange_create_double(&ex, d, extent, &negative, 1, &u, NULL),
+               HALOX_ERROR_USAGE, ".hi = {1, -1, 1}");
+  EXPECT_ERROR(halox_exchange_create_double(&ex, d, extent, NULL, 1, &u, NULL), HALOX_ERROR_USAGE,
+               "halo is NULL");
   /* no fields */
-  EXPECT_ERROR(halox_exchange_create_double(&ex, d, extent, halo, 0, &u, NULL), HALOX_ERROR_USAGE,
+  EXPECT_ERROR(halox_exchange_create_double(&ex, d, extent, &halo, 0, &u, NULL), HALOX_ERROR_USAGE,
                "no fields");
   /* order of start and wait, destroy twice, a destroyed handle */
-  EXPECT(halox_exchange_create_double(&ex, d, extent, halo, 1, &u, NULL) == HALOX_SUCCESS);
+  EXPECT(halox_exchange_create_double(&ex, d, extent, &halo, 1, &u, NULL) == HALOX_SUCCESS);
   EXPECT_ERROR(halox_wait(ex), HALOX_ERROR_STATE, "not started");
   EXPECT(halox_start(ex) == HALOX_SUCCESS);
   EXPECT_ERROR(halox_start(ex), HALOX_ERROR_STATE, "in flight");
@@ -199,6 +208,49 @@ static void bad_calls(halox_decomposition d) {
   free(f);
 }
 
+
+/* Widths by name, lo != hi along x and y: each halo holds the points C++'s halo_widths puts
+ * there (lo below the interior, hi above), through a field record and the grid form alike.
+ * Widths swapped, or read as a six-entry list, would move them: the values tell. */
+static void asymmetric_halo_checked(halox_decomposition d) {
+  const halox_halo_widths halo = {.lo = {1, 2, 1}, .hi = {2, 1, 1}};
+  int extent[3], offset[3], a[3];
+  EXPECT(halox_subdomain(d, extent, offset) == HALOX_SUCCESS);
+  for (int k = 0; k < 3; ++k) a[k] = halo.lo[k] + extent[k] + halo.hi[k];
+  const size_t points = (size_t)a[0] * a[1] * a[2];
+  double* u[2] = {calloc(points, sizeof(double)), calloc(points, sizeof(double))};
+  const halox_field field = {.data = u[0], .type = HALOX_DOUBLE, .location = HALOX_CELL,
+                             .halo = halo, .allocated = {a[0], a[1], a[2]}, .name = "u"};
+  halox_exchange ex[2] = {NULL, NULL};
+  EXPECT(halox_exchange_create_fields(&ex[0], d, NULL, 1, &field, NULL) == HALOX_SUCCESS);
+  EXPECT(halox_exchange_create_double(&ex[1], d, NULL, &halo, 1, &u[1], NULL) == HALOX_SUCCESS);
+  for (int f = 0; f < 2 && ex[f] != NULL; ++f) {
+    for (int z = -halo.lo[2]; z < extent[2] + halo.hi[2]; ++z)
+      for (int y = -halo.lo[1]; y < extent[1] + halo.hi[1]; ++y)
+        for (int x = -halo.lo[0]; x < extent[0] + halo.hi[0]; ++x) {
+          const int inside = x >= 0 && y >= 0 && z >= 0 && x < extent[0] && y < extent[1] &&
+                             z < extent[2];
+          u[f][(x + halo.lo[0]) + a[0] * ((y + halo.lo[1]) + a[1] * (z + halo.lo[2]))] =
+              inside ? value_of(offset[0] + x, offset[1] + y, offset[2] + z) : -1;
+        }
+    EXPECT(halox_exchange_halos(ex[f]) == HALOX_SUCCESS);
+    int wrong = 0;
+    for (int z = -halo.lo[2]; z < extent[2] + halo.hi[2]; ++z)
+      for (int y = -halo.lo[1]; y < extent[1] + halo.hi[1]; ++y)
+        for (int x = -halo.lo[0]; x < extent[0] + halo.hi[0]; ++x)
+          wrong += u[f][(x + halo.lo[0]) + a[0] * ((y + halo.lo[1]) + a[1] * (z + halo.lo[2]))] !=
+                   value_of(offset[0] + x, offset[1] + y, offset[2] + z);
+    EXPECT(wrong == 0);
+    EXPECT(halox_exchange_destroy(&ex[f]) == HALOX_SUCCESS);
+  }
+  /* The record's extents are checked against lo + interior + hi, the message in that order. */
+  halox_field short_x = field;
+  short_x.allocated[0] -= 1;
+  EXPECT_ERROR(halox_exchange_create_fields(&ex[0], d, NULL, 1, &short_x, NULL),
+               HALOX_ERROR_USAGE, "plus halos 1+2, 2+1, 1+1");
+  free(u[0]);
+  free(u[1]);
+}
 
 /* ---- Fields of their own locations: a cell field (double) and a vertex field
  * (float, CloverLeaf's extents), on an open grid numbered x fastest. */
@@ -304,8 +356,11 @@ static void located_checked(int size) {
   double* cell = calloc((size_t)cell_alloc, sizeof(double));
   float* node = calloc((size_t)node_alloc, sizeof(float));
   halox_field fields[2] = {
-      {cell, HALOX_DOUBLE, HALOX_CELL, {2, 2, 2, 2, 2, 2}, {extent[0] + 4, extent[1] + 4, extent[2] + 4}, "density", HALOX_SHARED_FROM_OWNER},
-      {node, HALOX_FLOAT, HALOX_VERTEX, {2, 3, 2, 3, 2, 3}, {node_points[0] + 5, node_points[1] + 5, node_points[2] + 5}, "xvel", HALOX_SHARED_FROM_OWNER}};
+      {cell, HALOX_DOUBLE, HALOX_CELL, {.lo = {2, 2, 2}, .hi = {2, 2, 2}},
+       {extent[0] + 4, extent[1] + 4, extent[2] + 4}, "density", HALOX_SHARED_FROM_OWNER},
+      {node, HALOX_FLOAT, HALOX_VERTEX, {.lo = {2, 2, 2}, .hi = {3, 3, 3}},
+       {node_points[0] + 5, node_points[1] + 5, node_points[2] + 5}, "xvel",
+       HALOX_SHARED_FROM_OWNER}};
   halox_options options = HALOX_OPTIONS_INIT;
   options.algorithm = "staged";
   halox_exchange ex = NULL;
@@ -377,8 +432,10 @@ static void reverse_checked(void) {
   const int a[3] = {n[0] + 2, n[1] + 2, n[2] + 2}, b[3] = {n[0] + 1, n[1] + 1, n[2] + 1};
   double* cell = calloc((size_t)(a[0] * a[1] * a[2]), sizeof(double));
   float* node = calloc((size_t)(b[0] * b[1] * b[2]), sizeof(float));
-  halox_field fields[2] = {{cell, HALOX_DOUBLE, HALOX_CELL, {1, 1, 1, 1, 1, 1}, {a[0], a[1], a[2]}, "rho", HALOX_SHARED_FROM_OWNER},
-                                {node, HALOX_FLOAT, HALOX_VERTEX, {0, 1, 0, 1, 0, 1}, {b[0], b[1], b[2]}, "fx", HALOX_SHARED_FROM_OWNER}};
+  halox_field fields[2] = {{cell, HALOX_DOUBLE, HALOX_CELL, {.lo = {1, 1, 1}, .hi = {1, 1, 1}},
+                            {a[0], a[1], a[2]}, "rho", HALOX_SHARED_FROM_OWNER},
+                           {node, HALOX_FLOAT, HALOX_VERTEX, {.lo = {0, 0, 0}, .hi = {1, 1, 1}},
+                            {b[0], b[1], b[2]}, "fx", HALOX_SHARED_FROM_OWNER}};
   halox_options options = HALOX_OPTIONS_INIT;
   halox_exchange ex = NULL;
   EXPECT(halox_exchange_create_fields(&ex, d, NULL, 2, fields, &options) == HALOX_SUCCESS);
@@ -469,8 +526,8 @@ static void kept_shared_faces_checked(void) {
   const int a[3] = {n[0] + 3, n[1] + 3, n[2] + 3}; /* halo 1 below, 2 above */
   double* node = malloc(sizeof(double) * (size_t)(a[0] * a[1] * a[2]));
   for (int i = 0; i < a[0] * a[1] * a[2]; ++i) node[i] = rank + 1;
-  halox_field spec = {node, HALOX_DOUBLE, HALOX_VERTEX, {1, 2, 1, 2, 1, 2}, {a[0], a[1], a[2]},
-                           "xvel", HALOX_SHARED_KEPT};
+  halox_field spec = {node, HALOX_DOUBLE, HALOX_VERTEX, {.lo = {1, 1, 1}, .hi = {2, 2, 2}},
+                      {a[0], a[1], a[2]}, "xvel", HALOX_SHARED_KEPT};
   halox_options options = HALOX_OPTIONS_INIT;
   halox_exchange ex = NULL;
   EXPECT(halox_exchange_create_fields(&ex, d, NULL, 1, &spec, &options) == HALOX_SUCCESS);
@@ -501,7 +558,7 @@ static void kept_shared_faces_checked(void) {
                "halox_start_subset_algorithm: unknown algorithm 'diagonal'");
   /* A kept field needs a halo above to hold its copy of the face. */
   halox_field no_room = spec;
-  no_room.halo[1] = 0;
+  no_room.halo.hi[0] = 0;
   no_room.allocated[0] = n[0] + 1;
   halox_exchange bad = NULL;
   if (dims[0] > 1)
@@ -533,6 +590,7 @@ int main(int argc, char** argv) {
     shared_fields_checked(d);
   }
   bad_calls(d);
+  asymmetric_halo_checked(d);
   located_checked(size);
   reverse_checked();
   kept_shared_faces_checked();

@@ -16,7 +16,9 @@ program exchange_matrix
   use, intrinsic :: iso_fortran_env, only: real32, real64, error_unit
   implicit none
   integer, parameter :: global(3) = [12, 10, 8]
-  integer, parameter :: widths(6) = [1, 2, 2, 1, 1, 1]
+  ! Halo widths below (lo) and above (hi) the interior along x, y, z: lo /= hi along x and y,
+  ! so halos put where halo_lo= and halo_hi= do not say are found wrong.
+  integer, parameter :: lo(3) = [1, 2, 1], hi(3) = [2, 1, 1]
   character(len=*), parameter :: algorithms(3) = [character(len=8) :: "standard", "staged", &
                                                   "faces"]
   character(len=*), parameter :: groupings(2) = [character(len=8) :: "compact", "sequence"]
@@ -106,7 +108,7 @@ contains
     do k = 1, n(3)
       do j = 1, n(2)
         do i = 1, n(1)
-          cell = [i, j, k] - 1 - widths([1, 3, 5])
+          cell = [i, j, k] - 1 - lo
           values(i, j, k) = -1
           if (.not. before .or. all(cell >= 0 .and. cell < extent)) &
             values(i, j, k) = expected(cell, offset, extent, is_periodic, faces_only, field)
@@ -131,21 +133,23 @@ contains
     call halox_subdomain(decomp, extent, offset)
     base32 = merge(0, 1, swap_bases)
     base64 = 1 - base32
-    allocate(a32(base32 - widths(1):base32 + extent(1) - 1 + widths(2), &
-                 base32 - widths(3):base32 + extent(2) - 1 + widths(4), &
-                 base32 - widths(5):base32 + extent(3) - 1 + widths(6)))
+    allocate(a32(base32 - lo(1):base32 + extent(1) - 1 + hi(1), &
+                 base32 - lo(2):base32 + extent(2) - 1 + hi(2), &
+                 base32 - lo(3):base32 + extent(3) - 1 + hi(3)))
     allocate(b32, mold=a32)
-    allocate(a64(base64 - widths(1):base64 + extent(1) - 1 + widths(2), &
-                 base64 - widths(3):base64 + extent(2) - 1 + widths(4), &
-                 base64 - widths(5):base64 + extent(3) - 1 + widths(6)))
+    allocate(a64(base64 - lo(1):base64 + extent(1) - 1 + hi(1), &
+                 base64 - lo(2):base64 + extent(2) - 1 + hi(2), &
+                 base64 - lo(3):base64 + extent(3) - 1 + hi(3)))
     allocate(b64, mold=a64)
-    call halox_exchange_create(ex32, decomp, [halox_field(a32), halox_field(b32)], halo=widths, &
-                               transport=transport, algorithm=algorithm, fields=grouping, &
-                               timeout=60, stat=stat, errmsg=message)
-    if (stat == 0) call halox_exchange_create(ex64, decomp, [halox_field(a64), halox_field(b64)], &
-                                              halo=widths, transport=transport, &
-                                              algorithm=algorithm, fields=grouping, &
-                                              stat=stat, errmsg=message)
+    call halox_exchange_create(ex32, decomp, [halox_field(a32), halox_field(b32)], halo_lo=lo, &
+                               halo_hi=hi, transport=transport, algorithm=algorithm, &
+                               fields=grouping, timeout=60, stat=stat, errmsg=message)
+    ! The widths on each field, as its own
+    if (stat == 0) call halox_exchange_create(ex64, decomp, &
+                                              [halox_field(a64, halo_lo=lo, halo_hi=hi), &
+                                               halox_field(b64, halo_lo=lo, halo_hi=hi)], &
+                                              transport=transport, algorithm=algorithm, &
+                                              fields=grouping, stat=stat, errmsg=message)
     if (stat /= 0) then
       write(error_unit, "(a, i0, 8a)") "rank ", rank, ": ", transport, "/", algorithm, "/", &
         grouping, ": ", trim(message)
@@ -220,14 +224,33 @@ contains
                                errmsg=message)
     call expect("shape", stat, message, HALOX_ERROR_USAGE, &
                 "halox_exchange_create: rank 0: field 'field 0' (cell, double (real64)) is", failures)
-    call halox_exchange_create(ex, decomp, [halox_field(u)], halo=[1, 1, 1, 1, 1, extent(3) + 1], &
-                               stat=stat, errmsg=message)
+    call halox_exchange_create(ex, decomp, [halox_field(u)], halo_lo=[1, 1, 1], &
+                               halo_hi=[1, 1, extent(3) + 1], stat=stat, errmsg=message)
     call expect("halo wider than the sub-domain", stat, message, HALOX_ERROR_USAGE, "halo", &
                 failures)
-    call halox_exchange_create(ex, decomp, [halox_field(u)], halo=[1, 1, 1], stat=stat, &
+    ! Six widths in one list have no order to read them in: refused, the way named.
+    call halox_exchange_create(ex, decomp, [halox_field(u)], halo=[1, 1, 1, 1, 1, 1], stat=stat, &
                                errmsg=message)
-    call expect("three halo widths", stat, message, HALOX_ERROR_USAGE, "one width or six", &
-                failures)
+    call expect("six halo widths", stat, message, HALOX_ERROR_USAGE, &
+                "halo= takes one width for every side, got 6; per side, give halo_lo=", failures)
+    call halox_exchange_create(ex, decomp, [halox_field(u, halo=[1, 1, 1, 1, 1, 1])], &
+                               stat=stat, errmsg=message)
+    call expect("six halo widths on a field", stat, message, HALOX_ERROR_USAGE, &
+                "the 1st field: halo= takes one width for every side, got 6", failures)
+    call halox_exchange_create(ex, decomp, [halox_field(u)], halo_lo=[1, 1, 1], stat=stat, &
+                               errmsg=message)
+    call expect("halo_lo= alone", stat, message, HALOX_ERROR_USAGE, "go together", failures)
+    call halox_exchange_create(ex, decomp, [halox_field(u)], halo=1, halo_lo=[1, 1, 1], &
+                               halo_hi=[1, 1, 1], stat=stat, errmsg=message)
+    call expect("halo= beside halo_lo=", stat, message, HALOX_ERROR_USAGE, "not both", failures)
+    call halox_exchange_create(ex, decomp, [halox_field(u)], halo_lo=[1, 1], halo_hi=[1, 1, 1], &
+                               stat=stat, errmsg=message)
+    call expect("two widths for halo_lo=", stat, message, HALOX_ERROR_USAGE, &
+                "halo_lo= takes three widths (x, y, z), got 2", failures)
+    call halox_exchange_create(ex, decomp, [halox_field(u)], halo_lo=[1, 1, 1], &
+                               halo_hi=[1, -1, 1], stat=stat, errmsg=message)
+    call expect("a negative width", stat, message, HALOX_ERROR_USAGE, &
+                "must not be negative, got halo_lo=[1, 1, 1], halo_hi=[1, -1, 1]", failures)
     call halox_exchange_create(ex, decomp, [halox_field(u)], halo=1, transport="no-such", &
                                stat=stat, errmsg=message)
     call expect("unknown transport", stat, message, HALOX_ERROR_USAGE, "no-such", failures)

@@ -39,9 +39,10 @@ program reverse_fields
     call halox_subdomain(decomp, extent, offset)
     call allocate_fields()
     call halox_exchange_create(ex, decomp, &
-      [halox_field(rho, halo=[2, 2, 2, 2, 2, 2], name="rho"), &
-       halox_field(fx, location=HALOX_VERTEX, halo=[0, 1, 0, 1, 0, 1], name="fx"), &
-       halox_field(flux, location=HALOX_X_FACE, halo=[1, 2, 1, 1, 1, 1], name="flux")])
+      [halox_field(rho, halo=2, name="rho"), &
+       halox_field(fx, location=HALOX_VERTEX, halo_lo=[0, 0, 0], halo_hi=[1, 1, 1], name="fx"), &
+       halox_field(flux, location=HALOX_X_FACE, halo_lo=[1, 1, 1], halo_hi=[2, 1, 1], &
+                   name="flux")])
     do pass = 1, 2
       every = pass == 2
       do op = HALOX_SUM, HALOX_MAX
@@ -94,9 +95,10 @@ program reverse_fields
     call halox_exchange_destroy(ex)
     ! "auto" for the algorithm as for the transport.
     call halox_exchange_create(ex, decomp, &
-      [halox_field(rho, halo=[2, 2, 2, 2, 2, 2], name="rho"), &
-       halox_field(fx, location=HALOX_VERTEX, halo=[0, 1, 0, 1, 0, 1], name="fx"), &
-       halox_field(flux, location=HALOX_X_FACE, halo=[1, 2, 1, 1, 1, 1], name="flux")], &
+      [halox_field(rho, halo=2, name="rho"), &
+       halox_field(fx, location=HALOX_VERTEX, halo_lo=[0, 0, 0], halo_hi=[1, 1, 1], name="fx"), &
+       halox_field(flux, location=HALOX_X_FACE, halo_lo=[1, 1, 1], halo_hi=[2, 1, 1], &
+                   name="flux")], &
       algorithm="auto", fields="auto")
     if (halox_algorithm(ex) /= "standard" .and. halox_algorithm(ex) /= "staged") &
       call fail("algorithm=auto chose " // halox_algorithm(ex))

@@ -153,11 +153,11 @@ contains
     call halox_exchange_create(ex, decomp, &
       [halox_field(fields(1)%a64, name="density"), &
        halox_field(fields(2)%a64, location=HALOX_VERTEX, name="xvel"), &
-       halox_field(fields(3)%a32, location=HALOX_X_FACE, halo=[1, 2, 1, 2, 1, 2], &
+       halox_field(fields(3)%a32, location=HALOX_X_FACE, halo_lo=[1, 1, 1], halo_hi=[2, 2, 2], &
                    name="vol_flux_x"), &
-       halox_field(fields(4)%a32, location=HALOX_Y_EDGE, halo=[1, 1, 1, 1, 2, 1], &
+       halox_field(fields(4)%a32, location=HALOX_Y_EDGE, halo_lo=[1, 1, 2], halo_hi=[1, 1, 1], &
                    name="edge_y"), &
-       halox_field(fields(5)%a32, halo=[1, 1, 1, 1, 0, 0])], stat=stat, errmsg=errmsg)
+       halox_field(fields(5)%a32, halo_lo=[1, 1, 0], halo_hi=[1, 1, 0])], stat=stat, errmsg=errmsg)
   end subroutine create_exchange
 
   ! A point's value: its field, its global index and the epoch, exact in real32.
@@ -296,12 +296,12 @@ contains
     call check(periodic, [1, 2, 3, 4, 5], 1, 5, what // " all depth 1", failures)
     call bad_subsets(ex, failures)
     call halox_exchange_destroy(ex)
-    ! halo= of the exchange for a field with a location but no halo of its own
+    ! halo_lo=, halo_hi= of the exchange for a field with a location but no halo of its own
     call fill(6)
     call halox_exchange_create(ex, decomp, [halox_field(fields(3)%a32, location=HALOX_X_FACE)], &
-                               halo=[1, 2, 1, 2, 1, 2])
+                               halo_lo=[1, 1, 1], halo_hi=[2, 2, 2])
     call halox_exchange_halos(ex)
-    call check(periodic, [3], 0, 6, what // " halo= of the exchange", failures)
+    call check(periodic, [3], 0, 6, what // " halo_lo=, halo_hi= of the exchange", failures)
     call halox_exchange_destroy(ex)
     call free_fields()
   end subroutine check_calls
