@@ -109,7 +109,7 @@ module halox
 
   ! The option strings, NUL-terminated, alive while the exchange is created.
   type :: option_strings
-    character(kind=c_char), allocatable :: transport(:), algorithm(:), fields(:), &
+    character(kind=c_char), allocatable :: transport(:), algorithm(:), grouping(:), &
                                            wisdom_file(:), memory(:)
   end type option_strings
 
@@ -131,8 +131,8 @@ module halox
   end type c_text
 
   type, bind(C) :: c_options
-    type(c_ptr) :: transport = c_null_ptr, algorithm = c_null_ptr, fields = c_null_ptr
-    integer(c_int) :: auto_transport = 0, auto_algorithm = 0, auto_fields = 0
+    type(c_ptr) :: transport = c_null_ptr, algorithm = c_null_ptr, grouping = c_null_ptr
+    integer(c_int) :: auto_transport = 0, auto_algorithm = 0, auto_grouping = 0
     real(c_double) :: timeout_seconds = 0
     type(c_ptr) :: wisdom_file = c_null_ptr, memory = c_null_ptr, cuda_stream = c_null_ptr
     integer(c_int) :: ranks_per_node = 0
@@ -264,7 +264,7 @@ module halox
   ! reference in some direct calls of a PROCEDURE(...), BIND(C) declaration.
   procedure(string_query), bind(C, name="halox_exchange_transport") :: c_exchange_transport
   procedure(string_query), bind(C, name="halox_exchange_algorithm") :: c_exchange_algorithm
-  procedure(string_query), bind(C, name="halox_exchange_fields") :: c_exchange_fields
+  procedure(string_query), bind(C, name="halox_exchange_grouping") :: c_exchange_grouping
   procedure(string_query), bind(C, name="halox_available_transports") :: &
     c_available_transports
 
@@ -537,14 +537,15 @@ contains
   ! The options, all optional:
   !   transport    "mpi-p2p" (default), "shm", "shm+ucx", ..., "auto" (measured)
   !   algorithm    "standard" (default), "staged", "faces", "auto" (measured)
-  !   fields       "compact", "sequence", "cache" (default), fields per message, "auto"
-  !   auto         what to measure: "transport", "algorithm", "fields" (a list), "all",
+  !   grouping     how the fields are grouped into messages: "compact", "sequence",
+  !                "cache" (default), a number of fields per message, "auto" (measured)
+  !   auto         what to measure: "transport", "algorithm", "grouping" (a list), "all",
   !                or .true. (all)
   !   timeout      seconds a wait may last (integer or real; default HALOX_TIMEOUT or 600)
   !   wisdom_file  a file of earlier measured choices
   !   memory       "detect" (default), "host", "device" (device arrays: docs/fortran.md)
   !   ranks_per_node  groups of this many consecutive ranks count as nodes
-  subroutine halox_exchange_create(ex, decomp, field_list, halo, transport, algorithm, fields, &
+  subroutine halox_exchange_create(ex, decomp, field_list, halo, transport, algorithm, grouping, &
                                    auto, timeout, wisdom_file, memory, ranks_per_node, stat, &
                                    errmsg, halo_lo, halo_hi)
     type(halox_exchange), intent(inout) :: ex
@@ -552,7 +553,7 @@ contains
     type(halox_field), intent(in) :: field_list(:)
     integer, intent(in), optional :: halo(..), halo_lo(:), halo_hi(:)
     character(len=*), intent(in), optional :: transport, algorithm, wisdom_file, memory
-    class(*), intent(in), optional :: fields, auto, timeout
+    class(*), intent(in), optional :: grouping, auto, timeout
     integer, intent(in), optional :: ranks_per_node
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
@@ -564,7 +565,7 @@ contains
     allocate(character(len=0) :: problem)
     call halo_widths(widths, problem, halo, halo_lo, halo_hi)
     call text_options(strings, options, transport, algorithm, wisdom_file, memory)
-    if (present(fields)) call fields_option(fields, strings, options, problem)
+    if (present(grouping)) call grouping_option(grouping, strings, options, problem)
     if (present(auto)) call auto_option(auto, options, problem)
     if (present(timeout)) call timeout_option(timeout, options, problem)
     if (present(ranks_per_node)) options%ranks_per_node = ranks_per_node
@@ -777,26 +778,26 @@ contains
     address = c_loc(chars)
   end subroutine text_option
 
-  subroutine fields_option(fields, strings, options, problem)
-    class(*), intent(in) :: fields
+  subroutine grouping_option(grouping, strings, options, problem)
+    class(*), intent(in) :: grouping
     type(option_strings), intent(inout), target :: strings
     type(c_options), intent(inout) :: options
     character(len=:), allocatable, intent(inout) :: problem
-    select type (fields)
+    select type (grouping)
     type is (character(len=*))
-      strings%fields = c_string(fields)
+      strings%grouping = c_string(grouping)
     type is (integer)
-      if (fields < 1) then
-        problem = "fields= takes a positive number of fields per message, got " // str(fields)
+      if (grouping < 1) then
+        problem = "grouping= takes a positive number of fields per message, got " // str(grouping)
         return
       end if
-      strings%fields = c_string(str(fields))
+      strings%grouping = c_string(str(grouping))
     class default
-      problem = 'fields= takes "compact", "sequence", "cache" or a number of fields per message'
+      problem = 'grouping= takes "compact", "sequence", "cache" or a number of fields per message'
       return
     end select
-    options%fields = c_loc(strings%fields)
-  end subroutine fields_option
+    options%grouping = c_loc(strings%grouping)
+  end subroutine grouping_option
 
   subroutine auto_option(auto, options, problem)
     class(*), intent(in) :: auto
@@ -808,7 +809,7 @@ contains
     type is (logical)
       options%auto_transport = merge(1, 0, auto)
       options%auto_algorithm = options%auto_transport
-      options%auto_fields = options%auto_transport
+      options%auto_grouping = options%auto_transport
     type is (character(len=*))
       start = 1
       do while (start <= len(auto))
@@ -822,18 +823,19 @@ contains
           options%auto_transport = 1
         case ("algorithm")
           options%auto_algorithm = 1
-        case ("fields")
-          options%auto_fields = 1
+        case ("grouping")
+          options%auto_grouping = 1
         case ("all")
           options%auto_transport = 1
           options%auto_algorithm = 1
-          options%auto_fields = 1
+          options%auto_grouping = 1
         case default
-          problem = 'auto= names "transport", "algorithm", "fields" or "all", not "' // word // '"'
+          problem = 'auto= names "transport", "algorithm", "grouping" or "all", not "' // &
+                    word // '"'
         end select
       end do
     class default
-      problem = 'auto= takes .true. or a list of "transport", "algorithm", "fields", "all"'
+      problem = 'auto= takes .true. or a list of "transport", "algorithm", "grouping", "all"'
     end select
   end subroutine auto_option
 
@@ -1185,7 +1187,7 @@ contains
     integer, intent(out), optional :: stat
     character(len=*), intent(inout), optional :: errmsg
     character(len=:), allocatable :: name
-    name = string_of(c_exchange_fields, ex%handle, stat, errmsg)
+    name = string_of(c_exchange_grouping, ex%handle, stat, errmsg)
   end function halox_field_grouping
 
   ! Bytes per exchange this rank sends, receives and copies within itself.

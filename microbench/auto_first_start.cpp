@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
     }
     MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = MPI_Wtime();
-    halox::halo_exchange ex(d, sub, fs, {.auto_transport = true, .auto_algorithm = true, .auto_fields = true});
+    halox::halo_exchange ex(
+        d, sub, fs, {.auto_transport = true, .auto_algorithm = true, .auto_grouping = true});
     double t = MPI_Wtime() - t0;
     MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (rank == 0) std::printf("ready in %.2f s: %s\n", t, ex.choice_report().c_str());

@@ -44,7 +44,7 @@ program fortran_exchange_time
     fields(f) = halox_field(storage(f)%cells)
   end do
   call halox_exchange_create(ex, decomp, fields, halo=halo, transport=trim(transport), &
-                             algorithm=trim(algorithm), fields=trim(grouping))
+                             algorithm=trim(algorithm), grouping=trim(grouping))
   do rep = 1, 10
     call halox_exchange_halos(ex)
   end do

@@ -32,7 +32,9 @@ void measure(const std::string& transport) {
   local_grid grid({64, 64, 64}, halo_widths::uniform(1));
   shared_fields<float> memory(decomp, grid, 1);
   halo_exchange ex(decomp, grid, memory.pointers(),
-                   {.alg = algorithm::staged, .mode = field_mode::sequence, .transport = parse_transport_choice(transport)});
+                   {.alg = algorithm::staged,
+                    .grouping = field_grouping::sequence,
+                    .transport = parse_transport_choice(transport)});
   for (int i = 0; i < warmup; ++i) ex.exchange();
   std::vector<double> on, off;
   for (int b = 0; b < blocks; ++b) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make bench`: the default sweep (examples/sweeps/default.toml: 2 ranks pinned to cores, 64^3
-# cells per rank, halo 1 and 5, 1 and 8 fields, every transport x algorithm x field mode,
+# cells per rank, halo 1 and 5, 1 and 8 fields, every transport x algorithm x grouping,
 # interleaved rounds until every cell's ratio settles, on the rank grid of MPI_Dims_create and
 # on one split along z), then one screen - per rank grid and shape the variant to use here, its
 # time, speed-up over the plain-MPI baseline (taken round by round), efficiency against the floor

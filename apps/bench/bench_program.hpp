@@ -45,10 +45,10 @@ struct bench_options {
   std::vector<int> nfields{1};
   std::vector<std::string> types{"double"};
   std::vector<std::string> algorithms{"standard"};
-  std::vector<std::string> field_modes{"cache"};
+  std::vector<std::string> groupings{"cache"};
   int fields_per_block = 0;  // 0: sized to the L2 cache
   std::vector<std::string> transports{transport_choice{}.name()};
-  std::vector<std::string> variants;  // TRANSPORT/ALGORITHM/FIELDS, beside the product
+  std::vector<std::string> variants;  // TRANSPORT/ALGORITHM/GROUPING, beside the product
   bool transport_given = false;
   int nrep = 1000;
   double time_budget = 0;  // seconds per configuration; overrides nrep when > 0
@@ -73,11 +73,11 @@ struct bench_options {
   bool breakdown_table = false; // print the stage splits after the summary
 };
 
-// --fields: compact (all fields per message, moved in cache-sized blocks),
+// --grouping: compact (all fields per message, moved in cache-sized blocks),
 // whole (compact, not cut into blocks), sequence (one), cache (blocks sized
 // to the L2 cache), auto (measured) or a number N.
-struct field_grouping {
-  field_mode mode = field_mode::cache;
+struct grouping_choice {
+  field_grouping kind = field_grouping::cache;
   int per_message = 0;  // as in exchange_options::fields_per_message
   std::string label = "cache";
   bool whole = false;   // messages not cut into blocks
@@ -86,7 +86,7 @@ struct field_grouping {
 struct config {
   transport_choice transport;  // ignored when auto_transport
   algorithm alg = algorithm::standard;  // ignored when auto_algorithm
-  field_grouping fields;
+  grouping_choice grouping;
   element_type type = element_type::f64;
   halo_widths halo;
   int halo_label = 0;  // the uniform width, or -1 for per-side widths
@@ -96,9 +96,9 @@ struct config {
   // Named as asked: "auto" where the choice is measured.
   std::string transport_label() const { return auto_transport ? "auto" : transport.name(); }
   std::string algorithm_label() const { return auto_algorithm ? "auto" : to_string(alg); }
-  bool automatic() const { return auto_transport || auto_algorithm || fields.label == "auto"; }
+  bool automatic() const { return auto_transport || auto_algorithm || grouping.label == "auto"; }
   std::string variant() const {
-    return fmt::format("{}/{}/{}", transport_label(), algorithm_label(), fields.label);
+    return fmt::format("{}/{}/{}", transport_label(), algorithm_label(), grouping.label);
   }
   std::string shape() const {
     std::string h = halo_label >= 0 ? fmt::format("h{}", halo_label) : std::string("h*");
@@ -172,9 +172,9 @@ struct shape_memory {
 };
 
 // options.cpp
-field_grouping parse_field_grouping(const std::string& text);
+grouping_choice parse_grouping_choice(const std::string& text);
 std::vector<std::string> choice_names(const std::vector<transport_choice>& choices);
-int fields_per_block(const bench_options& o, const field_grouping& g, int nfields);
+int fields_per_block(const bench_options& o, const grouping_choice& g, int nfields);
 ivec3 to_ivec3(const std::vector<int>& v);
 void add_options(CLI::App& app, bench_options& o);
 // Collective: the transports that move device fields, available on every rank.

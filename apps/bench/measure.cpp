@@ -113,15 +113,15 @@ exchange_options options_for(const bench_options& o, const config& cfg, bool on_
   // tuning) is kept by the others, as a program keeps the exchange it built.
   if (decided) return *decided;
   exchange_options options{.alg = cfg.alg,
-                           .mode = cfg.fields.mode,
+                           .grouping = cfg.grouping.kind,
                            .transport = cfg.transport,
-                           .fields_per_message = cfg.fields.per_message,
-                           .fields_per_block = fields_per_block(o, cfg.fields, cfg.nfields),
+                           .fields_per_message = cfg.grouping.per_message,
+                           .fields_per_block = fields_per_block(o, cfg.grouping, cfg.nfields),
                            .ranks_per_node = o.decomp.ranks_per_node,
                            .timeout_seconds = o.timeout,
                            .auto_transport = cfg.auto_transport,
                            .auto_algorithm = cfg.auto_algorithm,
-                           .auto_fields = cfg.fields.label == "auto",
+                           .auto_grouping = cfg.grouping.label == "auto",
                            .wisdom_file = o.wisdom};
   options.memory = on_device ? halox::memory_kind::device : halox::memory_kind::host;
   return options;

@@ -12,18 +12,18 @@
 
 namespace halox::bench {
 
-field_grouping parse_field_grouping(const std::string& text) {
-  if (text == "whole") return {field_mode::compact, 0, text, true};
-  if (text == "auto") return {field_mode::cache, 0, text};  // measured when the exchange is built
+grouping_choice parse_grouping_choice(const std::string& text) {
+  if (text == "whole") return {field_grouping::compact, 0, text, true};
+  // "auto" is measured when the exchange is built.
+  if (text == "auto") return {field_grouping::cache, 0, text};
   if (!text.empty() && std::all_of(text.begin(), text.end(), ::isdigit)) {
     int n = text.size() > 6 ? 0 : std::stoi(text);
     if (n < 1)
-      throw usage_error(fmt::format("--fields {}: a number of fields per message must be 1 to "
-                                    "1000",
-                                    text));
-    return {field_mode::compact, n, text};
+      throw usage_error(fmt::format(
+          "--grouping {}: a number of fields per message must be 1 to 1000", text));
+    return {field_grouping::compact, n, text};
   }
-  return {parse_field_mode(text), 0, text};
+  return {parse_field_grouping(text), 0, text};
 }
 
 std::vector<std::string> choice_names(const std::vector<transport_choice>& choices) {
@@ -33,7 +33,7 @@ std::vector<std::string> choice_names(const std::vector<transport_choice>& choic
 }
 
 // The fields a stage moves at a time for a configuration.
-int fields_per_block(const bench_options& o, const field_grouping& g, int nfields) {
+int fields_per_block(const bench_options& o, const grouping_choice& g, int nfields) {
   return g.whole ? nfields : o.fields_per_block;
 }
 
@@ -41,17 +41,17 @@ ivec3 to_ivec3(const std::vector<int>& v) { return {v[0], v[1], v[2]}; }
 
 namespace {
 
-// The words --algorithm and --fields take besides the library's names, and
+// The words --algorithm and --grouping take besides the library's names, and
 // what "all" stands for (--help-json lists them for halox sweep).
 std::vector<std::string> algorithm_words() {
   std::vector<std::string> words;
   for (const auto a : all_algorithms) words.push_back(to_string(a));
   return words;
 }
-const std::vector<std::string> all_field_modes_run{"compact", "sequence"};
-std::vector<std::string> field_mode_words() {
+const std::vector<std::string> all_groupings_run{"compact", "sequence"};
+std::vector<std::string> grouping_words() {
   std::vector<std::string> words;
-  for (const auto m : all_field_modes) words.push_back(to_string(m));
+  for (const auto m : all_field_groupings) words.push_back(to_string(m));
   words.push_back("whole");
   return words;
 }
@@ -92,13 +92,14 @@ void add_variant_options(CLI::App& app, bench_options& o) {
       ->delimiter(',')
       ->check(declared_values(with_auto_and_all(algorithm_words()), false, algorithm_words()))
       ->capture_default_str();
-  app.add_option("--fields", o.field_modes, "cache (blocks of fields whose halo traffic fits the L2 "
-                 "cache, one message each), compact (all fields of a neighbour in one message, moved "
-                 "in cache-sized blocks), whole (compact, messages not cut into blocks), sequence "
-                 "(field by field), N (N fields per message), auto (the fastest of compact, "
-                 "sequence and whole, measured), or all (compact,sequence)")
+  app.add_option("--grouping", o.groupings, "How the fields are grouped into messages: cache "
+                 "(blocks of fields whose halo traffic fits the L2 cache, one message each), "
+                 "compact (all fields of a neighbour in one message, moved in cache-sized "
+                 "blocks), whole (compact, messages not cut into blocks), sequence (field by "
+                 "field), N (N fields per message), auto (the fastest of compact, sequence and "
+                 "whole, measured), or all (compact,sequence)")
       ->delimiter(',')
-      ->check(declared_values(with_auto_and_all(field_mode_words()), true, all_field_modes_run))
+      ->check(declared_values(with_auto_and_all(grouping_words()), true, all_groupings_run))
       ->capture_default_str();
   app.add_option("--fields-per-block", o.fields_per_block, "Fields a stage moves at a time, "
                  "every message cut into blocks of that many (0: sized to the smallest L2 cache "
@@ -111,9 +112,10 @@ void add_variant_options(CLI::App& app, bench_options& o) {
                              fmt::join(choice_names(available_transport_choices()), ", ")))
       ->delimiter(',')
       ->capture_default_str();
-  app.add_option("--variants", o.variants, "Variants named whole, TRANSPORT/ALGORITHM/FIELDS "
+  app.add_option("--variants", o.variants,
+                 "Variants named whole, TRANSPORT/ALGORITHM/GROUPING "
                  "(e.g. auto/auto/auto,shm/staged/cache), run beside the product of --transport, "
-                 "--algorithm and --fields; alone (without --transport) they are the only ones")
+                 "--algorithm and --grouping; alone (without --transport) they are the only ones")
       ->delimiter(',');
 }
 
@@ -151,7 +153,8 @@ void add_timing_options(CLI::App& app, bench_options& o) {
 
 // Output, checks, memory and the library's own options.
 void add_run_options(CLI::App& app, bench_options& o) {
-  app.add_option("--baseline", o.baseline, "Variant transport/algorithm/fields that ratios refer to")
+  app.add_option("--baseline", o.baseline,
+                 "Variant transport/algorithm/grouping that ratios refer to")
       ->capture_default_str();
   app.add_flag("--list-transports", o.list_transports,
                "Print every transport: name, whether it is available here (and why not), reach, "
@@ -278,12 +281,12 @@ void check_values(const bench_options& o) {
     if (f > 1000) throw usage_error(fmt::format("--nfields {} is more than the 1000 supported", f));
 }
 
-// A variant as named: TRANSPORT/ALGORITHM/FIELDS, each possibly "auto".
+// A variant as named: TRANSPORT/ALGORITHM/GROUPING, each possibly "auto".
 struct variant_names {
-  std::string transport, alg, fields;
+  std::string transport, alg, grouping;
 };
 
-// The product of --transport, --algorithm and --fields, then --variants.
+// The product of --transport, --algorithm and --grouping, then --variants.
 std::vector<variant_names> variants_of(const bench_options& o,
                                        const std::vector<std::string>& transports_here) {
   const std::vector<std::string> transport_names =
@@ -292,12 +295,12 @@ std::vector<variant_names> variants_of(const bench_options& o,
   std::vector<variant_names> variants;
   for (const auto& t : transport_names)
     for (const auto& a : expand_all(o.algorithms, algorithm_words()))
-      for (const auto& m : expand_all(o.field_modes, all_field_modes_run))
+      for (const auto& m : expand_all(o.groupings, all_groupings_run))
         variants.push_back({t, a, m});
   for (const auto& v : split_list(o.variants)) {
     const auto first = v.find('/'), last = v.rfind('/');
     if (first == std::string::npos || first == last)
-      throw usage_error(fmt::format("--variants: '{}' is not TRANSPORT/ALGORITHM/FIELDS", v));
+      throw usage_error(fmt::format("--variants: '{}' is not TRANSPORT/ALGORITHM/GROUPING", v));
     variants.push_back({v.substr(0, first), v.substr(first + 1, last - first - 1), v.substr(last + 1)});
   }
   return variants;
@@ -335,7 +338,7 @@ std::vector<config> build_matrix(bench_options& o, const std::vector<std::string
           c.transport = c.auto_transport ? transport_choice{} : parse_transport_choice(v.transport);
           c.auto_algorithm = v.alg == "auto";
           c.alg = c.auto_algorithm ? algorithm::standard : parse_algorithm(v.alg);
-          c.fields = parse_field_grouping(v.fields);
+          c.grouping = parse_grouping_choice(v.grouping);
           c.type = parse_element_type(ty);
           c.halo = halos[h];
           c.halo_label = labels[h];

@@ -188,7 +188,7 @@ void print_table(const std::vector<result>& results, const std::vector<std::stri
     width = std::max({width, sh.size() + 2, cells[i].size() + 2});
     name_width = std::max(name_width, v.size() + 2);
   }
-  fmt::print("{:<{}}", "transport/algorithm/fields", name_width);
+  fmt::print("{:<{}}", "transport/algorithm/grouping", name_width);
   for (const auto& sh : shapes) fmt::print("{:>{}}", sh, width);
   fmt::print("\n");
   for (const auto& v : variants) {

@@ -87,9 +87,9 @@ nlohmann::json config_json(const result& r, const bench_options& o) {
           {"chosen", r.chosen},
           // What the automatic choice decided, as the wisdom file stores it.
           {"choice", !r.chosen.empty() && r.decided ? nlohmann::json::parse(choice_json(*r.decided))
-                                 : nlohmann::json(nullptr)},
+                                                    : nlohmann::json(nullptr)},
           {"algorithm", r.cfg.algorithm_label()},
-          {"fields", r.cfg.fields.label},
+          {"grouping", r.cfg.grouping.label},
           {"fields_per_message", r.fields_per_message},
           {"fields_per_block", r.fields_per_block},
           {"type", to_string(r.cfg.type)},

@@ -120,7 +120,8 @@ std::vector<double> medians(int rounds, const std::vector<std::function<double()
 
 // "auto" lets halox measure and choose, as a code that names nothing gets.
 halox::exchange_options options_of(const bench_options& o) {
-  halox::exchange_options x{.mode = halox::field_mode::compact, .fields_per_block = o.block};
+  halox::exchange_options x{.grouping = halox::field_grouping::compact,
+                            .fields_per_block = o.block};
   x.auto_algorithm = o.algorithm == "auto";
   if (!x.auto_algorithm) x.alg = halox::parse_algorithm(o.algorithm);
   x.auto_transport = o.transport == "auto";

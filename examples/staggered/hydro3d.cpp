@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
       halos = std::make_unique<hydro::halox_updater>(
           decomp, sub.extent, fields,
           halox::exchange_options{.alg = halox::parse_algorithm(o.algorithm),
-                                  .mode = halox::field_mode::compact,
+                                  .grouping = halox::field_grouping::compact,
                                   .transport = halox::parse_transport_choice(o.transport)});
     else
       halos = std::make_unique<hydro::plain_updater>(decomp, fields);

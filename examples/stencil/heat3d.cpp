@@ -35,7 +35,8 @@ int main(int argc, char** argv) {
         }
 
     // Faces are all a 7-point stencil needs; two exchangers swap roles each step.
-    halox::exchange_options options{.alg = halox::algorithm::faces, .mode = halox::field_mode::compact,
+    halox::exchange_options options{.alg = halox::algorithm::faces,
+                                    .grouping = halox::field_grouping::compact,
                                     .transport = halox::parse_transport_choice("mpi-p2p")};
     auto field = [&](std::vector<double>& data) {
       return std::vector<halox::field>{{.data = data.data(), .halo = grid.halo}};

@@ -64,9 +64,9 @@ program heat3d
 
   ! Faces are all a 7-point stencil needs; two exchanges swap roles each step.
   call halox_exchange_create(exchange_u, decomp, [halox_field(u)], halo=1, &
-                             transport=trim(transport), algorithm="faces", fields="compact")
+                             transport=trim(transport), algorithm="faces", grouping="compact")
   call halox_exchange_create(exchange_next, decomp, [halox_field(next)], halo=1, &
-                             transport=trim(transport), algorithm="faces", fields="compact")
+                             transport=trim(transport), algorithm="faces", grouping="compact")
   do step = 0, steps - 1
     if (mod(step, 2) == 0) then
       call advance(u, next, exchange_u)

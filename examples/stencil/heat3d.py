@@ -33,7 +33,7 @@ def main(argv: list[str]) -> int:
     u[grid.interior] = sx[None, None, :] * cy[None, :, None] + sz[:, None, None]
 
     # Faces are all a 7-point stencil needs; two exchangers swap roles each step.
-    options = dict(algorithm="faces", fields="compact", transport="mpi-p2p")
+    options = dict(algorithm="faces", grouping="compact", transport="mpi-p2p")
     exchanges = {id(u): halox.HaloExchange(decomp, grid, [u], **options),
                  id(nxt): halox.HaloExchange(decomp, grid, [nxt], **options)}
 

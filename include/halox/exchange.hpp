@@ -72,13 +72,13 @@ struct exchange_options {
   algorithm alg = algorithm::standard;
   // How many fields a message carries: compact (all), sequence (one), or
   // cache (blocks whose halo traffic fits the L2 cache hwloc reports).
-  field_mode mode = field_mode::cache;
+  field_grouping grouping = field_grouping::cache;
   // Which transport carries the messages: parse_transport_choice("shm")
   // (= shm+mpi-p2p), "shm+mpi-neighbor", ... (see halox/transport/choice.hpp).
   // Default: mpi-p2p for every neighbour.
   transport_choice transport = {};
-  // Fields per message: 0 = as `mode` says, N = blocks of N fields,
-  // fields_per_message_auto = as mode cache. Whatever a message carries, a
+  // Fields per message: 0 = as `grouping` says, N = blocks of N fields,
+  // fields_per_message_auto = as grouping cache. Whatever a message carries, a
   // stage moves its data in blocks of fields sized to the L2 cache.
   int fields_per_message = 0;
   // Fields a stage moves at a time (blocks inside a message, see halox/extend/plan.hpp):
@@ -94,10 +94,10 @@ struct exchange_options {
   // the exchange is built (a few exchanges each, the slowest rank's time,
   // agreed by all ranks) and the fastest is kept. Transport candidates:
   // every available transport and LOCAL+REMOTE routing; algorithms: standard
-  // and staged; fields: compact, sequence and L2-sized blocks.
+  // and staged; groupings: compact, sequence and L2-sized blocks.
   bool auto_transport = false;
   bool auto_algorithm = false;
-  bool auto_fields = false;
+  bool auto_grouping = false;
   // A file of earlier choices (JSON lines keyed by machine, MPI library, rank
   // grid, sub-domain, halo widths, fields and type); read before measuring,
   // appended after. Empty: HALOX_WISDOM, or none.
@@ -126,12 +126,15 @@ std::span<const environment_variable> environment_variables();
 
 // What an automatic choice decides (transport, algorithm, field grouping) as
 // one JSON object, the format of the wisdom file and of the programs' records:
-//   {"transport": "shm", "algorithm": "staged", "fields": "compact",
+//   {"transport": "shm", "algorithm": "staged", "grouping": "compact",
 //    "fields_per_message": 0, "fields_per_block": 8}
 std::string choice_json(const exchange_options& options);
 // Sets those members of `options` from such an object. Throws usage_error for
 // malformed JSON, a missing or mistyped member, or an unknown or unavailable
-// transport, algorithm or field mode.
+// transport, algorithm or field grouping. An older object without "grouping"
+// whose "fields" is a string (wisdom files and records written before the
+// grouping had its own word) takes that as the grouping; only "grouping" is
+// written.
 void apply_choice_json(std::string_view json, exchange_options& options);
 
 // How a reverse call combines the copies of a point (start_reverse below).

@@ -64,16 +64,16 @@ std::string to_string(location at);
 ivec3 staggered_axes(location at);
 
 // How an exchange groups its fields into messages.
-enum class field_mode {
+enum class field_grouping {
   compact,   // all fields of a neighbour travel in one message
   sequence,  // the fields are exchanged one after another
   cache,     // blocks of fields whose halo traffic fits the L2 cache, one after another
 };
-// Every field mode, in the order the programs and reports list them.
-inline constexpr field_mode all_field_modes[] = {field_mode::compact, field_mode::sequence,
-                                                 field_mode::cache};
-field_mode parse_field_mode(const std::string& name);  // throws usage_error
-std::string to_string(field_mode m);
+// Every field grouping, in the order the programs and reports list them.
+inline constexpr field_grouping all_field_groupings[] = {
+    field_grouping::compact, field_grouping::sequence, field_grouping::cache};
+field_grouping parse_field_grouping(const std::string& name);  // throws usage_error
+std::string to_string(field_grouping g);
 
 enum class shared_points { from_owner, kept };
 inline constexpr shared_points all_shared_points[] = {shared_points::from_owner,

@@ -129,14 +129,15 @@ typedef struct halox_options {
   const char* transport;
   /* "standard" (NULL), "staged", "faces", or "auto" (as auto_algorithm) */
   const char* algorithm;
-  /* fields per message: "compact", "sequence", "cache" (NULL), a number, or
-   * "auto" (as auto_fields) */
-  const char* fields;
+  /* how the fields are grouped into messages: "compact" (all in one),
+   * "sequence" (one after another), "cache" (NULL: blocks sized to the L2
+   * cache), a number of fields per message, or "auto" (as auto_grouping) */
+  const char* grouping;
   /* non-zero: measure the candidates when the exchange is created and keep
    * the fastest (agreed by all ranks) */
   int auto_transport;
   int auto_algorithm;
-  int auto_fields;
+  int auto_grouping;
   /* seconds a wait may last (0: HALOX_TIMEOUT or 600) */
   double timeout_seconds;
   /* a file of earlier measured choices (NULL: HALOX_WISDOM, or none) */
@@ -295,7 +296,7 @@ halox_status halox_exchange_transport(halox_exchange ex, char* buf, size_t size)
 halox_status halox_exchange_transport_path(halox_exchange ex, char* buf, size_t size);
 /* The algorithm and the field grouping as run (after measured choices) */
 halox_status halox_exchange_algorithm(halox_exchange ex, char* buf, size_t size);
-halox_status halox_exchange_fields(halox_exchange ex, char* buf, size_t size);
+halox_status halox_exchange_grouping(halox_exchange ex, char* buf, size_t size);
 /* Bytes per exchange this rank sends to other ranks, receives from them and
  * copies within itself, by the plan; and the plan's stage count. */
 halox_status halox_exchange_bytes(halox_exchange ex, size_t* sent, size_t* received,

@@ -18,7 +18,7 @@ tools do not load MPI.
 
 _BINDINGS = (
     "Decomposition", "Subdomain", "Grid", "Field", "HaloExchange", "UsageError", "RunError",
-    "transports", "algorithms", "field_modes", "default_transport", "mpi_library_version",
+    "transports", "algorithms", "field_groupings", "default_transport", "mpi_library_version",
     "cuda_built", "cuda_unavailable",
 )
 

@@ -14,6 +14,7 @@ import pathlib
 from typing import Iterable
 
 from . import timemodel as tm
+from .records import grouping_key
 
 ELEMENT_SIZE = {"float": 4, "double": 8}
 
@@ -72,7 +73,7 @@ def label(record: dict) -> str:
     c, d = record["config"], record["decomposition"]
     dims = "x".join(map(str, d["dims"]))
     return (f"{record['ranks']} ranks on {nodes_of(record)} node(s) {dims} {c['algorithm']} "
-            f"h{c['halo']}f{c['nfields']} {c['type']} {c['transport']}/{c['fields']}")
+            f"h{c['halo']}f{c['nfields']} {c['type']} {c['transport']}/{c[grouping_key(c)]}")
 
 
 def measurements(records: Iterable[dict], topology: str | None) -> list[tm.Measurement]:

@@ -64,7 +64,7 @@ def _add_report(sub) -> None:
                    help="halox-bench: chosen: a row per variant, a column per halo x fields "
                         "(default); full: per variant, rows = halo, columns = fields (+ staged / "
                         "second toolchain); decomposition: columns = decomposition x toolchain")
-    r.add_argument("--baseline", default=None, metavar="T/A/F|PEER",
+    r.add_argument("--baseline", default=None, metavar="T/A/G|PEER",
                    help="variant, or peer program of the sweep's [[peers]], that the (xN) "
                         "ratios refer to (default: the real program that the records' baseline "
                         "follows, where it ran beside them, else that baseline: halox-bench's "
@@ -110,7 +110,7 @@ def _add_report(sub) -> None:
     filters.add_argument("--nfields", help="only these numbers of fields, e.g. 1,8")
     filters.add_argument("--transport", help="only these transports")
     filters.add_argument("--algorithm", help="only these algorithms")
-    filters.add_argument("--fields", help="only these field modes")
+    filters.add_argument("--grouping", help="only these groupings of the fields into messages")
     filters.add_argument("--type", help="only these element types")
 
 
@@ -216,7 +216,7 @@ def report_main(args) -> int:
                          halo=rec.parse_list(args.halo), nfields=rec.parse_list(args.nfields),
                          transport=rec.parse_list(args.transport),
                          algorithm=rec.parse_list(args.algorithm),
-                         fields=rec.parse_list(args.fields), type=rec.parse_list(args.type))
+                         grouping=rec.parse_list(args.grouping), type=rec.parse_list(args.type))
     _loading_notes(prog, loaded)
     if not loaded.count:
         return _fail(prog, f"no records of halox-bench, halox-halo2d or halox-ipc in "

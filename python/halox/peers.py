@@ -488,7 +488,7 @@ def make_record(run: PeerRun, parsed: dict[str, Any], *, sweep_name: str, mpi: s
         "run_id": f"{stamp}-{run.peer.name}-h{run.halo}f{run.nfields}-{os.getpid()}",
         "beside_run_id": beside.get("run_id") if beside else None,
         "mpi_library": mpi_library, "ranks": run.ranks,
-        "config": {"transport": run.peer.name, "algorithm": "-", "fields": "-",
+        "config": {"transport": run.peer.name, "algorithm": "-", "grouping": "-",
                    "type": run.peer.type, "halo": run.halo, "nfields": run.nfields,
                    "halo_lo": [run.halo] * 3, "halo_hi": [run.halo] * 3,
                    "domain": run.domain, "global_domain": run.global_domain,

@@ -113,12 +113,12 @@ def bench_variants(records: Sequence[Record], out: str | pathlib.Path,
     for r in sorted(records, key=rec.shape_key):
         shapes.setdefault(rec.shape_key(r), r.shape_label)
     transports = sorted({r.transport for r in records})
-    combos = sorted({(r.algorithm, r.fields) for r in records},
+    combos = sorted({(r.algorithm, r.grouping) for r in records},
                     key=lambda c: (rec.order_rank(c[0], rec.ALGORITHM_ORDER),
-                                   rec.order_rank(c[1], rec.FIELDS_ORDER)))
+                                   rec.order_rank(c[1], rec.GROUPING_ORDER)))
     cells: dict[tuple, list[Record]] = {}
     for r in records:
-        cells.setdefault((rec.shape_key(r), r.transport, r.algorithm, r.fields), []).append(r)
+        cells.setdefault((rec.shape_key(r), r.transport, r.algorithm, r.grouping), []).append(r)
     verdicts = report.record_verdicts(records)
 
     def unstable(cell: Sequence[Record]) -> bool:

@@ -1,6 +1,6 @@
 """Loading, validating and grouping the JSON Lines records of the halox programs.
 
-A `halox-bench` record is one configuration (transport x algorithm x fields x type x halo x
+A `halox-bench` record is one configuration (transport x algorithm x grouping x type x halo x
 nfields) of one run; all records of one invocation share a `run_id` (written by
 `to_json_record` in apps/bench/main.cpp, schema_version 1).  `halox-halo2d` and `halox-ipc`
 write one record per run, holding all its cells.  `halox sweep` adds `failure` records for runs
@@ -39,7 +39,7 @@ METRICS: dict[str, tuple[str, str, float]] = {
 BASELINE_BEFORE_RECORDED = "mpi-types/staged/sequence"
 
 ALGORITHM_ORDER = ["standard", "staged", "faces", "auto"]
-FIELDS_ORDER = ["compact", "sequence", "cache", "whole", "auto"]
+GROUPING_ORDER = ["compact", "sequence", "cache", "whole", "auto"]
 DECOMPOSITION_NAMES = {"cart": "mpicart", "hw": "hwcart"}
 DECOMPOSITION_ORDER = ["cart", "hw", "auto"]
 
@@ -56,7 +56,7 @@ class Record:
     ranks: int
     transport: str
     algorithm: str
-    fields: str
+    grouping: str            # how the fields are grouped into messages
     type: str
     halo: int                # uniform width, or -1 for per-side widths
     halo_lo: tuple[int, ...]
@@ -85,8 +85,8 @@ class Record:
 
     @property
     def variant(self) -> str:
-        """transport/algorithm/fields, or the peer program's name."""
-        return self.peer or f"{self.transport}/{self.algorithm}/{self.fields}"
+        """transport/algorithm/grouping, or the peer program's name."""
+        return self.peer or f"{self.transport}/{self.algorithm}/{self.grouping}"
 
     @property
     def ratio_run(self) -> str:
@@ -128,6 +128,14 @@ def _need(obj: dict, key: str, kind: type | tuple, where: str) -> Any:
     return value
 
 
+def grouping_key(config: dict) -> str:
+    """The key of a record's config that holds the grouping: "grouping", or in a record written
+    before the grouping had its own word, "fields" where it is a string (the one compatibility
+    rule; halox-bench writes only "grouping")."""
+    older = "grouping" not in config and isinstance(config.get("fields"), str)
+    return "fields" if older else "grouping"
+
+
 def parse_record(obj: Any, where: str) -> Record:
     """Validates one decoded JSON object and returns it as a Record."""
     if not isinstance(obj, dict):
@@ -146,7 +154,7 @@ def parse_record(obj: Any, where: str) -> Record:
         ranks=_need(obj, "ranks", int, where),
         transport=_need(config, "transport", str, f"{where}: config"),
         algorithm=_need(config, "algorithm", str, f"{where}: config"),
-        fields=_need(config, "fields", str, f"{where}: config"),
+        grouping=_need(config, grouping_key(config), str, f"{where}: config"),
         type=_need(config, "type", str, f"{where}: config"),
         halo=halo,
         halo_lo=tuple(config.get("halo_lo") or ()),
@@ -457,8 +465,8 @@ def order_rank(value: str, order: list[str]) -> tuple[int, str]:
 
 def sort_variants(variants: Iterable[str]) -> list[str]:
     def key(v: str):
-        t, a, f = (v.split("/") + ["", "", ""])[:3]
-        return (t, order_rank(a, ALGORITHM_ORDER), order_rank(f, FIELDS_ORDER))
+        t, a, g = (v.split("/") + ["", "", ""])[:3]
+        return (t, order_rank(a, ALGORITHM_ORDER), order_rank(g, GROUPING_ORDER))
     return sorted(set(variants), key=key)
 
 
@@ -525,7 +533,7 @@ def parse_list(text: str | None) -> list[str] | None:
 def select(records: Iterable[Record], *, run_id: list[str] | None = None,
            halo: list[str] | None = None, nfields: list[str] | None = None,
            transport: list[str] | None = None, algorithm: list[str] | None = None,
-           fields: list[str] | None = None, type: list[str] | None = None) -> list[Record]:
+           grouping: list[str] | None = None, type: list[str] | None = None) -> list[Record]:
     """Keeps the records that match every given list (None = no filter)."""
     def keep(r: Record) -> bool:
         return ((run_id is None or r.run_id in run_id or (r.peer and r.ratio_run in run_id))
@@ -533,6 +541,6 @@ def select(records: Iterable[Record], *, run_id: list[str] | None = None,
                 and (nfields is None or str(r.nfields) in nfields)
                 and (transport is None or r.transport in transport)
                 and (algorithm is None or r.algorithm in algorithm)
-                and (fields is None or r.fields in fields)
+                and (grouping is None or r.grouping in grouping)
                 and (type is None or r.type in type))
     return [r for r in records if keep(r)]

@@ -293,16 +293,16 @@ def _chosen_tables(trecs: Sequence[Record], label: str, metric: str, baseline: s
     verdicts = cell_verdicts(cells, baseline if with_ratios else None)
     rows = _chosen_rows(trecs, cells, verdicts, shape_keys, metric, baseline, with_ratios,
                         lambda v: _yard_row(cells, v, shape_keys, sticks))
-    tables = [Table(label, "transport/algorithm/fields", columns, ["value"] * len(columns),
+    tables = [Table(label, "transport/algorithm/grouping", columns, ["value"] * len(columns),
                     rows["times"], suffixes=rows["time_suffixes"])]
     if with_ratios:
-        tables.append(Table(f"{label}: (xN)", "transport/algorithm/fields",
+        tables.append(Table(f"{label}: (xN)", "transport/algorithm/grouping",
                             [f"{c} (xN)" for c in columns], ["ratio"] * len(columns),
                             rows["ratios"], suffixes=rows["ratio_suffixes"], gap=2))
         notes += fastest_notes(cells, verdicts, shape_keys, shape_labels)
     if groups := sticks.groups(len(columns)):
         names = [c for _ in groups for c in columns]
-        tables.append(Table(f"{label}: efficiency", "transport/algorithm/fields", names,
+        tables.append(Table(f"{label}: efficiency", "transport/algorithm/grouping", names,
                             ["ratio"] * len(names), rows["yard"], groups=groups, gap=2))
         notes += sticks.notes()
     short, details = stability_notes(cells, verdicts)
@@ -462,14 +462,14 @@ def full(records: Sequence[Record], metric: str = "median") -> Report:
         several_types = len({r.type for r in srecs}) > 1
 
         def table_key(r: Record) -> tuple:
-            return (r.transport, rec.order_rank(r.fields, rec.FIELDS_ORDER),
+            return (r.transport, rec.order_rank(r.grouping, rec.GROUPING_ORDER),
                     rec.order_rank(r.algorithm, rec.ALGORITHM_ORDER) if not split_alg else (0, ""),
                     r.type)
 
         tables = []
         for _, trecs in rec.group(srecs, table_key).items():
             t = trecs[0]
-            title = f"{t.transport}/{t.fields}" if split_alg and not t.peer else t.variant
+            title = f"{t.transport}/{t.grouping}" if split_alg and not t.peer else t.variant
             if several_types:
                 title += f" ({t.type})"
             cells: dict[tuple, list[Record]] = {}
@@ -548,7 +548,7 @@ def decomposition(records: Sequence[Record], metric: str = "median") -> Report:
             described.setdefault(decomp_label(rs[0]), rec.decomposition_text(rs[0]) +
                                  f" order {rs[0].order}")
         details.append("; ".join(f"{k} = {v}" for k, v in described.items()))
-        sections.append(Section(heading, details, [Table("", "transport/algorithm/fields", columns,
+        sections.append(Section(heading, details, [Table("", "transport/algorithm/grouping", columns,
                                                          ["value"] * len(columns), rows,
                                                          _combined_note(cells))]))
     return Report(_preamble(records, metric, labels), sections)

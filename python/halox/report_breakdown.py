@@ -132,7 +132,7 @@ def breakdown(records: Sequence[Record]) -> Report:
                     label = f"{variant} " + ("all stages" if s is None else f"stage {s}")
                     rows.append((label, values))
             title = f"{first.type} {first.shape_label}"
-            tables.append(Table(title, "transport/algorithm/fields stage", columns, kinds, rows,
+            tables.append(Table(title, "transport/algorithm/grouping stage", columns, kinds, rows,
                                 [NOTE], groups=[(RANKS[0][1], len(PARTS) + 1),
                                                 (RANKS[1][1], len(PARTS) + 1),
                                                 (BUSIEST[1], 3), ("", 3)]))

@@ -264,7 +264,7 @@ def rec_format(value: float) -> str:
 
 
 def _chosen(r: Record) -> str:
-    """The transport/algorithm/fields an automatic choice took (config.chosen names it)."""
+    """The transport/algorithm/grouping an automatic choice took (config.chosen names it)."""
     text = str((r.raw.get("config") or {}).get("chosen") or "")
     match = re.search(r"chose (\S+)", text)
     return match.group(1) if match else (text.split()[0] if text else r.variant)

@@ -53,7 +53,7 @@ _RESERVED = {"json": "the output file is set by halox sweep (use --output or swe
 BENCH = Program(
     name="halox-bench",
     list_keys={"halo": "nonneg_int", "nfields": "pos_int", "type": "str", "transport": "str",
-               "algorithm": "str", "fields": "str"},
+               "algorithm": "str", "grouping": "str"},
     expand_keys={},
     values={
         "domain": "xyz_pos", "global_domain": "xyz_pos", "halo_lo": "xyz_nonneg",

@@ -76,7 +76,7 @@ def _check_text(where: str, kind: str, v: Any, choices: tuple[str, ...]) -> None
     if allowed and v not in allowed:
         raise SpecError(f"{where} must be one of {', '.join(allowed)}, got {v!r}")
     if kind == "variant" and v.count("/") != 2:
-        raise SpecError(f"{where} must be transport/algorithm/fields, got {v!r}")
+        raise SpecError(f"{where} must be transport/algorithm/grouping, got {v!r}")
 
 
 _CHECKS = {"rounds": _check_rounds, "int": _check_int, "pos_int": _check_int,

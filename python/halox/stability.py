@@ -17,6 +17,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from .records import grouping_key
+
 # The thresholds, shared with halox-bench (which builds them into a header): stability.json.
 _THRESHOLDS = json.loads((pathlib.Path(__file__).with_name("stability.json")).read_text())
 MODE_FACTOR = float(_THRESHOLDS["mode_factor"])
@@ -82,7 +84,7 @@ def record_ratios(baseline: dict, variant: dict) -> RoundRatios | None:
 
 def _variant_of(raw: dict) -> str:
     c = raw.get("config") or {}
-    return f"{c.get('transport')}/{c.get('algorithm')}/{c.get('fields')}"
+    return f"{c.get('transport')}/{c.get('algorithm')}/{c.get(grouping_key(c))}"
 
 
 @dataclass

@@ -287,12 +287,12 @@ std::string gather_fields(nb::handle arrays, const halox::local_grid& g,
 }
 
 // The options as named in Python; what is wrong with them, or "".
-std::string parse_options(const std::string& alg, const std::string& mode,
+std::string parse_options(const std::string& alg, const std::string& grouping,
                           const std::string& transport, int fields_per_block,
                           halox::exchange_options& options) {
   try {
     options.alg = halox::parse_algorithm(alg);
-    options.mode = halox::parse_field_mode(mode);
+    options.grouping = halox::parse_field_grouping(grouping);
     if (fields_per_block < 0)
       throw halox::usage_error("fields_per_block must not be negative, got " +
                                std::to_string(fields_per_block));
@@ -510,10 +510,10 @@ py_exchange* make_field_exchange(py_exchange* self, nb::object decomp_object, nb
 }
 
 py_exchange* make_exchange(py_exchange* self, nb::object decomp_object, nb::handle grid,
-                           nb::handle arrays, const std::string& alg, const std::string& mode,
+                           nb::handle arrays, const std::string& alg, const std::string& grouping,
                            const std::string& transport, int fields_per_block) {
   halox::exchange_options options;
-  std::string problem = parse_options(alg, mode, transport, fields_per_block, options);
+  std::string problem = parse_options(alg, grouping, transport, fields_per_block, options);
   if (nb::isinstance<py_grid>(grid))
     return make_grid_exchange(self, std::move(decomp_object), nb::cast<const py_grid&>(grid),
                               arrays, options, std::move(problem));
@@ -671,13 +671,13 @@ void bind_module_functions(nb::module_& m) {
       },
       "Names of the exchange algorithms.");
   m.def(
-      "field_modes",
+      "field_groupings",
       [] {
         std::vector<std::string> names;
-        for (const auto f : halox::all_field_modes) names.push_back(halox::to_string(f));
+        for (const auto f : halox::all_field_groupings) names.push_back(halox::to_string(f));
         return names;
       },
-      "Names of the field groupings (fields=).");
+      "Names of the field groupings (grouping=).");
   m.def("mpi_library_version", &halox::mpi_library_version,
         "The MPI library halox is built against (the first line of MPI_Get_library_version).");
   m.attr("default_transport") = halox::exchange_options{}.transport.name();
@@ -1015,17 +1015,18 @@ void bind_exchange(nb::module_& m) {
                           "decomposition's communicator.")
       .def("__init__", &make_exchange, "decomp"_a, "grid"_a, "arrays"_a, nb::kw_only(),
            "algorithm"_a = "standard",
-           "fields"_a = halox::to_string(halox::exchange_options{}.mode),
+           "grouping"_a = halox::to_string(halox::exchange_options{}.grouping),
            "transport"_a = halox::exchange_options{}.transport.name(), "fields_per_block"_a = 0,
            "grid: a Grid, with arrays: C-contiguous float32/float64 arrays of shape grid.shape "
            "(z, y, x), all of one dtype: numpy arrays, or CUDA arrays (CuPy, "
            "__cuda_array_interface__) where halox was built with CUDA, packed on the GPU. Or "
            "this rank's cells (x, y, z), or a Subdomain (a code's own, checked to tile the "
            "global grid as decomp places the ranks), with arrays: a list of halox.Field, each "
-           "of its own location, halo and dtype. algorithm: standard | staged | faces; fields: "
-           "cache | compact | sequence; transport: one of transports(); fields_per_block: "
-           "fields a step moves at a time (0: sized to the L2 cache). Raises ValueError, the "
-           "same on every rank, when any rank's arguments are wrong.")
+           "of its own location, halo and dtype. algorithm: standard | staged | faces; grouping "
+           "(how the fields are grouped into messages): cache | compact | sequence; transport: "
+           "one of transports(); fields_per_block: fields a step moves at a time (0: sized to "
+           "the L2 cache). Raises ValueError, the same on every rank, when any rank's arguments "
+           "are wrong.")
       .def(
           "exchange",
           [](py_exchange& s, nb::handle fields, int depth, nb::handle algorithm) {
@@ -1076,8 +1077,8 @@ void bind_exchange(nb::module_& m) {
           "Schedules built so far: the whole exchange and each subset and depth called.")
       .def_prop_ro("algorithm",
                    [](const py_exchange& s) { return halox::to_string(s.ex->options().alg); })
-      .def_prop_ro("fields",
-                   [](const py_exchange& s) { return halox::to_string(s.ex->options().mode); })
+      .def_prop_ro("grouping",
+                   [](const py_exchange& s) { return halox::to_string(s.ex->options().grouping); })
       .def_prop_ro("transport", [](const py_exchange& s) { return s.ex->transport_name(); })
       .def_prop_ro(
           "transport_path", [](const py_exchange& s) { return s.ex->transport_path(); },

@@ -158,15 +158,15 @@ halox::exchange_options options_of(const halox_options* o) {
     out.auto_algorithm = true;
   else if (o->algorithm)
     out.alg = halox::parse_algorithm(o->algorithm);
-  if (o->fields && std::string(o->fields) == "auto")
-    out.auto_fields = true;
-  else if (o->fields && all_digits(o->fields) && std::stoi(o->fields) > 0)
-    out.fields_per_message = std::stoi(o->fields);
-  else if (o->fields)
-    out.mode = halox::parse_field_mode(o->fields);
+  if (o->grouping && std::string(o->grouping) == "auto")
+    out.auto_grouping = true;
+  else if (o->grouping && all_digits(o->grouping) && std::stoi(o->grouping) > 0)
+    out.fields_per_message = std::stoi(o->grouping);
+  else if (o->grouping)
+    out.grouping = halox::parse_field_grouping(o->grouping);
   out.auto_transport = out.auto_transport || o->auto_transport != 0;
   out.auto_algorithm = out.auto_algorithm || o->auto_algorithm != 0;
-  out.auto_fields = out.auto_fields || o->auto_fields != 0;
+  out.auto_grouping = out.auto_grouping || o->auto_grouping != 0;
   if (!(o->timeout_seconds >= 0))
     throw halox::usage_error(fmt::format("timeout must be 0 (the default) or positive, got {}",
                                          o->timeout_seconds));

@@ -37,11 +37,11 @@ halox_status halox_exchange_algorithm(halox_exchange ex, char* buf, size_t size)
   return query(ex, f, [&](auto& e) { copy_out(halox::to_string(e.options().alg), buf, size, f); });
 }
 
-halox_status halox_exchange_fields(halox_exchange ex, char* buf, size_t size) {
-  const char* f = "halox_exchange_fields";
+halox_status halox_exchange_grouping(halox_exchange ex, char* buf, size_t size) {
+  const char* f = "halox_exchange_grouping";
   return query(ex, f, [&](auto& e) {
     int per_message = e.options().fields_per_message;
-    copy_out(per_message > 0 ? std::to_string(per_message) : halox::to_string(e.options().mode),
+    copy_out(per_message > 0 ? std::to_string(per_message) : halox::to_string(e.options().grouping),
              buf, size, f);
   });
 }

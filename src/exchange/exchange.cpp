@@ -53,7 +53,7 @@ std::string describe(const exchange_plan& plan, const transport_choice& choice,
   return fmt::format(
       "{} {} {} field(s) ({} per message, {} per block) at depth {}: {}, transport "
       "{}, ranks per node {}",
-      to_string(plan.alg), to_string(plan.mode), plan.nfields, plan.fields_per_message,
+      to_string(plan.alg), to_string(plan.grouping), plan.nfields, plan.fields_per_message,
       plan.fields_per_block, plan.depth, describe_fields(plan), choice.name(), o.ranks_per_node);
 }
 
@@ -297,7 +297,8 @@ halo_exchange::halo_exchange(const decomposition& decomp, std::vector<field_layo
     s.options = with_environment(options);
     fields.device = fields_on_device(options.memory, fields);
     fields.stream = options.cuda_stream;
-    if (fields.device && (options.auto_transport || options.auto_algorithm || options.auto_fields))
+    if (fields.device &&
+        (options.auto_transport || options.auto_algorithm || options.auto_grouping))
       throw usage_error(
           "measured choices (auto transport, algorithm or fields) take host fields "
           "only: name them for fields in device memory");
@@ -308,7 +309,7 @@ halo_exchange::halo_exchange(const decomposition& decomp, std::vector<field_layo
   // Rank 0's node grouping decides, as in node_communicator: ranks whose
   // environments differ must not split the nodes differently.
   yielding_bcast(&s.options.ranks_per_node, 1, MPI_INT, 0, decomp.comm());
-  if (options.auto_transport || options.auto_algorithm || options.auto_fields)
+  if (options.auto_transport || options.auto_algorithm || options.auto_grouping)
     s.options = measured_choice(decomp, layouts, fields, s.options, s.choice_report);
   s.setup.measured_choice_s = MPI_Wtime() - begun;
   auto whole = std::make_unique<schedule>();
@@ -351,7 +352,7 @@ void halo_exchange::finish(const decomposition& decomp, field_set fields, state&
   plan_request request;
   request.layouts = std::move(s.whole->plan.layouts);
   request.alg = options.alg;
-  request.mode = options.mode;
+  request.grouping = options.grouping;
   build_schedule(*s.whole, std::move(request), problem);
   s.whole->mover->tuning_as_built(s.tuning);
 }
@@ -609,7 +610,7 @@ halo_exchange::schedule& halo_exchange::schedule_of(const std::vector<int>& fiel
   request.moved = moved;
   request.depth = depth;
   request.alg = alg;
-  request.mode = s.options.mode;
+  request.grouping = s.options.grouping;
   auto sched = std::make_unique<schedule>();
   try {
     build_schedule(*sched, std::move(request), {});

@@ -69,7 +69,7 @@ constexpr double screening_tie = 0.10;
 std::string describe_choice(const exchange_options& o) {
   std::string fields = o.fields_per_message > 0 ? fmt::format("{}", o.fields_per_message)
                        : o.fields_per_message == fields_per_message_auto ? std::string("cache")
-                                                                         : to_string(o.mode);
+                                                                         : to_string(o.grouping);
   if (o.fields_per_block > 0) fields += fmt::format(" in blocks of {}", o.fields_per_block);
   return fmt::format("{}/{}/{}", o.transport.name(), to_string(o.alg), fields);
 }
@@ -110,7 +110,7 @@ nlohmann::json wisdom_key(const decomposition& decomp, const std::vector<field_l
                         {"measured",
                          {{"transport", o.auto_transport},
                           {"algorithm", o.auto_algorithm},
-                          {"fields", o.auto_fields}}}};
+                          {"grouping", o.auto_grouping}}}};
   // Fields of their own locations, halos or types: each one's, in order.
   if (std::ranges::any_of(layouts,
                           [&](const field_layout& l) { return !(l == layouts.front()); })) {
@@ -131,7 +131,7 @@ std::string known_choice(const std::string& file, const nlohmann::json& key) {
   std::string known;
   for (std::string line; std::getline(in, line);) {
     const auto entry = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (entry.is_object() && entry.contains("key") && entry["key"] == key &&
+    if (entry.is_object() && entry.contains("key") && current_wisdom_key(entry["key"]) == key &&
         entry.contains("choice"))
       known = entry["choice"].dump();
   }
@@ -169,28 +169,28 @@ std::vector<exchange_options> candidates(const decomposition& decomp,
   }
   std::vector<algorithm> algorithms{requested.alg};
   if (requested.auto_algorithm) algorithms = {algorithm::standard, algorithm::staged};
-  struct grouping {
-    field_mode mode;
+  struct grouping_candidate {
+    field_grouping grouping;
     int per_message, per_block;
   };
-  std::vector<grouping> groupings{
-      {requested.mode, requested.fields_per_message, requested.fields_per_block}};
+  std::vector<grouping_candidate> groupings{
+      {requested.grouping, requested.fields_per_message, requested.fields_per_block}};
   // Blocks sized to the cache (compact moves the same blocks), field by
   // field, and all fields in one message not cut into blocks.
-  if (requested.auto_fields)
-    groupings = nfields > 1 ? std::vector<grouping>{{field_mode::cache, 0, 0},
-                                                    {field_mode::sequence, 0, 0},
-                                                    {field_mode::compact, 0, nfields}}
-                            : std::vector<grouping>{{field_mode::cache, 0, 0}};
+  if (requested.auto_grouping)
+    groupings = nfields > 1 ? std::vector<grouping_candidate>{{field_grouping::cache, 0, 0},
+                                                              {field_grouping::sequence, 0, 0},
+                                                              {field_grouping::compact, 0, nfields}}
+                            : std::vector<grouping_candidate>{{field_grouping::cache, 0, 0}};
   std::vector<exchange_options> out;
   for (const auto& t : transports)
     for (auto a : algorithms)
       for (const auto& g : groupings) {
         exchange_options c = requested;
-        c.auto_transport = c.auto_algorithm = c.auto_fields = false;
+        c.auto_transport = c.auto_algorithm = c.auto_grouping = false;
         c.transport = t;
         c.alg = a;
-        c.mode = g.mode;
+        c.grouping = g.grouping;
         c.fields_per_message = g.per_message;
         c.fields_per_block = g.per_block;
         out.push_back(c);
@@ -212,9 +212,11 @@ void likeliest_first(std::vector<exchange_options>& out) {
                           : &t.remote() != &usual_remote ? 3
                           : t.local().prefers_shared_fields ? 0
                                                             : 2;
-    const int grouping = c.mode == field_mode::cache ? 0 : c.mode == field_mode::sequence ? 1 : 2;
+    const int group_rank = c.grouping == field_grouping::cache      ? 0
+                           : c.grouping == field_grouping::sequence ? 1
+                                                                    : 2;
     // Those whose trials cost seconds and the routings come after every other candidate.
-    return std::array<int, 4>{transport >= 2 ? transport : 0, grouping,
+    return std::array<int, 4>{transport >= 2 ? transport : 0, group_rank,
                               c.alg == algorithm::staged ? 0 : 1, transport};
   };
   std::stable_sort(out.begin(), out.end(),
@@ -230,7 +232,7 @@ std::optional<exchange_options> wisdom_choice(const decomposition& decomp, const
   MPI_Comm comm = decomp.comm();
   const std::string known = broadcast(comm, decomp.rank() == 0 ? known_choice(file, key) : "");
   exchange_options chosen = requested;
-  chosen.auto_transport = chosen.auto_algorithm = chosen.auto_fields = false;
+  chosen.auto_transport = chosen.auto_algorithm = chosen.auto_grouping = false;
   bool usable = !known.empty();
   try {
     if (usable) choice_from_json(nlohmann::json::parse(known), chosen);

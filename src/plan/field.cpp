@@ -29,13 +29,17 @@ location parse_location(const std::string& name) { return location_names.parse(n
 
 std::string to_string(location at) { return location_names.to_string(at); }
 
-constexpr auto field_mode_names =
-    make_enum_names<field_mode>("field mode", "compact", "sequence", "cache");
-static_assert(field_mode_names.names.size() == std::size(all_field_modes));
+constexpr auto grouping_names =
+    make_enum_names<field_grouping>("field grouping", "compact", "sequence", "cache");
+static_assert(grouping_names.names.size() == std::size(all_field_groupings));
 
-field_mode parse_field_mode(const std::string& name) { return field_mode_names.parse(name); }
+field_grouping parse_field_grouping(const std::string& name) {
+  return grouping_names.parse(name);
+}
 
-std::string to_string(field_mode m) { return field_mode_names.to_string(m); }
+std::string to_string(field_grouping g) {
+  return grouping_names.to_string(g);
+}
 
 ivec3 staggered_axes(location at) {
   switch (at) {

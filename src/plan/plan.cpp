@@ -174,7 +174,7 @@ exchange_plan make_plan(const decomposition& d, plan_request request) {
     for (int f = 0; f < static_cast<int>(plan.layouts.size()); ++f) plan.moved.push_back(f);
   plan.depth = request.depth;
   plan.alg = request.alg;
-  plan.mode = request.mode;
+  plan.grouping = request.grouping;
   const int nfields = static_cast<int>(plan.moved.size());
   plan.nfields = nfields;
   // Each field's regions, from the points it holds and the halo this depth fills.
@@ -193,10 +193,10 @@ exchange_plan make_plan(const decomposition& d, plan_request request) {
   }
   const int cache = request.fields_per_block > 0 ? std::min(request.fields_per_block, nfields) : nfields;
   const int per_message = request.fields_per_message;
-  plan.fields_per_message = per_message > 0                      ? std::min(per_message, nfields)
-                            : plan.mode == field_mode::compact  ? nfields
-                            : plan.mode == field_mode::sequence ? 1
-                                                                 : cache;
+  plan.fields_per_message = per_message > 0 ? std::min(per_message, nfields)
+                            : plan.grouping == field_grouping::compact  ? nfields
+                            : plan.grouping == field_grouping::sequence ? 1
+                                                                        : cache;
   plan.fields_per_block = std::min(plan.fields_per_message, cache);
   // Block by block, each block through all steps: a block's halo is still in
   // cache when the next step sends it on. A message of fields_per_message
@@ -242,11 +242,11 @@ int cache_sized_block(const decomposition& d, const plan_request& request, size_
       static_cast<int>(request.moved.empty() ? request.layouts.size() : request.moved.size());
   if (cache_bytes == 0) return std::max(nfields, 1);
   plan_request one = request;
-  one.mode = field_mode::sequence;
+  one.grouping = field_grouping::sequence;
   one.fields_per_message = 0;
   one.fields_per_block = 0;
   const exchange_plan plan = make_plan(d, std::move(one));
-  // The largest field's traffic in one stage (sequence mode: a stage is a field's step),
+  // The largest field's traffic in one stage (the sequence grouping: a stage is a field's step),
   // and its largest message to one peer.
   size_t per_field = 1, per_field_message = 0;
   for (const auto& st : plan.stages) {

@@ -55,6 +55,7 @@ static void exchange_checked(halox_decomposition d, const char* transport,
   halox_options options = HALOX_OPTIONS_INIT;
   options.transport = transport;
   options.algorithm = algorithm;
+  options.grouping = "sequence";
   halox_exchange ex = NULL;
   double* fields[1] = {u};
   int status = halox_exchange_create_double(&ex, d, extent, &halo, 1, fields, &options);
@@ -79,6 +80,8 @@ static void exchange_checked(halox_decomposition d, const char* transport,
   EXPECT(strcmp(name, transport) == 0);
   EXPECT(halox_exchange_algorithm(ex, name, sizeof name) == HALOX_SUCCESS);
   EXPECT(strcmp(name, algorithm) == 0);
+  EXPECT(halox_exchange_grouping(ex, name, sizeof name) == HALOX_SUCCESS);
+  EXPECT(strcmp(name, "sequence") == 0);
   size_t sent = 0, received = 0, copied = 0;
   EXPECT(halox_exchange_bytes(ex, &sent, &received, &copied) == HALOX_SUCCESS);
   EXPECT(sent + copied > 0 && received + copied > 0);

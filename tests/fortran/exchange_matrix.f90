@@ -143,13 +143,13 @@ contains
     allocate(b64, mold=a64)
     call halox_exchange_create(ex32, decomp, [halox_field(a32), halox_field(b32)], halo_lo=lo, &
                                halo_hi=hi, transport=transport, algorithm=algorithm, &
-                               fields=grouping, timeout=60, stat=stat, errmsg=message)
+                               grouping=grouping, timeout=60, stat=stat, errmsg=message)
     ! The widths on each field, as its own
     if (stat == 0) call halox_exchange_create(ex64, decomp, &
                                               [halox_field(a64, halo_lo=lo, halo_hi=hi), &
                                                halox_field(b64, halo_lo=lo, halo_hi=hi)], &
                                               transport=transport, algorithm=algorithm, &
-                                              fields=grouping, stat=stat, errmsg=message)
+                                              grouping=grouping, stat=stat, errmsg=message)
     if (stat /= 0) then
       write(error_unit, "(a, i0, 8a)") "rank ", rank, ": ", transport, "/", algorithm, "/", &
         grouping, ": ", trim(message)
@@ -275,7 +275,7 @@ contains
     call expect("no decomposition", stat, message, HALOX_ERROR_USAGE, "handle is NULL", failures)
     call halox_start(ex, stat=stat, errmsg=message)
     call expect("start, no exchange", stat, message, HALOX_ERROR_USAGE, "handle is NULL", failures)
-    call halox_exchange_create(ex, decomp, [halox_field(u)], halo=1, timeout=30.0, fields=1)
+    call halox_exchange_create(ex, decomp, [halox_field(u)], halo=1, timeout=30.0, grouping=1)
     call halox_wait(ex, stat=stat, errmsg=message)
     call expect("wait without start", stat, message, HALOX_ERROR_STATE, "not started", failures)
     call halox_start(ex)

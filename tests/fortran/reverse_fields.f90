@@ -99,7 +99,7 @@ program reverse_fields
        halox_field(fx, location=HALOX_VERTEX, halo_lo=[0, 0, 0], halo_hi=[1, 1, 1], name="fx"), &
        halox_field(flux, location=HALOX_X_FACE, halo_lo=[1, 1, 1], halo_hi=[2, 1, 1], &
                    name="flux")], &
-      algorithm="auto", fields="auto")
+      algorithm="auto", grouping="auto")
     if (halox_algorithm(ex) /= "standard" .and. halox_algorithm(ex) /= "staged") &
       call fail("algorithm=auto chose " // halox_algorithm(ex))
     call halox_exchange_destroy(ex)

@@ -1,6 +1,6 @@
 // Fields in CUDA device memory: every transport that moves them (mpi-p2p
 // through pinned host buffers, cuda-ipc on the node, routed together), every
-// algorithm and field mode, on the ranks of the launch sharing the GPUs,
+// algorithm and grouping, on the ranks of the launch sharing the GPUs,
 // verified cell by cell on the host after copying back. Where
 // cudaGetDeviceCount finds no device the exchanges skip with the reason; the
 // registry's availability text and the bad inputs are checked everywhere.
@@ -82,14 +82,14 @@ struct device_case {
   std::array<bool, 3> periodic;
   halo_widths halo;
   algorithm alg;
-  field_mode mode;
+  field_grouping grouping;
   std::string transport;
   memory_kind memory;
   std::string describe() const {
     return fmt::format(
         "dims {}x{}x{} periodic {}{}{} halo lo {},{},{} hi {},{},{} {} {} {} memory {}", dims[0],
         dims[1], dims[2], periodic[0], periodic[1], periodic[2], halo.lo[0], halo.lo[1], halo.lo[2],
-        halo.hi[0], halo.hi[1], halo.hi[2], to_string(alg), to_string(mode), transport,
+        halo.hi[0], halo.hi[1], halo.hi[2], to_string(alg), to_string(grouping), transport,
         to_string(memory));
   }
 };
@@ -122,7 +122,7 @@ std::string exchange_and_verify(const device_case& c, void* stream = nullptr) {
                          << (bad.empty() ? std::string() : describe(bad.front()));
   };
   exchange_options options{
-      .alg = c.alg, .mode = c.mode, .transport = parse_transport_choice(c.transport)};
+      .alg = c.alg, .grouping = c.grouping, .transport = parse_transport_choice(c.transport)};
   options.memory = c.memory;
   options.cuda_stream = stream;
   halo_exchange ex(decomp, grid, std::span<T* const>(fields), options);
@@ -246,15 +246,17 @@ TEST(DeviceExchange, EveryTransportAlgorithmAndFieldModeVerified) {
     for (bool periodic : {true, false})
       for (const auto& transport : device_transports())
         for (auto alg : {algorithm::standard, algorithm::staged, algorithm::faces})
-          for (auto mode : {field_mode::compact, field_mode::sequence, field_mode::cache}) {
+          for (auto grouping :
+               {field_grouping::compact, field_grouping::sequence, field_grouping::cache}) {
             const std::array<bool, 3> p{periodic, periodic, true};
-            const device_case floats{dims, p,         halo_widths::uniform(1), alg,
-                                     mode, transport, memory_kind::detect};
+            const device_case floats{dims,     p,         halo_widths::uniform(1), alg,
+                                     grouping, transport, memory_kind::detect};
             const std::string path = exchange_and_verify<float>(floats);
             if (transport == "mpi-p2p") {
               EXPECT_NE(path.find("device"), std::string::npos) << path;
             }
-            const device_case doubles{dims, p, per_side, alg, mode, transport, memory_kind::device};
+            const device_case doubles{dims,     p,         per_side,           alg,
+                                      grouping, transport, memory_kind::device};
             exchange_and_verify<double>(doubles);
           }
 }
@@ -269,7 +271,7 @@ TEST(DeviceExchange, OnTheCallersStream) {
                                  {true, true, true},
                                  halo_widths::uniform(2),
                                  algorithm::staged,
-                                 field_mode::compact,
+                                 field_grouping::compact,
                                  transport,
                                  memory_kind::device},
                                 stream);
@@ -287,14 +289,15 @@ TEST(DeviceExchange, FieldsMoveInOneBlock) {
   constexpr int nfields = 8;
   device_fields device(grid.points() * sizeof(float), nfields);
   const auto fields = device.as<float>();
-  for (auto mode : {field_mode::compact, field_mode::cache}) {
+  for (auto grouping : {field_grouping::compact, field_grouping::cache}) {
     auto decomp =
         make_cart_decomposition(MPI_COMM_WORLD, rank_grids().front(), {true, true, true}, false);
-    exchange_options options{
-        .alg = algorithm::staged, .mode = mode, .transport = parse_transport_choice("mpi-p2p")};
+    exchange_options options{.alg = algorithm::staged,
+                             .grouping = grouping,
+                             .transport = parse_transport_choice("mpi-p2p")};
     options.memory = memory_kind::device;
     halo_exchange ex(decomp, grid, std::span<float* const>(fields), options);
-    EXPECT_EQ(ex.plan().fields_per_block, nfields) << to_string(mode);
+    EXPECT_EQ(ex.plan().fields_per_block, nfields) << to_string(grouping);
     ex.exchange();
   }
 }

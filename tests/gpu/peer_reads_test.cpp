@@ -40,7 +40,7 @@ std::vector<ivec3> rank_grids() {
 
 // Returns the wrong cells of this rank after one exchange by peer reads.
 size_t exchange_by_peer_reads(const ivec3& dims, const std::array<bool, 3>& periodic,
-                              const halo_widths& halo, algorithm alg, field_mode mode,
+                              const halo_widths& halo, algorithm alg, field_grouping grouping,
                               std::string& first) {
   auto decomp = make_cart_decomposition(MPI_COMM_WORLD, dims, periodic, false);
   const ivec3 interior{6, 5, 4};
@@ -55,7 +55,7 @@ size_t exchange_by_peer_reads(const ivec3& dims, const std::array<bool, 3>& peri
   }
   fields.shared = &memory;
   const exchange_plan plan =
-      make_plan(decomp, testing_support::cell_fields(grid, nfields, sizeof(double), alg, mode));
+      make_plan(decomp, testing_support::cell_fields(grid, nfields, sizeof(double), alg, grouping));
   node_membership node = make_node_membership(decomp.comm(), 0);
   wait_policy waits;
   const transport_tuning tuning;
@@ -98,13 +98,13 @@ TEST(PeerReads, EveryAlgorithmAndFieldModeFillsEveryHalo) {
     for (bool periodic : {true, false})
       for (const auto& halo : {halo_widths::uniform(1), halo_widths{{2, 1, 1}, {1, 2, 0}}})
         for (auto alg : {algorithm::standard, algorithm::staged, algorithm::faces})
-          for (auto mode : {field_mode::compact, field_mode::sequence}) {
+          for (auto grouping : {field_grouping::compact, field_grouping::sequence}) {
             std::string first;
-            const size_t wrong =
-                exchange_by_peer_reads(dims, {periodic, true, periodic}, halo, alg, mode, first);
+            const size_t wrong = exchange_by_peer_reads(dims, {periodic, true, periodic}, halo, alg,
+                                                        grouping, first);
             EXPECT_EQ(wrong, 0u) << fmt::format(
                 "dims {}x{}x{} periodic {} halo lo {},{},{} hi {},{},{} {} {}: {}", dims[0],
                 dims[1], dims[2], periodic, halo.lo[0], halo.lo[1], halo.lo[2], halo.hi[0],
-                halo.hi[1], halo.hi[2], to_string(alg), to_string(mode), first);
+                halo.hi[1], halo.hi[2], to_string(alg), to_string(grouping), first);
           }
 }

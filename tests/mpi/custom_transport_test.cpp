@@ -82,7 +82,7 @@ void register_once() {
 
 // Every cell after two exchanges, agreed by all ranks: the first wrong one, or "".
 template <class T>
-std::string matrix_case(const transport_choice& choice, algorithm alg, field_mode mode,
+std::string matrix_case(const transport_choice& choice, algorithm alg, field_grouping grouping,
                         bool periodic, int halo, int nfields) {
   const std::array<bool, 3> wrap{periodic, periodic, periodic};
   auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, wrap, false);
@@ -92,7 +92,7 @@ std::string matrix_case(const transport_choice& choice, algorithm alg, field_mod
   std::vector<T*> fields;
   for (auto& m : memory) fields.push_back(m.data());
   verify_context ctx{grid, subdomain_per_rank(d, interior), d.periodic(), alg};
-  halo_exchange ex(d, grid, fields, {.alg = alg, .mode = mode, .transport = choice});
+  halo_exchange ex(d, grid, fields, {.alg = alg, .grouping = grouping, .transport = choice});
   std::string wrong;
   for (int epoch = 0; epoch < 2 && wrong.empty(); ++epoch) {
     fill_fields(fields, ctx, epoch);
@@ -139,15 +139,18 @@ TEST(CustomTransport, PassesTheVerificationMatrix) {
   for (const auto& text : choices) {
     const transport_choice choice = parse_transport_choice(text);
     for (auto alg : {algorithm::standard, algorithm::staged, algorithm::faces})
-      for (auto mode : {field_mode::compact, field_mode::sequence})
+      for (auto grouping : {field_grouping::compact, field_grouping::sequence})
         for (bool periodic : {true, false})
           for (int halo : {1, 4}) {
             const auto where = [&](const char* type) {
-              return text + " " + to_string(alg) + " " + to_string(mode) + " " +
-                     (periodic ? "periodic" : "open") + " halo " + std::to_string(halo) + " " + type;
+              return text + " " + to_string(alg) + " " + to_string(grouping) + " " +
+                     (periodic ? "periodic" : "open") + " halo " + std::to_string(halo) + " " +
+                     type;
             };
-            EXPECT_EQ(matrix_case<double>(choice, alg, mode, periodic, halo, 3), "") << where("double");
-            EXPECT_EQ(matrix_case<float>(choice, alg, mode, periodic, halo, 1), "") << where("float");
+            EXPECT_EQ(matrix_case<double>(choice, alg, grouping, periodic, halo, 3), "")
+                << where("double");
+            EXPECT_EQ(matrix_case<float>(choice, alg, grouping, periodic, halo, 1), "")
+                << where("float");
           }
   }
 }

@@ -206,22 +206,23 @@ std::string transport_param_name(const transport_param& t) {
   return sanitized(t.choice) + (t.shared ? "_shared" : "");
 }
 
-using matrix_param = std::tuple<transport_param, algorithm, field_mode, element_type>;
+using matrix_param = std::tuple<transport_param, algorithm, field_grouping, element_type>;
 
 class ExchangeMatrix : public testing::TestWithParam<matrix_param> {};
 
 TEST_P(ExchangeMatrix, EveryHaloCellIsExact) {
-  auto [transport, alg, mode, type] = GetParam();
+  auto [transport, alg, grouping, type] = GetParam();
   // Oversubscribed, every exchange set-up costs time slices (MPICH busy-polls):
-  // pair each field mode with one element type there. Rank counts that fit the
+  // pair each grouping with one element type there. Rank counts that fit the
   // cores run every pairing.
-  if (reduced_matrix() && (mode == field_mode::compact) != (type == element_type::f32))
-    GTEST_SKIP() << "reduced matrix: " << to_string(mode) << " runs with the other element type";
+  if (reduced_matrix() && (grouping == field_grouping::compact) != (type == element_type::f32))
+    GTEST_SKIP() << "reduced matrix: " << to_string(grouping)
+                 << " runs with the other element type";
   // 4x oversubscribed: the two algorithms of the Betzy results; faces run up to 4 ranks.
   if (reduced_matrix() && world_size() > 4 && alg == algorithm::faces)
     GTEST_SKIP() << "reduced matrix: faces run with up to 4 ranks";
   exchange_options options{
-      .alg = alg, .mode = mode, .transport = parse_transport_choice(transport.choice)};
+      .alg = alg, .grouping = grouping, .transport = parse_transport_choice(transport.choice)};
   int cases = 0;
   for (const auto& dims : rank_grids())
     for (const auto& periodic : periodicities()) {
@@ -267,7 +268,7 @@ INSTANTIATE_TEST_SUITE_P(
     AllTransports, ExchangeMatrix,
     testing::Combine(testing::ValuesIn(transport_params()),
                      testing::Values(algorithm::standard, algorithm::staged, algorithm::faces),
-                     testing::Values(field_mode::compact, field_mode::sequence),
+                     testing::Values(field_grouping::compact, field_grouping::sequence),
                      testing::Values(element_type::f32, element_type::f64)),
     param_name);
 
@@ -313,16 +314,17 @@ TEST_P(HwExchange, EveryHaloCellIsExactOnHardwareAwareGrids) {
       heap.assign(2, std::vector<std::byte>(largest_field_bytes(d, sizeof(double))));
     field_store store{shared ? &*shared : nullptr, &heap};
     for (auto alg : {algorithm::standard, algorithm::staged, algorithm::faces})
-      for (auto mode : {field_mode::compact, field_mode::sequence})
+      for (auto grouping : {field_grouping::compact, field_grouping::sequence})
         for (const auto& dc : domains(d.dims()))
           for (int width : {1, 3}) {
-            exchange_options options{
-                .alg = alg, .mode = mode, .transport = parse_transport_choice(GetParam().choice)};
+            exchange_options options{.alg = alg,
+                                     .grouping = grouping,
+                                     .transport = parse_transport_choice(GetParam().choice)};
             std::string error =
                 run_case<double>(d, dc, halo_widths::uniform(width), 2, options, store);
             std::string agreed = agree_on_error(MPI_COMM_WORLD, error);
-            ASSERT_TRUE(agreed.empty())
-                << to_string(alg) << " " << to_string(mode) << " halo " << width << ": " << agreed;
+            ASSERT_TRUE(agreed.empty()) << to_string(alg) << " " << to_string(grouping) << " halo "
+                                        << width << ": " << agreed;
           }
   }
 }
@@ -382,7 +384,7 @@ TEST(Exchange, FieldBlocksAreExactForEveryTransport) {
           heap.assign(3, std::vector<std::byte>(bytes));
         field_store store{shared ? &*shared : nullptr, &heap};
         exchange_options options{.alg = alg,
-                                 .mode = field_mode::compact,
+                                 .grouping = field_grouping::compact,
                                  .transport = parse_transport_choice(transport.choice)};
         options.fields_per_message = per_message;
         options.fields_per_block = per_block;
@@ -482,7 +484,7 @@ TEST(Exchange, AutomaticChoiceIsExactAndRemembered) {
   }
   MPI_Barrier(MPI_COMM_WORLD);
   exchange_options options;
-  options.auto_transport = options.auto_algorithm = options.auto_fields = true;
+  options.auto_transport = options.auto_algorithm = options.auto_grouping = true;
   options.wisdom_file = wisdom;
   for (const char* expected : {"measured", "from wisdom"}) {
     subdomain sub = subdomain_per_rank(d, dc.cells);
@@ -494,7 +496,7 @@ TEST(Exchange, AutomaticChoiceIsExactAndRemembered) {
     halo_exchange ex(d, grid, fields, options);
     EXPECT_NE(ex.choice_report().find(expected), std::string::npos) << ex.choice_report();
     EXPECT_FALSE(ex.options().auto_transport || ex.options().auto_algorithm ||
-                 ex.options().auto_fields);
+                 ex.options().auto_grouping);
     ctx.alg = ex.options().alg;
     fill_fields(fields, ctx, 1);
     ex.exchange();
@@ -502,6 +504,50 @@ TEST(Exchange, AutomaticChoiceIsExactAndRemembered) {
     check_fields(fields, ctx, 1, 1, &total);
     EXPECT_EQ(total, 0u) << ex.choice_report();
   }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (d.rank() == 0) std::remove(wisdom.c_str());
+}
+
+// A choice written before the grouping had its own word names it "fields" (a
+// string), as does its wisdom key's "measured": both are read as the grouping;
+// only "grouping" is written.
+TEST(Exchange, AnOlderChoiceNamesItsGroupingFields) {
+  exchange_options older;
+  apply_choice_json(R"({"transport": "mpi-p2p", "algorithm": "staged", "fields": "sequence",
+                        "fields_per_message": 0, "fields_per_block": 2})",
+                    older);
+  EXPECT_EQ(older.grouping, field_grouping::sequence);
+  EXPECT_EQ(older.alg, algorithm::staged);
+  EXPECT_EQ(older.fields_per_block, 2);
+  const std::string written = choice_json(older);
+  EXPECT_NE(written.find(R"("grouping":"sequence")"), std::string::npos) << written;
+  EXPECT_EQ(written.find(R"("fields")"), std::string::npos) << written;
+
+  auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
+  const local_grid grid(subdomain_per_rank(d, {4, 4, 4}).extent, halo_widths::uniform(1));
+  std::vector<std::vector<double>> heap(2, std::vector<double>(grid.points()));
+  std::vector<double*> fields{heap[0].data(), heap[1].data()};
+  const std::string wisdom = fmt::format("/tmp/halox-older-wisdom-test-{}", getppid());
+  exchange_options options{.auto_grouping = true, .wisdom_file = wisdom};
+  field_grouping measured = halo_exchange(d, grid, fields, options).options().grouping;
+  if (d.rank() == 0) {
+    // The entry as an older build wrote it: "grouping" was "fields".
+    std::string text;
+    std::FILE* f = std::fopen(wisdom.c_str(), "r");
+    for (int c = std::fgetc(f); c != EOF; c = std::fgetc(f)) text += static_cast<char>(c);
+    std::fclose(f);
+    ASSERT_NE(text.find(R"("grouping")"), std::string::npos) << text;
+    for (size_t at; (at = text.find(R"("grouping")")) != std::string::npos;)
+      text.replace(at, 10, R"("fields")");
+    f = std::fopen(wisdom.c_str(), "w");
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  halo_exchange again(d, grid, fields, options);
+  EXPECT_NE(again.choice_report().find("from wisdom"), std::string::npos)
+      << again.choice_report();
+  EXPECT_EQ(again.options().grouping, measured);
   MPI_Barrier(MPI_COMM_WORLD);
   if (d.rank() == 0) std::remove(wisdom.c_str());
 }
@@ -622,9 +668,10 @@ TEST(Exchange, CmaReadsUserVectorsInPlace) {
   for (const char* min_run : {"0", "1000000", ""}) {
     environment.set("HALOX_CMA_DIRECT_MIN_RUN", min_run);
     for (auto alg : {algorithm::standard, algorithm::staged, algorithm::faces})
-      for (auto mode : {field_mode::compact, field_mode::sequence}) {
-        halo_exchange ex(d, grid, std::span<double* const>(fields),
-                         {.alg = alg, .mode = mode, .transport = parse_transport_choice("cma")});
+      for (auto grouping : {field_grouping::compact, field_grouping::sequence}) {
+        halo_exchange ex(
+            d, grid, std::span<double* const>(fields),
+            {.alg = alg, .grouping = grouping, .transport = parse_transport_choice("cma")});
         EXPECT_EQ(ex.transport_name(), "cma");
         EXPECT_EQ(ex.transport_path(), "cma+mpi-p2p");
         verify_context ctx{grid, sub, d.periodic(), alg};
@@ -639,7 +686,7 @@ TEST(Exchange, CmaReadsUserVectorsInPlace) {
           size_t total = 1;
           auto bad = check_fields(fields, ctx, epoch, 1, &total);
           EXPECT_EQ(total, 0u) << "HALOX_CMA_DIRECT_MIN_RUN='" << min_run << "' " << to_string(alg)
-                               << " " << to_string(mode) << " epoch " << epoch << ": "
+                               << " " << to_string(grouping) << " epoch " << epoch << ": "
                                << (bad.empty() ? std::string() : describe(bad[0]));
         }
       }
@@ -685,7 +732,7 @@ TEST(Exchange, SingleCopyOutboxRulesAreExact) {
       if (transport == "shm") environment.set(push_variable, push);
       for (auto alg : {algorithm::standard, algorithm::staged}) {
         exchange_options options{.alg = alg,
-                                 .mode = field_mode::compact,
+                                 .grouping = field_grouping::compact,
                                  .transport = parse_transport_choice(transport)};
         options.fields_per_block = 1;
         halo_exchange ex(d, grid, element_type::f64, shared.pointers(), options);
@@ -754,8 +801,9 @@ TEST(Exchange, ShmOutboxSlotsTakenInTurnMoveEveryExchangesValues) {
         std::vector<float*> fields;
         for (int f = 0; f < 2; ++f)
           fields.push_back(in_shared ? static_cast<float*>(shared.field(f)) : heap[f].data());
-        exchange_options options{
-            .alg = alg, .mode = field_mode::compact, .transport = parse_transport_choice("shm")};
+        exchange_options options{.alg = alg,
+                                 .grouping = field_grouping::compact,
+                                 .transport = parse_transport_choice("shm")};
         options.fields_per_block = per_block == 0 ? 2 : per_block;
         std::optional<halo_exchange> ex;
         if (in_shared)

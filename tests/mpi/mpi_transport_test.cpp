@@ -103,7 +103,7 @@ TEST(Plan, OnePeerInSeveralDirectionsIsOneMessageListedAlikeAtBothEnds) {
   local_grid g({5, 4, 3}, halo_widths::uniform(1));
   const int other = 1 - d.rank();
   for (auto alg : {algorithm::standard, algorithm::staged}) {
-    auto p = make_plan(d, testing_support::cell_fields(g, 2, 8, alg, field_mode::compact));
+    auto p = make_plan(d, testing_support::cell_fields(g, 2, 8, alg, field_grouping::compact));
     for (const auto& st : p.stages) {
       ASSERT_LE(st.sends.size(), 1u);
       ASSERT_EQ(st.sends.size(), st.recvs.size());
@@ -149,13 +149,14 @@ TEST_P(DuplicateNeighbours, PairByDirectionWithTwoRanksPerDimension) {
   if (grids.empty()) GTEST_SKIP() << "for 1, 2, 4 or 8 ranks";
   for (const auto& dims : grids)
     for (auto alg : {algorithm::standard, algorithm::staged, algorithm::faces})
-      for (auto mode : {field_mode::compact, field_mode::sequence}) {
+      for (auto grouping : {field_grouping::compact, field_grouping::sequence}) {
         two_fields_of_distinct_boxes c(dims, alg);
-        halo_exchange ex(c.d, c.grid, std::span<double* const>(c.fields), {alg, mode, parse_transport_choice(GetParam())});
+        halo_exchange ex(c.d, c.grid, std::span<double* const>(c.fields),
+                         {alg, grouping, parse_transport_choice(GetParam())});
         const std::string agreed = c.wrong_cells(ex);
-        ASSERT_TRUE(agreed.empty()) << fmt::format("dims {}x{}x{} {} {}: {}", dims[0], dims[1],
-                                                   dims[2], to_string(alg), to_string(mode),
-                                                   agreed);
+        ASSERT_TRUE(agreed.empty())
+            << fmt::format("dims {}x{}x{} {} {}: {}", dims[0], dims[1], dims[2], to_string(alg),
+                           to_string(grouping), agreed);
       }
 }
 
@@ -176,7 +177,7 @@ std::pair<int, int> packed_of_received(const std::string& settings) {
 // the others with datatypes: every message direct (rule 0), every message
 // packed, and the default, which packs x faces (runs of 2-3 cells) and puts
 // staged z faces (whole planes) directly. Both synchronisations, every
-// algorithm and field mode for the default, the boxes of distinct sizes as above.
+// algorithm and grouping for the default, the boxes of distinct sizes as above.
 TEST(MpiRma, PacksShortRunsAndPutsLongOnesDirectly) {
   const auto grids = grids_of_one_and_two();
   if (grids.empty()) GTEST_SKIP() << "for 1, 2, 4 or 8 ranks";
@@ -186,15 +187,16 @@ TEST(MpiRma, PacksShortRunsAndPutsLongOnesDirectly) {
     for (const auto& dims : grids)
       for (const std::string transport : {"mpi-rma", "mpi-rma-fence"})
         for (auto alg : {algorithm::standard, algorithm::staged, algorithm::faces})
-          for (auto mode : {field_mode::compact, field_mode::sequence}) {
+          for (auto grouping : {field_grouping::compact, field_grouping::sequence}) {
             // The forced rules on fewer shapes: MPICH with more ranks than cores is slow to
             // create windows.
-            if (*rule && (alg == algorithm::faces || mode == field_mode::compact)) continue;
+            if (*rule && (alg == algorithm::faces || grouping == field_grouping::compact)) continue;
             two_fields_of_distinct_boxes c(dims, alg);
-            halo_exchange ex(c.d, c.grid, std::span<double* const>(c.fields), {alg, mode, parse_transport_choice(transport)});
-            const std::string where = fmt::format("HALOX_RMA_DIRECT_MIN_RUN='{}' dims {}x{}x{} {} {} {}",
-                                                  rule, dims[0], dims[1], dims[2], transport,
-                                                  to_string(alg), to_string(mode));
+            halo_exchange ex(c.d, c.grid, std::span<double* const>(c.fields),
+                             {alg, grouping, parse_transport_choice(transport)});
+            const std::string where =
+                fmt::format("HALOX_RMA_DIRECT_MIN_RUN='{}' dims {}x{}x{} {} {} {}", rule, dims[0],
+                            dims[1], dims[2], transport, to_string(alg), to_string(grouping));
             const std::string settings = ex.transport_settings();
             const std::string why = where + ": " + settings;
             EXPECT_NE(settings.find(*rule ? "(tuning.rma.direct_min_run)" : "(default)"),
@@ -255,8 +257,9 @@ TEST(MessageTransports, FetchAheadIsForcedMeasuredOrOffForSmallHalos) {
       std::vector<double*> fields;
       for (auto& m : memory) fields.push_back(m.data());
       verify_context ctx{grid, subdomain_per_rank(d, sh.interior), d.periodic(), algorithm::staged};
-      halo_exchange ex(d, grid, std::span<double* const>(fields),
-                       {algorithm::staged, field_mode::sequence, parse_transport_choice(transport)});
+      halo_exchange ex(
+          d, grid, std::span<double* const>(fields),
+          {algorithm::staged, field_grouping::sequence, parse_transport_choice(transport)});
       const std::string settings = ex.transport_settings();
       const std::string expected =
           fmt::format(fmt::runtime(sh.expected), transport == "mpi-p2p" ? "p2p" : "ucx");
@@ -306,7 +309,7 @@ TEST_P(Timeout, NamesThePeerThatDidNotArrive) {
   fill_fields(fields, vctx, 0);
   exchange_plan plan =
       make_plan(d, testing_support::cell_fields(grid, 1, sizeof(double), algorithm::standard,
-                                                field_mode::compact));
+                                                field_grouping::compact));
   ASSERT_EQ(plan.stages.size(), 1u);
   ASSERT_EQ(plan.stages[0].sends.size(), d.rank() == 1 ? 1u : 0u);
 

@@ -156,7 +156,7 @@ TEST(Profile, MeasuredChoicesCountInTheSetup) {
   auto s = make_setup(algorithm::staged);
   std::vector<double> u(s.ctx.grid.points());
   halo_exchange ex(s.decomp, s.ctx.grid, std::vector<double*>{u.data()},
-                   {.alg = algorithm::staged, .auto_fields = true});
+                   {.alg = algorithm::staged, .auto_grouping = true});
   const exchange_profile p = ex.profile();
   EXPECT_GT(p.setup.measured_choice_s, 0);
   EXPECT_GE(p.setup.total_s + 1e-9,

@@ -328,23 +328,24 @@ std::string dims_text(const decomposition& d, const std::array<bool, 3>& periodi
 struct variant {
   std::string transport;
   algorithm alg;
-  field_mode mode;
+  field_grouping grouping;
   bool shared;
 };
 
 TEST(Reverse, EveryPointOfEveryLocationIsExact) {
   // The reverse path is the same whatever carries the forward exchange; the
   // variants check that nothing of the forward choice leaks into it.
-  std::vector<variant> variants{{"mpi-p2p", algorithm::standard, field_mode::cache, false},
-                                {"shm", algorithm::staged, field_mode::compact, true}};
-  if (!reduced()) variants.push_back({"mpi-types", algorithm::faces, field_mode::sequence, false});
+  std::vector<variant> variants{{"mpi-p2p", algorithm::standard, field_grouping::cache, false},
+                                {"shm", algorithm::staged, field_grouping::compact, true}};
+  if (!reduced())
+    variants.push_back({"mpi-types", algorithm::faces, field_grouping::sequence, false});
   int cases = 0;
   for (const auto& dims : rank_grids())
     for (const auto& periodic : periodicities()) {
       auto d = make_cart_decomposition(MPI_COMM_WORLD, dims, periodic, false);
       for (const auto& v : variants) {
-        const exchange_options options{.alg = v.alg, .mode = v.mode,
-                                       .transport = parse_transport_choice(v.transport)};
+        const exchange_options options{
+            .alg = v.alg, .grouping = v.grouping, .transport = parse_transport_choice(v.transport)};
         const std::string agreed = agree_on_error(MPI_COMM_WORLD, run_case(d, options, v.shared));
         ASSERT_TRUE(agreed.empty()) << dims_text(d, periodic) << " " << v.transport << ": "
                                     << agreed;
@@ -387,13 +388,17 @@ TEST(Reverse, HalosAsWideAsTheSubdomain) {
 // total equals a reverse call followed by a forward one.
 TEST(Reverse, TheSameBitsWhateverCarriesTheExchange) {
   std::vector<exchange_options> choices{
-      {.alg = algorithm::standard, .mode = field_mode::cache},
-      {.alg = algorithm::staged, .mode = field_mode::sequence,
+      {.alg = algorithm::standard, .grouping = field_grouping::cache},
+      {.alg = algorithm::staged,
+       .grouping = field_grouping::sequence,
        .transport = parse_transport_choice("shm")},
-      {.alg = algorithm::faces, .mode = field_mode::compact,
+      {.alg = algorithm::faces,
+       .grouping = field_grouping::compact,
        .transport = parse_transport_choice("mpi-neighbor")},
-      {.alg = algorithm::standard, .mode = field_mode::compact,
-       .transport = parse_transport_choice("cma+mpi-types"), .fields_per_block = 1}};
+      {.alg = algorithm::standard,
+       .grouping = field_grouping::compact,
+       .transport = parse_transport_choice("cma+mpi-types"),
+       .fields_per_block = 1}};
   for (const auto& dims : rank_grids())
     for (const auto& periodic : periodicities()) {
       auto d = make_cart_decomposition(MPI_COMM_WORLD, dims, periodic, false);

@@ -350,21 +350,21 @@ TEST_P(StaggeredMatrix, EveryPointIsExact) {
   if (reduced() && !routed && transport.choice != "mpi-p2p" && transport.choice != "shm" &&
       transport.choice != "mpi-types")
     GTEST_SKIP() << "oversubscribed: mpi-p2p, mpi-types and shm only";
-  exchange_options options{.alg = alg, .mode = field_mode::compact,
+  exchange_options options{.alg = alg,
+                           .grouping = field_grouping::compact,
                            .transport = parse_transport_choice(transport.choice)};
   int cases = 0;
   for (const auto& dims : rank_grids())
     for (const auto& periodic : periodicities()) {
       auto d = make_cart_decomposition(MPI_COMM_WORLD, dims, periodic, false);
-      for (field_mode mode : {field_mode::compact, field_mode::sequence}) {
-        if (reduced() && mode == field_mode::sequence) continue;
-        options.mode = mode;
+      for (field_grouping grouping : {field_grouping::compact, field_grouping::sequence}) {
+        if (reduced() && grouping == field_grouping::sequence) continue;
+        options.grouping = grouping;
         const std::string agreed =
             agree_on_error(MPI_COMM_WORLD, run_case(d, options, transport.shared));
-        ASSERT_TRUE(agreed.empty()) << fmt::format("dims {}x{}x{} periodic {}{}{} {}: {}",
-                                                   d.dims()[0], d.dims()[1], d.dims()[2],
-                                                   periodic[0], periodic[1], periodic[2],
-                                                   to_string(mode), agreed);
+        ASSERT_TRUE(agreed.empty()) << fmt::format(
+            "dims {}x{}x{} periodic {}{}{} {}: {}", d.dims()[0], d.dims()[1], d.dims()[2],
+            periodic[0], periodic[1], periodic[2], to_string(grouping), agreed);
         ++cases;
       }
     }

@@ -82,7 +82,8 @@ TEST(Ucx, PeerThatNeverArrivesTimesOutNamingIt) {
   const int late = d.size() - 1;
   // Small messages: the eager protocol completes a send without the receiver.
   rank_fields f(d, {4, 4, 4}, 1, 1, algorithm::standard);
-  exchange_options options{algorithm::standard, field_mode::compact, parse_transport_choice("ucx")};
+  exchange_options options{algorithm::standard, field_grouping::compact,
+                           parse_transport_choice("ucx")};
   // Endpoints are the process's: connect them all first, so that what
   // follows needs no connection handshake with a rank that is not polling.
   halo_exchange(d, f.grid, f.span(), options).exchange();
@@ -122,7 +123,8 @@ TEST(Ucx, WorkerStaysUsableAfterATimeout) {
   // the old exchange must not reach a new one.
   auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, true, true}, false);
   rank_fields f(d, {4, 4, 4}, 1, 1, algorithm::standard);
-  halo_exchange ex(d, f.grid, f.span(), {algorithm::standard, field_mode::compact, parse_transport_choice("ucx")});
+  halo_exchange ex(d, f.grid, f.span(),
+                   {algorithm::standard, field_grouping::compact, parse_transport_choice("ucx")});
   for (int epoch = 0; epoch < 3; ++epoch) {
     fill_fields(f.pointers, f.ctx, epoch);
     ex.exchange();
@@ -136,7 +138,8 @@ TEST(Ucx, ExchangesAliveTogetherKeepTheirMessagesApart) {
   // Same neighbours, same tags: only the channels tell the two apart.
   rank_fields a(d, {5, 4, 3}, 1, 2, algorithm::standard);
   rank_fields b(d, {5, 4, 3}, 1, 2, algorithm::standard);
-  exchange_options options{algorithm::standard, field_mode::compact, parse_transport_choice("ucx")};
+  exchange_options options{algorithm::standard, field_grouping::compact,
+                           parse_transport_choice("ucx")};
   halo_exchange first(d, a.grid, a.span(), options);
   halo_exchange second(d, b.grid, b.span(), options);
   for (int epoch = 0; epoch < 3; ++epoch) {
@@ -168,7 +171,8 @@ size_t open_file_descriptors() {
 // Milliseconds per exchange built, run once (verified) and destroyed.
 double set_up_ms(const decomposition& d, const std::string& transport, int rounds) {
   rank_fields f(d, {4, 4, 4}, 1, 1, algorithm::staged);
-  exchange_options options{algorithm::staged, field_mode::compact, parse_transport_choice(transport)};
+  exchange_options options{algorithm::staged, field_grouping::compact,
+                           parse_transport_choice(transport)};
   MPI_Barrier(d.comm());
   const double start = MPI_Wtime();
   for (int i = 0; i < rounds; ++i) {
@@ -199,7 +203,8 @@ TEST(Ucx, RepeatedSetUpReusesWorkerAndEndpoints) {
 double exchange_time_us(const decomposition& d, const std::string& transport, algorithm alg,
                         int repetitions) {
   rank_fields f(d, {32, 32, 32}, 2, 2, alg);
-  halo_exchange ex(d, f.grid, f.span(), {alg, field_mode::compact, parse_transport_choice(transport)});
+  halo_exchange ex(d, f.grid, f.span(),
+                   {alg, field_grouping::compact, parse_transport_choice(transport)});
   fill_fields(f.pointers, f.ctx, 0);
   for (int i = 0; i < 5; ++i) ex.exchange();
   std::vector<double> times;

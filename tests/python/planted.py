@@ -5,6 +5,8 @@ are given by each test as halox-bench writes them (the rules are halox-bench's, 
 tests/unit/closing_summary_test.cpp; test_bench_cli checks a real record carries the fields)."""
 import statistics
 
+from halox.records import grouping_key
+
 
 def shape_of(raw):
     c = raw["config"]
@@ -13,7 +15,7 @@ def shape_of(raw):
 
 def variant_of(raw):
     c = raw["config"]
-    return f"{c['transport']}/{c['algorithm']}/{c['fields']}"
+    return f"{c['transport']}/{c['algorithm']}/{c[grouping_key(c)]}"
 
 
 def plant(raws, verdicts=None, summary=(), brief=()):

@@ -24,7 +24,7 @@ def test_help_exits_zero_and_documents_every_option(run_mpi):
     run = run_mpi(1, BENCH, "--help")
     assert run.returncode == 0
     for option in ["--domain", "--global-domain", "--halo", "--halo-lo", "--nfields", "--type",
-                   "--nrep", "--time", "--warmup", "--algorithm", "--fields", "--transport",
+                   "--nrep", "--time", "--warmup", "--algorithm", "--grouping", "--transport",
                    "--mpicart", "--periodic", "--no-check", "--timing", "--json", "--quiet"]:
         assert option in run.stdout
 
@@ -32,7 +32,7 @@ def test_help_exits_zero_and_documents_every_option(run_mpi):
 def test_matrix_run_writes_one_complete_json_record_per_configuration(run_mpi, tmp_path):
     out = tmp_path / "results.jsonl"
     run = run_mpi(2, BENCH, *SMALL, "--transport", "all", "--algorithm", "standard,staged",
-                  "--fields", "compact", "--halo", "1,2", "--json", str(out))
+                  "--grouping", "compact", "--halo", "1,2", "--json", str(out))
     assert run.returncode == 0, run.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(records) == len(list_transports()) * 2 * 2  # transports x algorithms x halos
@@ -59,7 +59,7 @@ def test_matrix_run_writes_one_complete_json_record_per_configuration(run_mpi, t
 
 def test_summary_reports_ratios_against_the_baseline(run_mpi):
     run = run_mpi(2, BENCH, *SMALL, "--transport", "mpi-p2p,mpi-types", "--algorithm", "staged",
-                  "--fields", "sequence,compact", "--quiet")
+                  "--grouping", "sequence,compact", "--quiet")
     assert run.returncode == 0, run.stderr
     baseline_row = [l for l in run.stdout.splitlines() if l.startswith("mpi-types/staged/sequence")]
     assert baseline_row and "(x1.00)" in baseline_row[0]
@@ -68,7 +68,7 @@ def test_summary_reports_ratios_against_the_baseline(run_mpi):
 def test_rounds_auto_records_the_rounds_their_ratios_and_the_probe(run_mpi, tmp_path):
     out = tmp_path / "auto.jsonl"
     run = run_mpi(2, BENCH, *SMALL, "--transport", "mpi-p2p,mpi-types", "--algorithm", "staged",
-                  "--fields", "sequence", "--rounds", "auto", "--rounds-budget", "0.5",
+                  "--grouping", "sequence", "--rounds", "auto", "--rounds-budget", "0.5",
                   "--quiet", "--json", str(out))
     assert run.returncode == 0, run.stderr
     records = {r["config"]["transport"]: r for r in map(json.loads, out.read_text().splitlines())}
@@ -120,7 +120,7 @@ def test_latency_timing_time_budget_and_per_side_halos(run_mpi):
 def test_compute_timing_writes_the_fields_between_exchanges(run_mpi, tmp_path):
     out = tmp_path / "compute.jsonl"
     common = ("--domain", "32", "32", "32", "--halo", "2", "--nfields", "2", "--nrep", "20",
-              "--transport", "mpi-p2p,shm", "--algorithm", "staged", "--fields", "sequence",
+              "--transport", "mpi-p2p,shm", "--algorithm", "staged", "--grouping", "sequence",
               "--json", str(out))
     run = run_mpi(2, BENCH, *common, "--timing", "compute")
     assert run.returncode == 0, run.stderr
@@ -145,7 +145,7 @@ def test_self_copy_reference_is_measured_beside_every_variant(run_mpi, tmp_path)
     out = tmp_path / "reference.jsonl"
     run = run_mpi(2, BENCH, "--domain", "32", "32", "32", "--halo", "2", "--nfields", "2",
                   "--nrep", "20", "--transport", "mpi-p2p,shm", "--algorithm", "standard,staged",
-                  "--fields", "sequence", "--json", str(out))
+                  "--grouping", "sequence", "--json", str(out))
     assert run.returncode == 0, run.stderr
     assert run.stdout.count("verification: passed") == 4
     assert run.stdout.count("self-copy reference ") == 4
@@ -170,7 +170,7 @@ def test_self_copy_reference_is_measured_beside_every_variant(run_mpi, tmp_path)
 def test_records_carry_where_each_stage_spends_its_time_and_the_setup(run_mpi, tmp_path):
     out = tmp_path / "breakdown.jsonl"
     run = run_mpi(2, BENCH, *SMALL, "--mpicart", "2", "1", "1", "--transport", "shm,mpi-p2p",
-                  "--algorithm", "standard,staged", "--fields", "sequence", "--json", str(out),
+                  "--algorithm", "standard,staged", "--grouping", "sequence", "--json", str(out),
                   "--quiet", "--breakdown")
     assert run.returncode == 0, run.stderr
     assert run.stdout.count("  slowest rank ") == 4 and run.stdout.count("  median  rank ") == 4
@@ -229,14 +229,14 @@ def test_records_carry_where_each_stage_spends_its_time_and_the_setup(run_mpi, t
 def test_automatic_variant_records_its_choice_against_the_named_ones(run_mpi, tmp_path):
     out = tmp_path / "auto.jsonl"
     run = run_mpi(2, BENCH, *SMALL, "--transport", "mpi-p2p,shm", "--algorithm", "staged",
-                  "--fields", "sequence", "--nfields", "2", "--variants", "auto/auto/auto",
+                  "--grouping", "sequence", "--nfields", "2", "--variants", "auto/auto/auto",
                   "--rounds", "2", "--json", str(out))
     assert run.returncode == 0, run.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]
     [auto] = [r for r in records if r["config"]["chosen"]]
     # Named as asked, not as the transport it ran by: reports keep it apart from mpi-p2p.
     assert (auto["config"]["transport"], auto["config"]["algorithm"],
-            auto["config"]["fields"]) == ("auto", "auto", "auto")
+            auto["config"]["grouping"]) == ("auto", "auto", "auto")
     assert auto["config"]["chosen"].startswith("chose ")
     assert auto["config"]["memory"] == "shared"  # so that shm competes copying in place
     assert auto["verification"] == "passed"

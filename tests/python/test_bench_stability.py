@@ -73,7 +73,7 @@ def test_a_spinning_process_on_a_ranks_core_marks_the_turns_it_overlapped(tmp_pa
     # measured it, without trials: a round is not much longer than its timed exchanges).
     cmd = [str(ROOT / "scripts" / "mpirun.sh"), "2", 
         str(exe), "--domain", "16", "16", "16", "--transport", "mpi-p2p,shm", "--algorithm",
-        "staged", "--fields", "sequence", "--time", "0.1", "--warmup", "1", "--rounds", "16",
+        "staged", "--grouping", "sequence", "--time", "0.1", "--warmup", "1", "--rounds", "16",
         "--stage-times", "off", "--json", str(out)]
     busy_before = others_wait_share([0, 1])
     bench = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

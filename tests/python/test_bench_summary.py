@@ -33,14 +33,14 @@ def moved(rounds):
 
 def raw(variant, rounds, probes=None, dims=(2, 1, 1), halo=1, nfields=1, run_id="run-1",
         efficiency=0.5, chosen=""):
-    transport, algorithm, fields = variant.split("/")
+    transport, algorithm, grouping = variant.split("/")
     probes = probes if probes is not None else calm(rounds)
     return {
         "schema_version": 1, "tool": "halox-bench", "run_id": run_id, "ranks": 2,
         "mpi_library": "Open MPI v4.1.4, package: Debian",
         "rank_map": [{"rank": 0, "host": "vm"}, {"rank": 1, "host": "vm"}],
         "machine": {"cpu_model": "AMD EPYC", "cpus": 2},
-        "config": {"transport": transport, "algorithm": algorithm, "fields": fields,
+        "config": {"transport": transport, "algorithm": algorithm, "grouping": grouping,
                    "type": "double", "halo": halo, "halo_lo": [halo] * 3, "halo_hi": [halo] * 3,
                    "nfields": nfields, "domain": [64, 64, 64], "global_domain": [],
                    "timing": "throughput", "baseline": BASE, "chosen": chosen},
@@ -208,3 +208,13 @@ def test_without_a_baseline_the_fastest_median_is_used():
         r.raw["config"]["baseline"] = "none/staged/sequence"
     row = row_of(summ.summary_lines(copy.deepcopy(recs)), "h1f1")
     assert row.split()[2] == "shm/staged/sequence" and " - " in row
+
+
+def test_a_record_written_before_grouping_had_its_name_reads_its_fields_as_the_grouping():
+    older = raw("shm/staged/sequence", [25e-6, 26e-6, 25e-6])
+    older["config"]["fields"] = older["config"].pop("grouping")
+    recs = parse([raw(BASE, [100e-6, 100e-6, 100e-6]), older])
+    assert recs[1].grouping == "sequence" and recs[1].variant == "shm/staged/sequence"
+    current = parse([raw(BASE, [100e-6, 100e-6, 100e-6]),
+                     raw("shm/staged/sequence", [25e-6, 26e-6, 25e-6])])
+    assert summ.summary_lines(recs) == summ.summary_lines(current)

@@ -29,7 +29,7 @@ def test_mpi_cartex_is_cell_exact(run_mpi, tmp_path, ranks, args):
     transports = ",".join(names)
     run = run_mpi(ranks, BENCH, *SMALL, *args, "--nfields", "1,3", "--type", "float,double",
                   "--transport", transports, "--algorithm", "standard,staged,faces",
-                  "--fields", "sequence,compact,2", "--json", str(out), timeout=300)
+                  "--grouping", "sequence,compact,2", "--json", str(out), timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     records = [json.loads(l) for l in out.read_text().splitlines()]
     halos = 2 if "--halo" in args and "," in args[args.index("--halo") + 1] else 1
@@ -44,7 +44,7 @@ def test_mpi_cartex_as_the_remote_of_a_routing(run_mpi, tmp_path):
     run = run_mpi(4, BENCH, *SMALL, "--mpicart", "2", "2", "1", "--domain", "6", "6", "6",
                   "--halo", "1", "--nfields", "2", "--ranks-per-node", "2",
                   "--transport", "shm+mpi-cartex", "--algorithm", "standard,staged",
-                  "--fields", "sequence,compact", "--json", str(out), timeout=300)
+                  "--grouping", "sequence,compact", "--json", str(out), timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     records = [json.loads(l) for l in out.read_text().splitlines()]
     assert len(records) == 4

@@ -174,7 +174,7 @@ def peer_spec(tmp_path, script, extra=""):
         type = ["float"]
         transport = ["mpi-types"]
         algorithm = ["staged"]
-        fields = ["sequence"]
+        grouping = ["sequence"]
 
         [bench]
         nrep = 20
@@ -393,7 +393,7 @@ def fidelity_spec(tmp_path):
         type = ["float"]
         transport = ["mpi-types", "mpi-cartex"]
         algorithm = ["staged"]
-        fields = ["sequence"]
+        grouping = ["sequence"]
 
         [bench]
         nrep = 20

@@ -69,7 +69,7 @@ def draw(rng: random.Random, max_ranks: int, choices: list[str]) -> tuple[int, d
         args += ["--halo-lo", *map(str, lo), "--halo-hi", *map(str, hi)]
     args += ["--nfields", str(rng.choice([1, 1, 2, 3])), "--type", rng.choice(["float", "double"])]
     args += ["--transport", ",".join(rng.sample(choices, min(TRANSPORTS_PER_DRAW, len(choices))))]
-    args += ["--fields", "compact,sequence," + rng.choice(["auto", "2", "cache", "whole"])]
+    args += ["--grouping", "compact,sequence," + rng.choice(["auto", "2", "cache", "whole"])]
     if rng.random() < 0.3:
         args += ["--fields-per-block", str(rng.choice([1, 2]))]
     env = {}

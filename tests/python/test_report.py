@@ -17,7 +17,7 @@ from halox import cli, records
 BENCH = "halox-bench"
 SMALL = ["--domain", "8", "8", "8", "--nrep", "5", "--warmup", "1"]
 MATRIX = ["--halo", "1,2", "--nfields", "1,2", "--transport", "all",
-          "--algorithm", "standard,staged", "--fields", "compact,sequence"]
+          "--algorithm", "standard,staged", "--grouping", "compact,sequence"]
 BASELINE = "mpi-types/staged/sequence"
 
 
@@ -41,9 +41,9 @@ def bench_files(tmp_path_factory):
     files = {"main": d / "main.jsonl", "hw": d / "hw.jsonl", "again": d / "again.jsonl"}
     run_bench(files["main"], *MATRIX)
     run_bench(files["hw"], "--slot", "2", "1", "1", "--halo", "1,2", "--nfields", "1,2",
-              "--transport", "mpi-types,shm", "--algorithm", "staged", "--fields", "sequence")
+              "--transport", "mpi-types,shm", "--algorithm", "staged", "--grouping", "sequence")
     run_bench(files["again"], "--halo", "1", "--nfields", "1", "--transport", "mpi-types,shm",
-              "--algorithm", "staged", "--fields", "sequence")
+              "--algorithm", "staged", "--grouping", "sequence")
     return files
 
 
@@ -53,7 +53,7 @@ def load(path):
 
 def variant(r):
     c = r["config"]
-    return f"{c['transport']}/{c['algorithm']}/{c['fields']}"
+    return f"{c['transport']}/{c['algorithm']}/{c['grouping']}"
 
 
 def shape(r):
@@ -139,7 +139,7 @@ def test_chosen_table_shows_the_medians_and_ratios_of_one_run(capsys, bench_file
     assert table.title == records.toolchain_short(recs[0]["mpi_library"])
     assert table.columns == ["h1f1", "h2f1", "h1f2", "h2f2",
                              "h1f1 (xN)", "h2f1 (xN)", "h1f2 (xN)", "h2f2 (xN)"]
-    variants = 4 * len(list_transports())  # transports x 2 algorithms x 2 field modes
+    variants = 4 * len(list_transports())  # transports x 2 algorithms x 2 groupings
     assert len(table.rows) == variants == len({variant(r) for r in recs})
     base = {shape(r): r["time_per_exchange_s"]["median"] for r in recs if variant(r) == BASELINE}
     for r in recs:
@@ -268,7 +268,7 @@ def test_full_layout_rows_halo_columns_fields_and_staged(capsys, bench_files):
     for r in recs:
         c = r["config"]
         column = str(c["nfields"]) + (" (staged)" if c["algorithm"] == "staged" else "")
-        expect_close(by_title[f"{c['transport']}/{c['fields']}"].cell(str(c["halo"]), column),
+        expect_close(by_title[f"{c['transport']}/{c['grouping']}"].cell(str(c["halo"]), column),
                      r["time_per_exchange_s"]["median"] * 1e6)
 
 
@@ -302,12 +302,12 @@ def test_markdown_tables(capsys, bench_files):
     code, out, _ = report(capsys, bench_files["main"], "--markdown")
     assert code == 0
     lines = out.splitlines()
-    header = next(i for i, l in enumerate(lines) if l.startswith("| transport/algorithm/fields"))
-    assert lines[header] == "| transport/algorithm/fields | h1f1 | h2f1 | h1f2 | h2f2 |"
+    header = next(i for i, l in enumerate(lines) if l.startswith("| transport/algorithm/grouping"))
+    assert lines[header] == "| transport/algorithm/grouping | h1f1 | h2f1 | h1f2 | h2f2 |"
     assert lines[header + 1] == "|:---|" + "---:|" * 4
     ratios = next(i for i, l in enumerate(lines) if i > header and
-                  l.startswith("| transport/algorithm/fields"))
-    assert lines[ratios] == ("| transport/algorithm/fields | h1f1 (xN) | h2f1 (xN) | h1f2 (xN) | "
+                  l.startswith("| transport/algorithm/grouping"))
+    assert lines[ratios] == ("| transport/algorithm/grouping | h1f1 (xN) | h2f1 (xN) | h1f2 (xN) | "
                              "h2f2 (xN) |")
     rows = {}
     for start in (header, ratios):
@@ -434,7 +434,7 @@ def test_second_toolchain_columns(capsys, bench_files, tmp_path):
         pytest.skip(f"{other_exe} is not built")
     path = tmp_path / "other.jsonl"
     other = run_bench(path, "--halo", "1,2", "--nfields", "1,2", "--transport", "mpi-types",
-                      "--algorithm", "standard,staged", "--fields", "sequence", exe=other_exe,
+                      "--algorithm", "standard,staged", "--grouping", "sequence", exe=other_exe,
                       env={"HALOX_MPI": other_flavor()})
     main = load(bench_files["main"])
     this_tc = records.toolchain_short(main[0]["mpi_library"])

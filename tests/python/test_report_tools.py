@@ -96,7 +96,7 @@ def test_bench_efficiency_columns_are_the_line_floor_and_memcpy_over_median(caps
         c = r["config"]
         if c["transport"] != "shm" or r["run_id"] != run_id:
             continue
-        label, shape = f"shm/{c['algorithm']}/{c['fields']}", f"h{c['halo']}f{c['nfields']}"
+        label, shape = f"shm/{c['algorithm']}/{c['grouping']}", f"h{c['halo']}f{c['nfields']}"
         shapes = ["h1f1", "h2f1", "h1f2", "h2f2"]
         assert float(rows[label][shapes.index(shape)]) == pytest.approx(
             r["time_per_exchange_s"]["median"] * 1e6, rel=1e-4)
@@ -143,7 +143,7 @@ def test_bench_yardstick_columns_are_the_records_figures(capsys, tmp_path, optio
         if c["transport"] != "shm" or r["run_id"] != run_id:
             continue
         shape = f"h{c['halo']}f{c['nfields']}"
-        cell = yardstick_cell(out, "ompi: efficiency", f"shm/{c['algorithm']}/{c['fields']}",
+        cell = yardstick_cell(out, "ompi: efficiency", f"shm/{c['algorithm']}/{c['grouping']}",
                               group, shape)
         assert float(cell) == pytest.approx(r[field], abs=0.006)
         checked += 1
@@ -161,7 +161,7 @@ def test_breakdown_rows_are_the_records_stage_splits(capsys):
     for r in records:
         c = r["config"]
         table = lines.index(f"{c['type']} h{c['halo']}f{c['nfields']}")
-        variant = f"{c['transport']}/{c['algorithm']}/{c['fields']}"
+        variant = f"{c['transport']}/{c['algorithm']}/{c['grouping']}"
         stages = r["stage_breakdown"]["slowest_rank"]["stages"]
         for s in range(len(stages)):
             [row] = [l for l in lines[table:] if l.startswith(f"    {variant} stage {s} ")][:1]
@@ -204,7 +204,7 @@ def test_breakdown_bars_are_the_records_parts_over_all_stages():
     parts = ("pack_s", "copy_s", "wait_peers_s", "wait_readers_s", "other_s")
     for r in records:
         c = r["config"]
-        got, reference = by_variant.pop(f"{c['transport']}/{c['algorithm']}/{c['fields']}")
+        got, reference = by_variant.pop(f"{c['transport']}/{c['algorithm']}/{c['grouping']}")
         for which in ("slowest_rank", "median_rank"):
             stages = r["stage_breakdown"][which]["stages"]
             expected = [sum(st[p] for st in stages) * 1e6 for p in parts]

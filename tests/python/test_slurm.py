@@ -93,7 +93,7 @@ def write_spec(tmp_path, name):
         nfields = [1, 2]
         transport = ["mpi-p2p", "mpi-types"]
         algorithm = ["staged"]
-        fields = ["compact"]
+        grouping = ["compact"]
         [bench]
         domain = [8, 8, 8]
         nrep = 20

@@ -24,12 +24,12 @@ def turn(**after):
 
 
 def bench_raw(variant, rounds, probes, run_id="run-1", halo=1, baseline=None):
-    transport, algorithm, fields = variant.split("/")
+    transport, algorithm, grouping = variant.split("/")
     raw = {
         "schema_version": 1, "tool": "halox-bench", "run_id": run_id, "ranks": 2,
         "mpi_library": "Open MPI v4.1.4", "machine": {"cpu_model": "Intel Xeon", "cpus": 2},
         "host": "vm",
-        "config": {"transport": transport, "algorithm": algorithm, "fields": fields,
+        "config": {"transport": transport, "algorithm": algorithm, "grouping": grouping,
                    "type": "double", "halo": halo, "halo_lo": [halo] * 3, "halo_hi": [halo] * 3,
                    "nfields": 1, "domain": [64, 64, 64], "global_domain": [],
                    "timing": "throughput", "baseline": baseline or "mpi-types/staged/sequence"},

@@ -48,7 +48,7 @@ SPEC = f"""
     nfields = [1, 2]
     transport = ["all"]
     algorithm = ["standard", "staged"]
-    fields = ["compact", "sequence"]
+    grouping = ["compact", "sequence"]
 
     [bench]
     domain = [8, 8, 8]
@@ -66,7 +66,7 @@ def scratch(out, run, repeat, sweep="spec"):
 def expected_line(json_path, run_args):
     argv = [str(ROOT / "scripts" / "mpirun.sh"), "2", str(build_dir() / "halox-bench"),
             "--halo", "1,2", "--nfields", "1,2", "--transport", "all",
-            "--algorithm", "standard,staged", "--fields", "compact,sequence",
+            "--algorithm", "standard,staged", "--grouping", "compact,sequence",
             "--domain", "8", "8", "8", "--nrep", "5", "--warmup", "1", *run_args,
             "--json", str(json_path)]
     return f"HALOX_MPI={mpi_flavor()} " + shlex.join(argv)
@@ -144,7 +144,7 @@ def test_example_specs_are_valid(tmp_path):
     bench_sh = (ROOT / "scripts" / "bench.sh").read_text()
     assert '"$halox" sweep "$here/examples/sweeps/default.toml"' in bench_sh
     for fragment in ("--domain 64 64 64", "--halo 1,5", "--nfields 1,8", "--type double",
-                     "--transport all", "--algorithm standard,staged", "--fields all",
+                     "--transport all", "--algorithm standard,staged", "--grouping all",
                      "--time 0.1", "--rounds auto", "--warmup 3", "--quiet"):
         assert all(fragment in line for line in lines)
     seeds = tomllib.loads((EXAMPLES / "betzy-halfcores-27nodes.toml").read_text())
@@ -169,7 +169,7 @@ def test_real_sweep_appends_records(tmp_path):
         nfields = [1, 2]
         transport = ["all"]
         algorithm = ["standard", "staged"]
-        fields = ["compact"]
+        grouping = ["compact"]
         [bench]
         domain = [8, 8, 8]
         nrep = 5
@@ -264,7 +264,7 @@ def test_automatic_choices_sweep_and_resume_like_named_variants(tmp_path):
         nfields = [2]
         transport = ["mpi-p2p", "auto"]
         algorithm = ["staged", "auto"]
-        fields = ["auto"]
+        grouping = ["auto"]
         [bench]
         domain = [8, 8, 8]
         nrep = 5
@@ -280,7 +280,7 @@ def test_automatic_choices_sweep_and_resume_like_named_variants(tmp_path):
     assert sorted((r["config"]["transport"], r["config"]["algorithm"]) for r in records) == [
         ("auto", "auto"), ("auto", "staged"), ("mpi-p2p", "auto"), ("mpi-p2p", "staged")]
     for r in records:
-        assert r["config"]["fields"] == "auto" and r["config"]["chosen"].startswith("chose ")
+        assert r["config"]["grouping"] == "auto" and r["config"]["chosen"].startswith("chose ")
         assert r["verification"] == "passed"
     # Their records name them as asked, so the sweep knows they are done.
     done = halox("sweep", spec, "--output", out, "--build-dir", build_dir())
@@ -310,8 +310,8 @@ BAD_SPECS = [
      "matrix.algorithm: unknown value 'diagonal'"),
     ("[sweep]\nranks = 2\n[matrix]\ntransport = ['carrier-pigeon']\n",
      "matrix.transport: unknown transport 'carrier-pigeon'"),
-    ("[sweep]\nranks = 2\n[matrix]\nfields = ['compact,sequence']\n",
-     "matrix.fields: write lists as TOML lists"),
+    ("[sweep]\nranks = 2\n[matrix]\ngrouping = ['compact,sequence']\n",
+     "matrix.grouping: write lists as TOML lists"),
     ("[sweep]\nranks = 2\n[matrix]\ntime = [0.1]\n", "matrix.time is not a list option"),
     ("[sweep]\nranks = 2\n[bench]\ndomain = [8, 8]\n", "bench.domain must be a list of 3 integers"),
     ("[sweep]\nranks = 2\n[bench]\ntime = 'fast'\n", "bench.time must be a number, not a string"),

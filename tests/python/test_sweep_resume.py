@@ -26,7 +26,7 @@ MATRIX = """
     nfields = [1, 2]
     transport = ["mpi-p2p", "mpi-types"]
     algorithm = ["staged"]
-    fields = ["compact"]
+    grouping = ["compact"]
 """
 
 
@@ -52,7 +52,7 @@ def lines_of(path):
 
 def config(record):
     c = record["config"]
-    return (c["transport"], c["algorithm"], c["fields"], c["halo"], c["nfields"])
+    return (c["transport"], c["algorithm"], c["grouping"], c["halo"], c["nfields"])
 
 
 def measurements(lines):

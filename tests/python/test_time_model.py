@@ -183,7 +183,7 @@ def test_the_placement_effect_is_measured_and_predicted_against_the_cart_run():
     model = tm.model_document(KNOWN, {})
     loaded = rec.load([str(ROOT / "tests/python/data/bench.jsonl")])
     chosen = [r for r in loaded.records if r.halo_label == "1" and r.nfields == 1
-              and r.raw["config"]["transport"] == "shm" and r.raw["config"]["fields"] == "compact"]
+              and r.raw["config"]["transport"] == "shm" and r.raw["config"]["grouping"] == "compact"]
     report, points = report_model.placement_effect(chosen, model, NODE)
     (table,) = report.sections[0].tables
     by_dims = {}

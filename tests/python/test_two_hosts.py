@@ -145,11 +145,11 @@ GRIDS = {
 
 
 def matrix_for(grid: str) -> list[str]:
-    """Every algorithm and field mode on every grid; halo widths and field counts in full on
+    """Every algorithm and grouping on every grid; halo widths and field counts in full on
     MPI_Dims_create's grid, one of each elsewhere, and both element types over the grids.
     MPICH's processes busy-poll (4 of them on 2 cores), so it takes one shape everywhere."""
     full = grid == "mpicart-2x2x1" and mpi_flavor() == "openmpi"
-    return ["--algorithm", "all", "--fields", "all",
+    return ["--algorithm", "all", "--grouping", "all",
             "--type", "float" if grid == "mpicart-4x1x1-open" else "double",
             "--halo", "1,2" if full else "2", "--nfields", "1,3" if full else "2",
             "--domain", "6", "5", "4", "--nrep", "2", "--warmup", "1"]

@@ -18,13 +18,13 @@ inline std::vector<field_layout> cell_layouts(const local_grid& grid, size_t ele
 
 // `count` fields of cells of `element_bytes` on `grid`, each exchanging its
 // whole halo; what else a request holds is its default (all fields moved, in
-// messages as the mode groups them).
+// messages as the grouping groups them).
 inline plan_request cell_fields(const local_grid& grid, size_t count, size_t element_bytes,
-                                algorithm alg, field_mode mode = field_mode::compact) {
+                                algorithm alg, field_grouping grouping = field_grouping::compact) {
   plan_request request;
   request.layouts = cell_layouts(grid, element_bytes, count);
   request.alg = alg;
-  request.mode = mode;
+  request.grouping = grouping;
   return request;
 }
 

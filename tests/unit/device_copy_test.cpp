@@ -149,10 +149,11 @@ TEST(DeviceCopies, LocalCopyBatchesOfThePlanEqualHostCopies) {
   for (const auto& sh : shapes)
     for (size_t element_bytes : {size_t{4}, size_t{8}})
       for (auto a : {algorithm::standard, algorithm::staged, algorithm::faces})
-        for (auto mode : {field_mode::compact, field_mode::sequence}) {
+        for (auto grouping : {field_grouping::compact, field_grouping::sequence}) {
           const local_grid g(sh.interior, sh.halo);
           const int nfields = 3;
-          const exchange_plan plan = make_plan(d, cell_fields(g, nfields, element_bytes, a, mode));
+          const exchange_plan plan =
+              make_plan(d, cell_fields(g, nfields, element_bytes, a, grouping));
           field_storage kernel(g, nfields, element_bytes, 0, 3),
               host(g, nfields, element_bytes, 0, 3);
           size_t copied = 0;
@@ -164,7 +165,7 @@ TEST(DeviceCopies, LocalCopyBatchesOfThePlanEqualHostCopies) {
               copy_boxes(c.from, c.to, host.pointers.data(), g, element_bytes);
           }
           ASSERT_TRUE(kernel.same_fields(host, g.points() * element_bytes))
-              << to_string(a) << " " << to_string(mode);
+              << to_string(a) << " " << to_string(grouping);
           EXPECT_EQ(copied, plan.bytes_copied());
         }
 }

@@ -15,7 +15,7 @@ namespace {
 TEST(Plan, OneRankPeriodicIsAllLocalCopies) {
   auto d = make_cart_decomposition(MPI_COMM_SELF, {1, 1, 1}, {true, true, true}, false);
   local_grid g({4, 4, 4}, halo_widths::uniform(1));
-  auto p = make_plan(d, cell_fields(g, 2, 8, algorithm::standard, field_mode::compact));
+  auto p = make_plan(d, cell_fields(g, 2, 8, algorithm::standard, field_grouping::compact));
   ASSERT_EQ(p.stages.size(), 1u);
   EXPECT_TRUE(p.stages[0].sends.empty());
   EXPECT_TRUE(p.stages[0].recvs.empty());
@@ -27,7 +27,7 @@ TEST(Plan, OneRankOpenBoundariesMoveNothing) {
   auto d = make_cart_decomposition(MPI_COMM_SELF, {1, 1, 1}, {false, false, false}, false);
   local_grid g({4, 4, 4}, halo_widths::uniform(2));
   for (auto a : {algorithm::standard, algorithm::staged, algorithm::faces}) {
-    auto p = make_plan(d, cell_fields(g, 1, 4, a, field_mode::sequence));
+    auto p = make_plan(d, cell_fields(g, 1, 4, a, field_grouping::sequence));
     EXPECT_EQ(p.bytes_sent() + p.bytes_copied() + p.bytes_received(), 0u);
   }
 }
@@ -35,7 +35,7 @@ TEST(Plan, OneRankOpenBoundariesMoveNothing) {
 TEST(Plan, SequenceModeHasAStagePerFieldAndStep) {
   auto d = make_cart_decomposition(MPI_COMM_SELF, {1, 1, 1}, {true, false, true}, false);
   local_grid g({4, 5, 6}, halo_widths::uniform(1));
-  auto p = make_plan(d, cell_fields(g, 3, 8, algorithm::staged, field_mode::sequence));
+  auto p = make_plan(d, cell_fields(g, 3, 8, algorithm::staged, field_grouping::sequence));
   ASSERT_EQ(p.stages.size(), 9u);
   for (size_t s = 0; s < p.stages.size(); ++s)
     for (const auto& c : p.stages[s].copies)
@@ -50,7 +50,7 @@ TEST(Plan, CompactMessagesMoveInBlocksThroughAllSteps) {
   auto d = make_cart_decomposition(MPI_COMM_SELF, {1, 1, 1}, {true, true, true}, false);
   local_grid g({4, 5, 6}, halo_widths::uniform(1));
   for (int block : {1, 2, 3, 0}) {
-    plan_request r = cell_fields(g, 3, 8, algorithm::staged, field_mode::compact);
+    plan_request r = cell_fields(g, 3, 8, algorithm::staged, field_grouping::compact);
     r.fields_per_block = block;
     auto p = make_plan(d, std::move(r));
     const int per_block = block == 0 ? 3 : block;
@@ -69,13 +69,13 @@ TEST(Plan, CompactMessagesMoveInBlocksThroughAllSteps) {
     }
   }
   // cache: messages of a block each, the block sized as asked.
-  plan_request cache = cell_fields(g, 5, 8, algorithm::standard, field_mode::cache);
+  plan_request cache = cell_fields(g, 5, 8, algorithm::standard, field_grouping::cache);
   cache.fields_per_block = 2;
   auto cached = make_plan(d, std::move(cache));
   EXPECT_EQ(cached.fields_per_message, 2);
   EXPECT_EQ(cached.stages.size(), 3u);
   // sequence is blocks of one, whatever the cache allows.
-  plan_request sequence = cell_fields(g, 5, 8, algorithm::standard, field_mode::sequence);
+  plan_request sequence = cell_fields(g, 5, 8, algorithm::standard, field_grouping::sequence);
   sequence.fields_per_block = 4;
   EXPECT_EQ(make_plan(d, std::move(sequence)).stages.size(), 5u);
 }
@@ -111,7 +111,7 @@ TEST(Plan, TagsAreDistinctPerFieldSlotAndDirection) {
 TEST(Plan, RejectsNoFields) {
   auto d = make_cart_decomposition(MPI_COMM_SELF, {1, 1, 1}, {true, true, true}, false);
   EXPECT_THROW(make_plan(d, cell_fields(local_grid({4, 4, 4}, halo_widths::uniform(1)), 0, 8,
-                                        algorithm::standard, field_mode::compact)),
+                                        algorithm::standard, field_grouping::compact)),
                std::exception);
 }
 

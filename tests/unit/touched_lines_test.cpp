@@ -13,8 +13,8 @@ namespace {
 exchange_plan one_rank_plan(const ivec3& interior, const halo_widths& halo, size_t element,
                             const std::array<bool, 3>& periodic, algorithm alg) {
   auto d = make_cart_decomposition(MPI_COMM_SELF, {1, 1, 1}, periodic, false);
-  return make_plan(d,
-                   cell_fields(local_grid(interior, halo), 1, element, alg, field_mode::sequence));
+  return make_plan(
+      d, cell_fields(local_grid(interior, halo), 1, element, alg, field_grouping::sequence));
 }
 
 // Rows of 16 floats are one line each: a z halo of one plane per side reads

@@ -2,7 +2,7 @@
 //
 // Built from the local neighbour list only: O(neighbours), no global gather.
 // A stage holds the messages that may be in flight together; stages run in
-// order (the steps of the staged algorithm, and in sequence mode one field
+// order (the steps of the staged algorithm, and in the sequence grouping one field
 // after another). A stage carries one message per peer and way: a peer that
 // is a neighbour in several directions (a dimension of 2 ranks puts the same
 // rank at -x and +x) gets all of them in one message, field by field, so that
@@ -66,8 +66,8 @@ struct exchange_plan {
   int depth = 0;
   int nfields = 1;  // moved.size()
   algorithm alg = algorithm::standard;
-  field_mode mode = field_mode::compact;
-  int fields_per_message = 1;  // fields a message carries, as the mode asks
+  field_grouping grouping = field_grouping::compact;
+  int fields_per_message = 1;  // fields a message carries, as the grouping asks
   int fields_per_block = 1;    // fields a stage moves: a message, or a fragment of one
   std::vector<stage> stages;
 
@@ -92,7 +92,7 @@ int message_tag(int field_slot, const ivec3& direction);
 // Fields of their own layouts (field.hpp: layout_of, cell_fields), of which
 // the plan moves `moved` (ascending field indices, each once) at `depth`.
 // fields_per_message > 0 groups the fields in messages of that many; 0 takes
-// the mode's grouping (compact: all, sequence: one, cache: fields_per_block).
+// the grouping's count (compact: all, sequence: one, cache: fields_per_block).
 // The stages move blocks of min(fields per message, fields_per_block) fields;
 // fields_per_block 0 means blocks as large as the messages.
 struct plan_request {
@@ -100,7 +100,7 @@ struct plan_request {
   std::vector<int> moved;  // empty: all
   int depth = 0;           // 0: each field's whole halo
   algorithm alg = algorithm::standard;
-  field_mode mode = field_mode::compact;
+  field_grouping grouping = field_grouping::compact;
   int fields_per_message = 0;
   int fields_per_block = 0;
 };

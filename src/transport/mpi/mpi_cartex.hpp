@@ -8,7 +8,7 @@
 // 2^32 cells.
 //
 // Reference algorithm per stage (a dimension of the staged algorithm; one
-// field of it in sequence mode, as cartex loops over the fields):
+// field of it with the sequence grouping, as cartex loops over the fields):
 //   pack the sends: the x (y) faces of one field with cartex's pack_x (pack_y),
 //     any other box by element loops (z, y, x), a box of whole planes not at all
 //   (the buffers were allocated in the order cartex allocates them)

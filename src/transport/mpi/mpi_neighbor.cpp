@@ -130,7 +130,7 @@ T* non_null(std::vector<T>& v) {
 // One graph per distinct neighbour list, not one over all neighbours with zero
 // counts: MPI libraries still post a (zero-byte) message per edge, so a staged
 // exchange would send three times its messages. Stages repeat their lists
-// (sequence mode repeats the steps per field), so at most a few graphs exist.
+// (the sequence grouping repeats the steps per field), so at most a few graphs exist.
 mpi_neighbor_transport::mpi_neighbor_transport(const transport_context& ctx)
     : plan_(ctx.plan), fields_(ctx.fields), waits_(ctx.waits) {
   std::vector<stage_edges> edges;

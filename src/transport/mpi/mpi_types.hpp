@@ -6,9 +6,9 @@
 // peer that is a neighbour in several directions one message per direction,
 // as a plain MPI code does.
 //
-// Datatypes: a message of one box (every message in sequence mode) is cartex's
+// Datatypes: a message of one box (every message of the sequence grouping) is cartex's
 // plain MPI_Type_create_subarray over its field, sent from the field's first
-// allocated cell; a message of several boxes (the compact modes) is a struct
+// allocated cell; a message of several boxes (the compact groupings) is a struct
 // of subarrays at MPI_BOTTOM.
 //
 // Reference algorithm per stage (cartex posts afresh every exchange):

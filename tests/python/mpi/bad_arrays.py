@@ -60,7 +60,7 @@ def test_bad_fields_raise_the_same_value_error_everywhere(setup, case, who):
 
 @pytest.mark.parametrize("option,value,says", [
     ("algorithm", "diagonal", "unknown algorithm 'diagonal'"),
-    ("fields", "packed", "unknown field mode 'packed'"),
+    ("grouping", "packed", "unknown field grouping 'packed'"),
     ("transport", "carrier-pigeon", "unknown transport 'carrier-pigeon'"),
 ])
 def test_bad_options_raise_value_error(setup, option, value, says):

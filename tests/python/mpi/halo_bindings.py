@@ -1,7 +1,7 @@
 """Run under mpiexec (tests/python/test_bindings.py does): cell-exact halos of
 numpy fields through halox.HaloExchange — faces, edges, corners, periodic and
 open boundaries, float32 and float64, several fields, every algorithm and
-field mode, every transport that takes user memory. Every check is agreed on
+grouping, every transport that takes user memory. Every check is agreed on
 by all ranks, so a failure fails on every rank and no rank is left waiting."""
 import os
 
@@ -31,7 +31,7 @@ CASES = [(dims, periodic, halo)
          for periodic in [(True, True, True), (False, True, False)]
          for halo in ([{"halo": 2}] if i == 0 else [{"halo_lo": (1, 2, 1), "halo_hi": (2, 0, 1)}])]
 ALGORITHMS = ["standard", "staged"] if REDUCED else halox.algorithms()
-MODES = ["compact"] if REDUCED else ["compact", "sequence"]
+GROUPINGS = ["compact"] if REDUCED else ["compact", "sequence"]
 DTYPES = [np.float32] if REDUCED else [np.float32, np.float64]
 
 
@@ -98,10 +98,10 @@ def test_default_transport_takes_user_memory():
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
-@pytest.mark.parametrize("fields", MODES)
+@pytest.mark.parametrize("grouping", GROUPINGS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)
 @pytest.mark.parametrize("dims,periodic,halo", CASES, ids=str)
-def test_halos_are_cell_exact(transport, algorithm, fields, dtype, dims, periodic, halo):
+def test_halos_are_cell_exact(transport, algorithm, grouping, dtype, dims, periodic, halo):
     decomp = halox.Decomposition(comm, dims=dims, periodic=periodic)
     # Global extents that leave a remainder: sub-domains of 3 and 4 cells.
     d = decomp.dims
@@ -109,7 +109,7 @@ def test_halos_are_cell_exact(transport, algorithm, fields, dtype, dims, periodi
     grid = halox.Grid(sub.extent, **halo)
     arrays = [grid.zeros(dtype) for _ in range(NFIELDS)]
     assert all(a.shape == grid.shape for a in arrays)
-    ex = halox.HaloExchange(decomp, grid, arrays, algorithm=algorithm, fields=fields,
+    ex = halox.HaloExchange(decomp, grid, arrays, algorithm=algorithm, grouping=grouping,
                             transport=transport)
     for split_phase in (False, True):  # exchange(), then start() ... wait()
         fill(arrays, sub, grid)
@@ -130,7 +130,7 @@ def test_fields_moved_one_block_at_a_time_are_cell_exact(transport):
     sub = decomp.subdomain(global_domain=(3 * d[0] + 1, 3 * d[1] + 2, 3 * d[2] + 1))
     grid = halox.Grid(sub.extent, halo=2)
     arrays = [grid.zeros(np.float64) for _ in range(NFIELDS)]
-    ex = halox.HaloExchange(decomp, grid, arrays, algorithm="staged", fields="compact",
+    ex = halox.HaloExchange(decomp, grid, arrays, algorithm="staged", grouping="compact",
                             transport=transport, fields_per_block=1)
     fill(arrays, sub, grid)
     ex.exchange()
