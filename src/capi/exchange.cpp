@@ -13,6 +13,8 @@ using halox::capi::create_handle;
 using halox::capi::guarded;
 using halox::capi::handle_kind;
 using halox::capi::live;
+using halox::capi::local_problem;
+using halox::capi::make_exchange;
 using halox::capi::options_of;
 
 namespace {
@@ -58,37 +60,6 @@ std::string field_problem(const halox::local_grid& grid, int nfields, const halo
 bool all_digits(const std::string& s) {
   return !s.empty() && s.size() < 9 &&
          std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
-}
-
-// The usage error `check` throws, as text (empty when none).
-template <class Check>
-std::string local_problem(Check&& check) {
-  try {
-    check();
-    return {};
-  } catch (const halox::usage_error& e) {
-    return e.what();
-  }
-}
-
-// Every rank's arguments checked (`check` returns this rank's problem), the
-// first problem reported on all ranks (collective), then the exchange built
-// by `build`.
-template <class Check, class Build>
-std::unique_ptr<halox_exchange_s> make_exchange(const halox_decomposition_s& d,
-                                                const halox_options* options,
-                                                const char* function, Check&& check,
-                                                Build&& build) {
-  halox::exchange_options cpp;
-  std::string problem = local_problem([&] { cpp = options_of(options); });
-  if (problem.empty()) problem = check();
-  if (!problem.empty()) problem = fmt::format("rank {}: {}", d.decomp->rank(), problem);
-  auto agreed = halox::agree_on_error(d.decomp->comm(), problem);
-  if (!agreed.empty()) throw halox::usage_error(fmt::format("{}: {}", function, agreed));
-  auto handle = std::make_unique<halox_exchange_s>();
-  handle->decomp = d.decomp;
-  build(*handle, cpp);
-  return handle;
 }
 
 // This rank's problem with the grid and the fields (empty when none); sets grid.

@@ -60,6 +60,23 @@ std::string extent_problem(const halox_field& f, const halox::field& field,
                      f.halo.hi[2], want[0], want[1], want[2]);
 }
 
+// This rank's first problem with the interior and the fields (empty when
+// none); describes them as C++ fields and sets cells on the way.
+std::string fields_problem(const halox_decomposition_s& d, const int interior[3], int nfields,
+                           const halox_field* fields, std::vector<halox::field>& described,
+                           halox::ivec3& cells) {
+  if (interior) cells = {interior[0], interior[1], interior[2]};
+  if (nfields <= 0) return fmt::format("no fields (nfields is {})", nfields);
+  if (fields == nullptr) return "fields is NULL";
+  for (int i = 0; i < nfields; ++i) {
+    described.emplace_back();
+    std::string problem = spec_problem(fields[i], i, described.back());
+    if (problem.empty()) problem = extent_problem(fields[i], described.back(), *d.decomp, cells);
+    if (!problem.empty()) return problem;
+  }
+  return {};
+}
+
 }  // namespace
 
 extern "C" {
@@ -70,34 +87,23 @@ halox_status halox_exchange_create_fields(halox_exchange* ex, halox_decompositio
                                           const halox_options* options) {
   const char* function = "halox_exchange_create_fields";
   return halox::capi::create_handle(function, "ex", ex, handle_kind::exchange, [&] {
-    auto* d = live(decomp, handle_kind::decomposition, function);
-    halox::exchange_options cpp;
+    const auto& d = *live(decomp, handle_kind::decomposition, function);
     std::vector<halox::field> described;
-    halox::ivec3 cells = d->sub.extent;
-    std::string problem;
-    try {
-      cpp = halox::capi::options_of(options);
-      if (interior) cells = {interior[0], interior[1], interior[2]};
-      if (nfields <= 0) problem = fmt::format("no fields (nfields is {})", nfields);
-      if (problem.empty() && fields == nullptr) problem = "fields is NULL";
-      for (int i = 0; problem.empty() && i < nfields; ++i) {
-        described.emplace_back();
-        problem = spec_problem(fields[i], i, described.back());
-        if (problem.empty()) problem = extent_problem(fields[i], described.back(), *d->decomp, cells);
-      }
-    } catch (const halox::usage_error& e) {
-      problem = e.what();
-    }
-    if (!problem.empty()) problem = fmt::format("rank {}: {}", d->decomp->rank(), problem);
-    const auto agreed = halox::agree_on_error(d->decomp->comm(), problem);
-    if (!agreed.empty()) throw halox::usage_error(fmt::format("{}: {}", function, agreed));
-    auto handle = std::make_unique<halox_exchange_s>();
-    handle->decomp = d->decomp;
-    std::vector<void*> data;
-    for (const auto& f : described) data.push_back(f.data);
-    handle->shared = halox::capi::shared_memory_holding(data);
-    handle->exchange.emplace(*handle->decomp, cells, described, cpp);
-    return handle;
+    halox::ivec3 cells = d.sub.extent;
+    // What a check throws (an impossible layout) is a problem too.
+    auto check = [&] {
+      std::string problem;
+      const std::string thrown = halox::capi::local_problem(
+          [&] { problem = fields_problem(d, interior, nfields, fields, described, cells); });
+      return problem.empty() ? thrown : problem;
+    };
+    auto build = [&](halox_exchange_s& h, const halox::exchange_options& cpp) {
+      std::vector<void*> data;
+      for (const auto& f : described) data.push_back(f.data);
+      h.shared = halox::capi::shared_memory_holding(data);
+      h.exchange.emplace(*h.decomp, cells, described, cpp);
+    };
+    return halox::capi::make_exchange(d, options, function, check, build);
   });
 }
 

@@ -8,6 +8,8 @@
 // through `create_handle`.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -93,6 +95,38 @@ std::string halo_problem(const halox_halo_widths& halo);
 
 // The C options as C++ options; throws usage_error for a bad one (this rank's view).
 halox::exchange_options options_of(const halox_options* o);
+
+// The usage error `check` throws, as text (empty when none).
+template <class Check>
+std::string local_problem(Check&& check) {
+  try {
+    check();
+    return {};
+  } catch (const halox::usage_error& e) {
+    return e.what();
+  }
+}
+
+// The one way the C API builds an exchange: the options and every rank's
+// arguments checked (`check` returns this rank's problem, empty when none),
+// the first problem reported on all ranks before anything moves (collective),
+// then the exchange built by `build(handle, options)`.
+template <class Check, class Build>
+std::unique_ptr<halox_exchange_s> make_exchange(const halox_decomposition_s& d,
+                                                const halox_options* options,
+                                                const char* function, Check&& check,
+                                                Build&& build) {
+  halox::exchange_options cpp;
+  std::string problem = local_problem([&] { cpp = options_of(options); });
+  if (problem.empty()) problem = check();
+  if (!problem.empty()) problem = fmt::format("rank {}: {}", d.decomp->rank(), problem);
+  auto agreed = halox::agree_on_error(d.decomp->comm(), problem);
+  if (!agreed.empty()) throw halox::usage_error(fmt::format("{}: {}", function, agreed));
+  auto handle = std::make_unique<halox_exchange_s>();
+  handle->decomp = d.decomp;
+  build(*handle, cpp);
+  return handle;
+}
 
 // The one way a C function makes a handle. Inside the guard: `out` is
 // checked (its C name in messages: out_name) and set to NULL, `make` checks
