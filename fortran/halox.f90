@@ -944,12 +944,7 @@ contains
   ! schedule); later ones reuse it. algorithm=: the call's own ("standard",
   ! "staged", "faces"; absent: the exchange's).
   subroutine halox_start(ex, stat, errmsg, fields, names, depth, mask, algorithm)
-    type(halox_exchange), intent(in) :: ex
-    integer, intent(out), optional :: stat
-    character(len=*), intent(inout), optional :: errmsg
-    integer, intent(in), optional :: fields(:), depth
-    character(len=*), intent(in), optional :: names(:), algorithm
-    logical, intent(in), optional :: mask(:)
+    include "forward_call_arguments.inc"
     call forward_call("halox_start", ex, .false., stat, errmsg, fields, names, depth, mask, &
                       algorithm)
   end subroutine halox_start
@@ -959,13 +954,8 @@ contains
   subroutine forward_call(function_name, ex, run, stat, errmsg, fields, names, depth, mask, &
                           algorithm)
     character(len=*), intent(in) :: function_name
-    type(halox_exchange), intent(in) :: ex
     logical, intent(in) :: run
-    integer, intent(out), optional :: stat
-    character(len=*), intent(inout), optional :: errmsg
-    integer, intent(in), optional :: fields(:), depth
-    character(len=*), intent(in), optional :: names(:), algorithm
-    logical, intent(in), optional :: mask(:)
+    include "forward_call_arguments.inc"
     integer(c_int), allocatable :: indices(:)
     integer(c_int) :: status
     character(len=:), allocatable :: message
@@ -1070,12 +1060,7 @@ contains
 
   ! halox_start and halox_wait in one; fields=, names=, mask=, depth= as for halox_start.
   subroutine halox_exchange_halos(ex, stat, errmsg, fields, names, depth, mask, algorithm)
-    type(halox_exchange), intent(in) :: ex
-    integer, intent(out), optional :: stat
-    character(len=*), intent(inout), optional :: errmsg
-    integer, intent(in), optional :: fields(:), depth
-    character(len=*), intent(in), optional :: names(:), algorithm
-    logical, intent(in), optional :: mask(:)
+    include "forward_call_arguments.inc"
     call forward_call("halox_exchange_halos", ex, .true., stat, errmsg, fields, names, depth, &
                       mask, algorithm)
   end subroutine halox_exchange_halos
@@ -1086,12 +1071,7 @@ contains
   ! every_holder=.true.; fields=, names=, depth= as for halox_start (neither:
   ! every field). The first stage is in flight on return.
   subroutine halox_reverse_start(ex, op, stat, errmsg, fields, names, depth, every_holder, mask)
-    type(halox_exchange), intent(in) :: ex
-    integer, intent(in), optional :: op, fields(:), depth
-    integer, intent(out), optional :: stat
-    character(len=*), intent(inout), optional :: errmsg
-    character(len=*), intent(in), optional :: names(:)
-    logical, intent(in), optional :: every_holder, mask(:)
+    include "reverse_call_arguments.inc"
     call reverse_call("halox_reverse_start", ex, .false., op, stat, errmsg, fields, names, depth, &
                       every_holder, mask)
   end subroutine halox_reverse_start
@@ -1110,12 +1090,7 @@ contains
 
   ! halox_reverse_start and halox_reverse_wait in one.
   subroutine halox_reverse(ex, op, stat, errmsg, fields, names, depth, every_holder, mask)
-    type(halox_exchange), intent(in) :: ex
-    integer, intent(in), optional :: op, fields(:), depth
-    integer, intent(out), optional :: stat
-    character(len=*), intent(inout), optional :: errmsg
-    character(len=*), intent(in), optional :: names(:)
-    logical, intent(in), optional :: every_holder, mask(:)
+    include "reverse_call_arguments.inc"
     call reverse_call("halox_reverse", ex, .true., op, stat, errmsg, fields, names, depth, &
                       every_holder, mask)
   end subroutine halox_reverse
@@ -1124,13 +1099,8 @@ contains
   subroutine reverse_call(function_name, ex, run, op, stat, errmsg, fields, names, depth, &
                           every_holder, mask)
     character(len=*), intent(in) :: function_name
-    type(halox_exchange), intent(in) :: ex
     logical, intent(in) :: run
-    integer, intent(in), optional :: op, fields(:), depth
-    integer, intent(out), optional :: stat
-    character(len=*), intent(inout), optional :: errmsg
-    character(len=*), intent(in), optional :: names(:)
-    logical, intent(in), optional :: every_holder, mask(:)
+    include "reverse_call_arguments.inc"
     integer(c_int), allocatable :: indices(:)
     integer(c_int) :: status, how, everywhere
     character(len=:), allocatable :: message
