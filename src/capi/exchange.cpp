@@ -13,7 +13,6 @@ using halox::capi::create_handle;
 using halox::capi::guarded;
 using halox::capi::handle_kind;
 using halox::capi::live;
-using halox::capi::local_problem;
 using halox::capi::make_exchange;
 using halox::capi::options_of;
 
@@ -62,7 +61,8 @@ bool all_digits(const std::string& s) {
          std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
-// This rank's problem with the grid and the fields (empty when none); sets grid.
+// This rank's problem with the grid and the fields (empty when none; an
+// impossible grid throws usage_error); sets grid.
 std::string grid_problem(const halox_decomposition_s& d, const int interior[3],
                          const halox_halo_widths* halo, int nfields, const halox_array* fields,
                          halox::local_grid& grid) {
@@ -74,7 +74,7 @@ std::string grid_problem(const halox_decomposition_s& d, const int interior[3],
       return fmt::format("the interior must have cells in every dimension, got {} x {} x {}",
                          cells[0], cells[1], cells[2]);
   grid = halox::local_grid({cells[0], cells[1], cells[2]}, halox::capi::widths_of(*halo));
-  if (auto p = local_problem([&] { halox::validate_grid(grid); }); !p.empty()) return p;
+  halox::validate_grid(grid);  // throws usage_error: make_exchange reports it
   return field_problem(grid, nfields, fields);
 }
 

@@ -61,7 +61,8 @@ std::string extent_problem(const halox_field& f, const halox::field& field,
 }
 
 // This rank's first problem with the interior and the fields (empty when
-// none); describes them as C++ fields and sets cells on the way.
+// none; an impossible layout throws usage_error); describes them as C++
+// fields and sets cells on the way.
 std::string fields_problem(const halox_decomposition_s& d, const int interior[3], int nfields,
                            const halox_field* fields, std::vector<halox::field>& described,
                            halox::ivec3& cells) {
@@ -90,13 +91,7 @@ halox_status halox_exchange_create_fields(halox_exchange* ex, halox_decompositio
     const auto& d = *live(decomp, handle_kind::decomposition, function);
     std::vector<halox::field> described;
     halox::ivec3 cells = d.sub.extent;
-    // What a check throws (an impossible layout) is a problem too.
-    auto check = [&] {
-      std::string problem;
-      const std::string thrown = halox::capi::local_problem(
-          [&] { problem = fields_problem(d, interior, nfields, fields, described, cells); });
-      return problem.empty() ? thrown : problem;
-    };
+    auto check = [&] { return fields_problem(d, interior, nfields, fields, described, cells); };
     auto build = [&](halox_exchange_s& h, const halox::exchange_options& cpp) {
       std::vector<void*> data;
       for (const auto& f : described) data.push_back(f.data);

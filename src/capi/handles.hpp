@@ -108,9 +108,9 @@ std::string local_problem(Check&& check) {
 }
 
 // The one way the C API builds an exchange: the options and every rank's
-// arguments checked (`check` returns this rank's problem, empty when none),
-// the first problem reported on all ranks before anything moves (collective),
-// then the exchange built by `build(handle, options)`.
+// arguments checked (`check` returns this rank's problem, empty when none, or
+// throws usage_error), the first problem reported on all ranks before
+// anything moves (collective), then the exchange built by `build(handle, options)`.
 template <class Check, class Build>
 std::unique_ptr<halox_exchange_s> make_exchange(const halox_decomposition_s& d,
                                                 const halox_options* options,
@@ -118,7 +118,11 @@ std::unique_ptr<halox_exchange_s> make_exchange(const halox_decomposition_s& d,
                                                 Build&& build) {
   halox::exchange_options cpp;
   std::string problem = local_problem([&] { cpp = options_of(options); });
-  if (problem.empty()) problem = check();
+  if (problem.empty()) {
+    std::string found;
+    const std::string thrown = local_problem([&] { found = check(); });
+    problem = found.empty() ? thrown : found;
+  }
   if (!problem.empty()) problem = fmt::format("rank {}: {}", d.decomp->rank(), problem);
   auto agreed = halox::agree_on_error(d.decomp->comm(), problem);
   if (!agreed.empty()) throw halox::usage_error(fmt::format("{}: {}", function, agreed));
