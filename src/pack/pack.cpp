@@ -308,10 +308,21 @@ void copy_list::run() const {
 }
 
 bool copy_list::can_fetch_ahead() const {
-  for (const auto& g : groups_)
+  return fetched_span() > 0;
+}
+
+size_t copy_list::fetched_span() const {
+  size_t longest = 0;
+  for (const auto& g : groups_) {
+    const auto rows = static_cast<size_t>(g.rows), planes = static_cast<size_t>(g.planes);
+    auto span = [&](size_t row, size_t plane) {
+      return fetched_end(g.run, row) ? (planes - 1) * plane + (rows - 1) * row + g.run : 0;
+    };
     for (int m = 0; m < g.count; ++m)
-      if (fetched_end(g.run, g.from_row[m]) || fetched_end(g.run, g.to_row[m])) return true;
-  return false;
+      longest = std::max(
+          {longest, span(g.from_row[m], g.from_plane[m]), span(g.to_row[m], g.to_plane[m])});
+  }
+  return longest;
 }
 
 namespace {

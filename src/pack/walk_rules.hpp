@@ -14,8 +14,10 @@ namespace halox::walk_rules {
 // Runs of this many bytes, a row apart, touch cache lines of their own that
 // the hardware prefetcher misses: with fetch_ahead, run() asks for them a
 // few rows early. Landings of runs up to 16 bytes read their rows first
-// instead (pack.cpp).
-inline constexpr std::pair<size_t, size_t> fetched_runs{16, 256};
+// instead (pack.cpp). From 8 bytes: a depth-1 x face of doubles copied in
+// place between two fields gained from it; 4-byte runs showed no gain
+// (docs/results/2026-12-03-depth-one-fetch-ahead.md).
+inline constexpr std::pair<size_t, size_t> fetched_runs{8, 256};
 
 // Copies of the same shape walked together, at most.
 inline constexpr int max_together = 4;

@@ -208,6 +208,26 @@ TEST(Pack, FetchingAheadMovesTheSameBytes) {
   }
 }
 
+// fetched_span is the extent of the strided end that would be fetched ahead
+// (what the transports compare with the L2 cache): an x face's source spans
+// its field's planes and rows; its contiguous buffer end, a y face's long runs
+// and an empty list none.
+TEST(Pack, FetchedSpanIsTheExtentOfTheFetchedEnd) {
+  local_grid g({40, 9, 7}, halo_widths::uniform(1));  // allocated 42 x 11 x 9
+  std::vector<double> field(g.points()), buffer(g.points());
+  auto* f = reinterpret_cast<std::byte*>(field.data());
+  auto* b = reinterpret_cast<std::byte*>(buffer.data());
+  const size_t row = 42 * sizeof(double), plane = 11 * row;
+  copy_list x_face;
+  x_face.add(pack_copy(f, g, box{{0, 0, 0}, {1, 9, 7}}, sizeof(double), b));
+  EXPECT_EQ(x_face.fetched_span(), 6 * plane + 8 * row + sizeof(double));
+  copy_list y_face;  // runs of 320 bytes: beyond walk_rules::fetched_runs
+  y_face.add(pack_copy(f, g, box{{0, 0, 0}, {40, 1, 7}}, sizeof(double), b));
+  EXPECT_EQ(y_face.fetched_span(), 0u);
+  EXPECT_FALSE(y_face.can_fetch_ahead());
+  EXPECT_EQ(copy_list{}.fetched_span(), 0u);
+}
+
 // Runs of up to 16 bytes landed into strided rows are read before they are
 // written, eight rows at a time, fetching ahead or not (pack.cpp): with 1 to
 // 4 copies walking together and row counts on both sides of the block, every

@@ -69,6 +69,9 @@ class copy_list {
   void fetch_ahead(bool on) { fetch_ahead_ = on; }
   bool fetches_ahead() const { return fetch_ahead_; }
   bool can_fetch_ahead() const;  // some run would be fetched ahead
+  // The bytes from the first to the last run of the longest end that would be
+  // fetched ahead (about its field's size for an x face); 0: none.
+  size_t fetched_span() const;
   size_t bytes() const { return bytes_; }
   size_t walks() const;  // copies walking together count once
 

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/yielding_mpi.hpp"
+#include "halox/extend/topology.hpp"
 #include "transport/core/trial.hpp"
 
 namespace halox {
@@ -178,12 +179,22 @@ fetch_ahead_choice choose_fetch_ahead(transport& t, size_t stages,
     set(*forced);
     return {*forced, std::string(forced_by)};
   }
-  int fetchable =
-      std::ranges::any_of(lists, [](const copy_list* l) { return l->can_fetch_ahead(); });
-  yielding_allreduce(MPI_IN_PLACE, &fetchable, 1, MPI_INT, MPI_MAX, node_comm);
-  if (!fetchable) {
+  size_t span = 0;
+  for (const copy_list* l : lists) span = std::max(span, l->fetched_span());
+  // Fields larger than the L2 cache: after a time step's kernels their lines
+  // come from the L3 cache or memory, where fetching ahead wins; a trial of
+  // back-to-back exchanges finds them cached and would not see it
+  // (docs/results/2026-12-03-depth-one-fetch-ahead.md). Else measured.
+  const size_t l2 = this_machine_l2_bytes();
+  int seen[2] = {span > 0, span > 0 && (l2 == 0 || span <= l2)};  // fetchable, some fit the L2
+  yielding_allreduce(MPI_IN_PLACE, seen, 2, MPI_INT, MPI_MAX, node_comm);
+  if (!seen[0]) {
     set(false);
     return {false, "no strided run to fetch"};
+  }
+  if (!seen[1]) {
+    set(true);
+    return {true, "the fields exceed the L2 cache"};
   }
   const size_t best = fastest_candidate(
       t, stages, 2, [&](size_t c) { set(c == 1); }, node_comm);
