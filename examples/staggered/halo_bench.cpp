@@ -268,11 +268,11 @@ void cloverleaf_calls(const halox::decomposition& d, const bench_options& o) {
   }
   hydro::halox_updater with_halox(d, cells, cl::descriptors(halox_fields, o.shared), options_of(o));
   cl::own_exchange with_own(d, own_fields);
-  if (d.rank() == 0)
+  if (d.rank() == 0) {
     std::printf("# CloverLeaf3D's calls: halox's fields in %s memory, path %s\n",
                 o.shared_memory ? "node-shared" : "private", with_halox.exchange().transport_path().c_str());
-  if (d.rank() == 0)
     std::printf("# CloverLeaf3D's calls: %s\n", with_halox.exchange().transport_settings().c_str());
+  }
   const cl::call start = cl::start_call();
   const std::vector<cl::call> calls = cl::step_calls();
   // Seconds per kind of call in one run, and the run's total.

@@ -23,9 +23,9 @@ struct fetch_ahead_choice {
 
 // Collective over node_comm: sets `lists` to fetch ahead or not. As `forced`
 // says when set (the option's name, `forced_by`, is the reason); otherwise off
-// when no rank has a run to fetch, on when every fetched end spans more than
-// the L2 cache (copy_list::fetched_span), else measured both ways (trial.hpp)
-// and the faster kept.
+// when no rank has a run to fetch, on when every rank's longest fetched end
+// spans more than its L2 cache (copy_list::fetched_span), else measured both
+// ways (trial.hpp) and the faster kept.
 fetch_ahead_choice choose_fetch_ahead(transport& t, size_t stages,
                                       const std::vector<copy_list*>& lists,
                                       std::optional<bool> forced, std::string_view forced_by,

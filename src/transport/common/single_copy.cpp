@@ -186,7 +186,8 @@ fetch_ahead_choice choose_fetch_ahead(transport& t, size_t stages,
   // back-to-back exchanges finds them cached and would not see it
   // (docs/results/2026-12-03-depth-one-fetch-ahead.md). Else measured.
   const size_t l2 = this_machine_l2_bytes();
-  int seen[2] = {span > 0, span > 0 && (l2 == 0 || span <= l2)};  // fetchable, some fit the L2
+  // Whether some rank can fetch, and whether some rank's longest fetched end fits its L2.
+  int seen[2] = {span > 0, span > 0 && (l2 == 0 || span <= l2)};
   yielding_allreduce(MPI_IN_PLACE, seen, 2, MPI_INT, MPI_MAX, node_comm);
   if (!seen[0]) {
     set(false);
