@@ -88,6 +88,7 @@ class halox_updater final : public halo_updater {
       : ex_(d, cells, fields, options) {}
   void update(const std::vector<int>& fields, int depth) override { ex_.exchange(fields, depth); }
   const halox::halo_exchange& exchange() const { return ex_; }
+  halox::halo_exchange& exchange() { return ex_; }
 
  private:
   halox::halo_exchange ex_;

@@ -21,11 +21,15 @@
 //     block=N (fields per block; 0: halox's choice) parts=app,mixed,subsets,cloverleaf
 //     memory=private|shared (private: halox's fields on the heap, as the code's own; shared:
 //     allocated in halox's node-shared memory, which shm reads in place: one copy per point)
+//     breakdown=on|off (off; on: the cloverleaf part also prints, per kind of call and rank,
+//     where the time went: halox's stage parts, the code's pack, messages and unpack; the
+//     headline times then include the clock reads)
 //
 // Prints a table and one JSON object per measurement.
 #include <mpi.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <functional>
 #include <stdexcept>
@@ -52,6 +56,7 @@ struct bench_options {
   bool compute = true;   // compute=on|off: the kernels between CloverLeaf3D's calls
   halox::shared_points shared = halox::shared_points::kept;  // shared=kept|from_owner
   bool shared_memory = false;  // memory=private|shared: where the cloverleaf part's halox fields live
+  bool breakdown = false;      // breakdown=on|off: the cloverleaf part's time by part
   std::string parts = "app,mixed,subsets,cloverleaf";  // which of the measurements run
 };
 
@@ -72,6 +77,7 @@ bench_options parse(int argc, char** argv) {
     else if (key == "compute" && (value == "on" || value == "off")) o.compute = value == "on";
     else if (key == "shared") o.shared = halox::parse_shared_points(value);
     else if (key == "memory" && (value == "private" || value == "shared")) o.shared_memory = value == "shared";
+    else if (key == "breakdown" && (value == "on" || value == "off")) o.breakdown = value == "on";
     else throw halox::usage_error("unknown argument '" + arg + "'");
   }
   return o;
@@ -275,16 +281,42 @@ void cloverleaf_calls(const halox::decomposition& d, const bench_options& o) {
   }
   const cl::call start = cl::start_call();
   const std::vector<cl::call> calls = cl::step_calls();
+  // breakdown=on: this rank's seconds by part and kind of call, over every round.
+  std::map<std::string, halox::stage_split> halox_parts;
+  std::map<std::string, cl::own_parts> own_parts;
+  with_own.time_parts = o.breakdown;
+  auto add_parts = [&](const std::string& label, bool by_halox) {
+    if (!by_halox) {
+      cl::own_parts& to = own_parts[label];
+      to.pack_s += with_own.parts.pack_s;
+      to.messages_s += with_own.parts.messages_s;
+      to.unpack_s += with_own.parts.unpack_s;
+      with_own.parts = {};
+      return;
+    }
+    halox::stage_split& to = halox_parts[label];
+    for (const auto& st : with_halox.exchange().profile().stages) {
+      to.pack_s += st.pack_s;
+      to.copy_s += st.copy_s;
+      to.wait_peers_s += st.wait_peers_s;
+      to.wait_readers_s += st.wait_readers_s;
+      to.other_s += st.other_s;
+    }
+    with_halox.exchange().record_stages(false);
+  };
   // Seconds per kind of call in one run, and the run's total.
   auto run = [&](std::vector<field3d>& f, hydro::halo_updater& u) {
     cl::initial_state(f, d, cells);
     std::map<std::string, double> seconds;
+    const bool by_halox = &u == &with_halox;
     auto timed = [&](const cl::call& c) {
       if (o.compute) cl::compute(f, c.fields, d);  // the kernel before the call (untimed)
+      if (o.breakdown && by_halox) with_halox.exchange().record_stages(true);
       MPI_Barrier(d.comm());
       const double t0 = MPI_Wtime();
       u.update(c.fields, c.depth);
       seconds[c.label] += MPI_Wtime() - t0;
+      if (o.breakdown) add_parts(c.label, by_halox);
     };
     timed(start);
     for (int s = 0; s < o.steps; ++s)
@@ -320,6 +352,33 @@ void cloverleaf_calls(const halox::decomposition& d, const bench_options& o) {
   for (const auto& [label, count] : per_run)
     report_calls(label, "cloverleaf3d " + label + " x" + std::to_string(count));
   report_calls("halo time per step", "cloverleaf3d halo time per step");
+  if (!o.breakdown) return;
+  // Every rank's parts, printed by rank 0: an imbalance shows as one rank's wait.
+  constexpr int parts = 8;
+  for (const auto& [label, count] : per_run) {
+    const double us = 1e6 / (static_cast<double>(count) * o.rounds);
+    const halox::stage_split& h = halox_parts[label];
+    const cl::own_parts& c = own_parts[label];
+    const std::array<double, parts> mine{h.pack_s * us, h.copy_s * us, h.wait_peers_s * us,
+                                         h.wait_readers_s * us, h.other_s * us, c.pack_s * us,
+                                         c.messages_s * us, c.unpack_s * us};
+    std::vector<double> all(static_cast<size_t>(parts * d.size()));
+    MPI_Gather(mine.data(), parts, MPI_DOUBLE, all.data(), parts, MPI_DOUBLE, 0, d.comm());
+    if (d.rank() != 0) continue;
+    for (int r = 0; r < d.size(); ++r) {
+      const double* v = &all[static_cast<size_t>(r * parts)];
+      std::printf("breakdown %-20s rank %d halox: pack %.1f copy %.1f wait peers %.1f wait "
+                  "readers %.1f other %.1f | code's own: pack %.1f messages %.1f unpack %.1f "
+                  "(us per call)\n",
+                  label.c_str(), r, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+      std::printf("{\"measurement\": \"breakdown %s\", \"rank\": %d, \"cells\": %d, "
+                  "\"halox_pack_us\": %.2f, \"halox_copy_us\": %.2f, "
+                  "\"halox_wait_peers_us\": %.2f, \"halox_wait_readers_us\": %.2f, "
+                  "\"halox_other_us\": %.2f, \"own_pack_us\": %.2f, \"own_messages_us\": %.2f, "
+                  "\"own_unpack_us\": %.2f}\n",
+                  label.c_str(), r, o.cells, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+    }
+  }
 }
 
 }  // namespace

@@ -351,7 +351,9 @@ class halo_exchange {
 
   // How long the exchange took to build and, while recording, where each
   // stage's time goes (halox/exchange_profile.hpp). record_stages(true)
-  // starts recording anew (the splits start from zero); off by default.
+  // starts recording anew (the splits start from zero); off by default. Subset
+  // calls with the exchange's algorithm are recorded too; reverse calls and
+  // calls naming another algorithm are not.
   void record_stages(bool on);
   exchange_profile profile() const;
 

@@ -138,6 +138,9 @@ struct halo_exchange::schedule {
   exchange_plan plan;
   std::unique_ptr<transport> mover;
   bool moved_fields = false;  // a field's address changed since mover was built
+  // Whether its calls go into the stage breakdown: those of the exchange's
+  // algorithm (the whole's stages); a call with another algorithm is not recorded.
+  bool recorded = true;
 };
 
 struct halo_exchange::state {
@@ -482,7 +485,7 @@ void halo_exchange::start_schedule(schedule& sched) {
   }
   s.running = &sched;
   if (sched.plan.stages.empty()) return;
-  const stage_timer::stage_scope timed(&sched == s.whole ? s.recording.get() : nullptr, 0);
+  const stage_timer::stage_scope timed(sched.recorded ? s.recording.get() : nullptr, 0);
   sched.mover->start(0);
 }
 
@@ -512,8 +515,7 @@ void halo_exchange::wait() {
   if (!sched) throw std::logic_error("halo_exchange::wait called without start");
   state_->running = nullptr;
   auto& mover = *sched->mover;
-  // The breakdown records the whole exchange's stages only.
-  stage_timer::recorder* recording = sched == state_->whole ? state_->recording.get() : nullptr;
+  stage_timer::recorder* recording = sched->recorded ? state_->recording.get() : nullptr;
   {
     stage_timer::stage_scope timed(recording, 0);
     for (size_t s = 0; s < sched->plan.stages.size(); ++s) {
@@ -612,6 +614,7 @@ halo_exchange::schedule& halo_exchange::schedule_of(const std::vector<int>& fiel
   request.alg = alg;
   request.grouping = s.options.grouping;
   auto sched = std::make_unique<schedule>();
+  sched->recorded = alg == s.options.alg;
   try {
     build_schedule(*sched, std::move(request), {});
   } catch (...) {

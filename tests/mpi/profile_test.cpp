@@ -162,3 +162,27 @@ TEST(Profile, MeasuredChoicesCountInTheSetup) {
   EXPECT_GE(p.setup.total_s + 1e-9,
             p.setup.measured_choice_s + p.setup.plan_s + p.setup.transports_s);
 }
+
+// Subset calls of the exchange's algorithm are recorded into the same stages
+// (a code's update_halo calls are subsets); a call with another algorithm,
+// whose stages differ, is not.
+TEST(Profile, SubsetCallsOfTheExchangesAlgorithmAreRecorded) {
+  auto s = make_setup(algorithm::staged);
+  shared_fields<double> memory(s.decomp, s.ctx.grid, 2);
+  halo_exchange ex(s.decomp, s.ctx.grid, memory.pointers(),
+                   {.alg = algorithm::staged, .transport = parse_transport_choice("mpi-p2p")});
+  ex.exchange({1}, 1);  // schedules built outside the record
+  ex.exchange({1}, 1, algorithm::standard);
+  ex.record_stages(true);
+  for (int i = 0; i < recorded; ++i) ex.exchange({1}, 1);
+  const exchange_profile p = ex.profile();
+  EXPECT_EQ(p.exchanges, static_cast<uint64_t>(recorded));
+  ASSERT_EQ(p.stages.size(), ex.plan().stages.size());
+  double copied = 0;
+  for (const auto& st : p.stages) copied += st.pack_s + st.copy_s;
+  EXPECT_GT(copied, 0);  // periodic: every rank copies halo cells of field 1
+  const double before = sum_of(ex.profile().stages);
+  ex.exchange({1}, 1, algorithm::standard);
+  EXPECT_EQ(ex.profile().exchanges, static_cast<uint64_t>(recorded));
+  EXPECT_EQ(sum_of(ex.profile().stages), before);
+}

@@ -1,4 +1,5 @@
 """The example stencil code gives the same answer on 1 rank and on several."""
+import json
 import re
 
 import pytest
@@ -70,3 +71,22 @@ def test_cloverleaf3d_calls_leave_the_fields_as_the_codes_own_exchange(
     where = "node-shared" if memory == "shared" else "private"
     assert f"halox's fields in {where} memory, path {path}\n" in run.stdout, run.stdout
     assert "cloverleaf3d halo time per step" in run.stdout, run.stdout
+
+
+# breakdown=on: per kind of call, halox's stage parts (its subset calls recorded) beside the
+# code's own pack, messages and unpack, rank by rank, in microseconds per call.
+def test_cloverleaf3d_breakdown_splits_every_kind_of_call(run_mpi):
+    run = run_mpi(2, "halox-example-hydro3d-bench", "cells=8", "rounds=1", "steps=2",
+                  "parts=cloverleaf", "boundary=open", "transport=shm", "breakdown=on")
+    assert run.returncode == 0, run.stdout + run.stderr
+    records = [json.loads(line) for line in run.stdout.splitlines()
+               if line.startswith('{"measurement": "breakdown ')]
+    assert sorted({r["rank"] for r in records}) == [0, 1], run.stdout
+    labels = {r["measurement"] for r in records}
+    assert labels == {f"breakdown {kind}" for kind in (
+        "1 field, depth 1", "5 fields, depth 1", "4 fields, depth 2", "7 fields, depth 2",
+        "12 fields, depth 2")}, run.stdout
+    for r in records:
+        assert all(v >= 0 for k, v in r.items() if k.endswith("_us")), r
+        # Open along x, 2 ranks: each rank packs what it sends, halox and the code alike.
+        assert r["halox_pack_us"] > 0 and r["own_pack_us"] > 0 and r["own_messages_us"] > 0, r
