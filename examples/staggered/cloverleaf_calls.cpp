@@ -42,6 +42,22 @@ ivec3 computed_points(const field3d& f, const std::array<std::array<bool, 2>, 3>
   return n;
 }
 
+// Charges the time since the last charge to a part, when on.
+class part_clock {
+ public:
+  explicit part_clock(bool on) : on_(on), mark_(on ? MPI_Wtime() : 0) {}
+  void charge(double& part) {
+    if (!on_) return;
+    const double now = MPI_Wtime();
+    part += now - mark_;
+    mark_ = now;
+  }
+
+ private:
+  bool on_;
+  double mark_;
+};
+
 }  // namespace
 
 call start_call() {
@@ -160,13 +176,7 @@ void own_exchange::update(const std::vector<int>& which, int depth) {
     const auto& neighbour = has[static_cast<size_t>(dim)];
     // Pack each field in turn, as CloverLeaf's pack kernels do; nothing toward
     // an open boundary (the code's boundary kernels fill those halos).
-    double mark = time_parts ? MPI_Wtime() : 0;
-    auto charge = [&](double& part) {
-      if (!time_parts) return;
-      const double now = MPI_Wtime();
-      part += now - mark;
-      mark = now;
-    };
+    part_clock clock(time_parts);
     std::array<size_t, 2> at{0, 0};
     for (int i : which) {
       field3d& f = fields_[static_cast<size_t>(i)];
@@ -174,14 +184,14 @@ void own_exchange::update(const std::vector<int>& which, int depth) {
       for (size_t side = 0; side < 2; ++side)
         if (neighbour[side]) copy_box(f, out[side], send_[side], at[side], true);
     }
-    charge(parts.pack_s);
+    clock.charge(parts.pack_s);
     MPI_Request requests[4];
     MPI_Irecv(recv_[0].data(), static_cast<int>(received[0]), MPI_DOUBLE, lo, 1, d_.comm(), &requests[0]);
     MPI_Irecv(recv_[1].data(), static_cast<int>(received[1]), MPI_DOUBLE, hi, 0, d_.comm(), &requests[1]);
     MPI_Isend(send_[0].data(), static_cast<int>(sent[0]), MPI_DOUBLE, lo, 0, d_.comm(), &requests[2]);
     MPI_Isend(send_[1].data(), static_cast<int>(sent[1]), MPI_DOUBLE, hi, 1, d_.comm(), &requests[3]);
     MPI_Waitall(4, requests, MPI_STATUSES_IGNORE);
-    charge(parts.messages_s);
+    clock.charge(parts.messages_s);
     at = {0, 0};
     for (int i : which) {
       field3d& f = fields_[static_cast<size_t>(i)];
@@ -189,7 +199,7 @@ void own_exchange::update(const std::vector<int>& which, int depth) {
       for (size_t side = 0; side < 2; ++side)
         if (neighbour[side]) copy_box(f, in[side], recv_[side], at[side], false);
     }
-    charge(parts.unpack_s);
+    clock.charge(parts.unpack_s);
   }
 }
 

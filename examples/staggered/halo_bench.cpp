@@ -259,6 +259,65 @@ void subset_against_dedicated(const halox::decomposition& d, const bench_options
 // 4. CloverLeaf3D's calls: `steps` steps per run (after the start-up call),
 // each kind of call's time per call (the slowest rank's), halox against the
 // code's own exchange, and the halo time per step.
+// breakdown=on: this rank's seconds by part and kind of call, over every round;
+// print() gathers every rank's and rank 0 prints them, µs per call.
+class call_breakdown {
+ public:
+  void add(const std::string& label, halox::halo_exchange& ex) {
+    halox::stage_split& to = halox_[label];
+    for (const auto& st : ex.profile().stages) {
+      to.pack_s += st.pack_s;
+      to.copy_s += st.copy_s;
+      to.wait_peers_s += st.wait_peers_s;
+      to.wait_readers_s += st.wait_readers_s;
+      to.other_s += st.other_s;
+    }
+    ex.record_stages(false);
+  }
+  void add(const std::string& label, hydro::cloverleaf::own_exchange& own) {
+    hydro::cloverleaf::own_parts& to = own_[label];
+    to.pack_s += own.parts.pack_s;
+    to.messages_s += own.parts.messages_s;
+    to.unpack_s += own.parts.unpack_s;
+    own.parts = {};
+  }
+  // `per_run`: calls of each kind in one run.
+  void print(const halox::decomposition& d, const std::map<std::string, int>& per_run,
+             const bench_options& o) {
+    constexpr int parts = 8;
+    for (const auto& [label, count] : per_run) {
+      const double us = 1e6 / (static_cast<double>(count) * o.rounds);
+      const halox::stage_split& h = halox_[label];
+      const hydro::cloverleaf::own_parts& c = own_[label];
+      const std::array<double, parts> mine{h.pack_s * us, h.copy_s * us, h.wait_peers_s * us,
+                                           h.wait_readers_s * us, h.other_s * us, c.pack_s * us,
+                                           c.messages_s * us, c.unpack_s * us};
+      std::vector<double> all(static_cast<size_t>(parts * d.size()));
+      MPI_Gather(mine.data(), parts, MPI_DOUBLE, all.data(), parts, MPI_DOUBLE, 0, d.comm());
+      if (d.rank() != 0) continue;
+      for (int r = 0; r < d.size(); ++r)
+        print_rank(label, r, &all[static_cast<size_t>(r * parts)], o);
+    }
+  }
+
+ private:
+  static void print_rank(const std::string& label, int rank, const double* v,
+                         const bench_options& o) {
+    std::printf("breakdown %-20s rank %d halox: pack %.1f copy %.1f wait peers %.1f wait "
+                "readers %.1f other %.1f | code's own: pack %.1f messages %.1f unpack %.1f "
+                "(us per call)\n",
+                label.c_str(), rank, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+    std::printf("{\"measurement\": \"breakdown %s\", \"rank\": %d, \"cells\": %d, "
+                "\"halox_pack_us\": %.2f, \"halox_copy_us\": %.2f, "
+                "\"halox_wait_peers_us\": %.2f, \"halox_wait_readers_us\": %.2f, "
+                "\"halox_other_us\": %.2f, \"own_pack_us\": %.2f, \"own_messages_us\": %.2f, "
+                "\"own_unpack_us\": %.2f}\n",
+                label.c_str(), rank, o.cells, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+  }
+  std::map<std::string, halox::stage_split> halox_;
+  std::map<std::string, hydro::cloverleaf::own_parts> own_;
+};
+
 void cloverleaf_calls(const halox::decomposition& d, const bench_options& o) {
   namespace cl = hydro::cloverleaf;
   const ivec3 cells{o.cells, o.cells, o.cells};
@@ -281,29 +340,8 @@ void cloverleaf_calls(const halox::decomposition& d, const bench_options& o) {
   }
   const cl::call start = cl::start_call();
   const std::vector<cl::call> calls = cl::step_calls();
-  // breakdown=on: this rank's seconds by part and kind of call, over every round.
-  std::map<std::string, halox::stage_split> halox_parts;
-  std::map<std::string, cl::own_parts> own_parts;
+  call_breakdown parts;  // breakdown=on
   with_own.time_parts = o.breakdown;
-  auto add_parts = [&](const std::string& label, bool by_halox) {
-    if (!by_halox) {
-      cl::own_parts& to = own_parts[label];
-      to.pack_s += with_own.parts.pack_s;
-      to.messages_s += with_own.parts.messages_s;
-      to.unpack_s += with_own.parts.unpack_s;
-      with_own.parts = {};
-      return;
-    }
-    halox::stage_split& to = halox_parts[label];
-    for (const auto& st : with_halox.exchange().profile().stages) {
-      to.pack_s += st.pack_s;
-      to.copy_s += st.copy_s;
-      to.wait_peers_s += st.wait_peers_s;
-      to.wait_readers_s += st.wait_readers_s;
-      to.other_s += st.other_s;
-    }
-    with_halox.exchange().record_stages(false);
-  };
   // Seconds per kind of call in one run, and the run's total.
   auto run = [&](std::vector<field3d>& f, hydro::halo_updater& u) {
     cl::initial_state(f, d, cells);
@@ -316,7 +354,8 @@ void cloverleaf_calls(const halox::decomposition& d, const bench_options& o) {
       const double t0 = MPI_Wtime();
       u.update(c.fields, c.depth);
       seconds[c.label] += MPI_Wtime() - t0;
-      if (o.breakdown) add_parts(c.label, by_halox);
+      if (o.breakdown)
+        by_halox ? parts.add(c.label, with_halox.exchange()) : parts.add(c.label, with_own);
     };
     timed(start);
     for (int s = 0; s < o.steps; ++s)
@@ -352,33 +391,7 @@ void cloverleaf_calls(const halox::decomposition& d, const bench_options& o) {
   for (const auto& [label, count] : per_run)
     report_calls(label, "cloverleaf3d " + label + " x" + std::to_string(count));
   report_calls("halo time per step", "cloverleaf3d halo time per step");
-  if (!o.breakdown) return;
-  // Every rank's parts, printed by rank 0: an imbalance shows as one rank's wait.
-  constexpr int parts = 8;
-  for (const auto& [label, count] : per_run) {
-    const double us = 1e6 / (static_cast<double>(count) * o.rounds);
-    const halox::stage_split& h = halox_parts[label];
-    const cl::own_parts& c = own_parts[label];
-    const std::array<double, parts> mine{h.pack_s * us, h.copy_s * us, h.wait_peers_s * us,
-                                         h.wait_readers_s * us, h.other_s * us, c.pack_s * us,
-                                         c.messages_s * us, c.unpack_s * us};
-    std::vector<double> all(static_cast<size_t>(parts * d.size()));
-    MPI_Gather(mine.data(), parts, MPI_DOUBLE, all.data(), parts, MPI_DOUBLE, 0, d.comm());
-    if (d.rank() != 0) continue;
-    for (int r = 0; r < d.size(); ++r) {
-      const double* v = &all[static_cast<size_t>(r * parts)];
-      std::printf("breakdown %-20s rank %d halox: pack %.1f copy %.1f wait peers %.1f wait "
-                  "readers %.1f other %.1f | code's own: pack %.1f messages %.1f unpack %.1f "
-                  "(us per call)\n",
-                  label.c_str(), r, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
-      std::printf("{\"measurement\": \"breakdown %s\", \"rank\": %d, \"cells\": %d, "
-                  "\"halox_pack_us\": %.2f, \"halox_copy_us\": %.2f, "
-                  "\"halox_wait_peers_us\": %.2f, \"halox_wait_readers_us\": %.2f, "
-                  "\"halox_other_us\": %.2f, \"own_pack_us\": %.2f, \"own_messages_us\": %.2f, "
-                  "\"own_unpack_us\": %.2f}\n",
-                  label.c_str(), r, o.cells, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
-    }
-  }
+  if (o.breakdown) parts.print(d, per_run, o);
 }
 
 }  // namespace
