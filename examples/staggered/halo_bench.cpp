@@ -9,8 +9,9 @@
 //     subset alone;
 //  4. CloverLeaf3D's update_halo calls (cloverleaf_calls.hpp: 19 fields, the
 //     subsets and depths of a step in order, compute between them): halox,
-//     shared faces kept, against the code's own exchange, per kind of call;
-//     both runs' fields compared point by point.
+//     shared faces kept, against the code's own exchange, per kind of call
+//     (the two runs in step, call by call); both runs' fields compared point
+//     by point.
 //
 //   mpiexec -n 2 --bind-to core halox-example-hydro3d-bench cells=32 rounds=7
 //     cells=N (32, per rank) steps=S (10) calls=C (20) rounds=R (7)
@@ -34,6 +35,7 @@
 #include <functional>
 #include <stdexcept>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -318,6 +320,67 @@ class call_breakdown {
   std::map<std::string, hydro::cloverleaf::own_parts> own_;
 };
 
+// The two runs of CloverLeaf3D's calls, halox's and the code's own, in step: call by call,
+// each after its own kernel, so that both meet the machine in the same state (a drift within
+// the launch moves both alike).
+struct runs_in_step {
+  using run_seconds = std::map<std::string, double>;
+  const halox::decomposition& d;
+  const bench_options& o;
+  const ivec3& cells;
+  std::vector<field3d>& halox_fields;
+  std::vector<field3d>& own_fields;
+  hydro::halox_updater& with_halox;
+  hydro::cloverleaf::own_exchange& with_own;
+  call_breakdown& parts;
+
+  // Seconds per kind of call in one run of each, and each run's halo time per step.
+  void run(const hydro::cloverleaf::call& start, const std::vector<hydro::cloverleaf::call>& calls,
+           run_seconds& by_halox, run_seconds& by_own) {
+    hydro::cloverleaf::initial_state(halox_fields, d, cells);
+    hydro::cloverleaf::initial_state(own_fields, d, cells);
+    auto both = [&](const hydro::cloverleaf::call& c) {
+      timed(c, halox_fields, with_halox, by_halox);
+      timed(c, own_fields, with_own, by_own);
+    };
+    both(start);
+    for (int s = 0; s < o.steps; ++s)
+      for (const auto& c : calls) both(c);
+    for (run_seconds* seconds : {&by_halox, &by_own}) {
+      double total = 0;
+      for (auto& [label, t] : *seconds) {
+        t = slowest(t, d.comm());
+        total += t;
+      }
+      (*seconds)["halo time per step"] = total / o.steps;
+    }
+  }
+
+  void timed(const hydro::cloverleaf::call& c, std::vector<field3d>& f, hydro::halo_updater& u,
+             run_seconds& seconds) {
+    const bool is_halox = &u == &with_halox;
+    if (o.compute) hydro::cloverleaf::compute(f, c.fields, d);  // the kernel before the call
+    if (o.breakdown && is_halox) with_halox.exchange().record_stages(true);
+    MPI_Barrier(d.comm());
+    const double t0 = MPI_Wtime();
+    u.update(c.fields, c.depth);
+    seconds[c.label] += MPI_Wtime() - t0;
+    if (o.breakdown)
+      is_halox ? parts.add(c.label, with_halox.exchange()) : parts.add(c.label, with_own);
+  }
+};
+
+// Each kind of call's schedules, as their transport chose when they were built.
+void print_call_settings(const halox::halo_exchange& ex,
+                         const std::vector<hydro::cloverleaf::call>& calls) {
+  std::set<std::pair<std::string, std::string>> said;
+  for (const auto& c : calls) {
+    const std::string settings = ex.transport_settings(c.fields, c.depth);
+    if (!settings.empty() && said.insert({c.label, settings}).second)
+      std::printf("# CloverLeaf3D's calls: %s: %s\n", c.label.c_str(), settings.c_str());
+  }
+}
+
 void cloverleaf_calls(const halox::decomposition& d, const bench_options& o) {
   namespace cl = hydro::cloverleaf;
   const ivec3 cells{o.cells, o.cells, o.cells};
@@ -342,39 +405,17 @@ void cloverleaf_calls(const halox::decomposition& d, const bench_options& o) {
   const std::vector<cl::call> calls = cl::step_calls();
   call_breakdown parts;  // breakdown=on
   with_own.time_parts = o.breakdown;
-  // Seconds per kind of call in one run, and the run's total.
-  auto run = [&](std::vector<field3d>& f, hydro::halo_updater& u) {
-    cl::initial_state(f, d, cells);
-    std::map<std::string, double> seconds;
-    const bool by_halox = &u == &with_halox;
-    auto timed = [&](const cl::call& c) {
-      if (o.compute) cl::compute(f, c.fields, d);  // the kernel before the call (untimed)
-      if (o.breakdown && by_halox) with_halox.exchange().record_stages(true);
-      MPI_Barrier(d.comm());
-      const double t0 = MPI_Wtime();
-      u.update(c.fields, c.depth);
-      seconds[c.label] += MPI_Wtime() - t0;
-      if (o.breakdown)
-        by_halox ? parts.add(c.label, with_halox.exchange()) : parts.add(c.label, with_own);
-    };
-    timed(start);
-    for (int s = 0; s < o.steps; ++s)
-      for (const auto& c : calls) timed(c);
-    double total = 0;
-    for (auto& [label, t] : seconds) {
-      t = slowest(t, d.comm());
-      total += t;
-    }
-    seconds["halo time per step"] = total / o.steps;
-    return seconds;
-  };
+  runs_in_step runs{d, o, cells, halox_fields, own_fields, with_halox, with_own, parts};
   std::map<std::string, int> per_run{{start.label, 1}};
   for (const auto& c : calls) per_run[c.label] += o.steps;
   std::map<std::string, std::vector<double>> halox_times, own_times;
   for (int r = 0; r < o.rounds; ++r) {
-    for (const auto& [label, t] : run(halox_fields, with_halox)) halox_times[label].push_back(t);
-    for (const auto& [label, t] : run(own_fields, with_own)) own_times[label].push_back(t);
+    runs_in_step::run_seconds by_halox, by_own;
+    runs.run(start, calls, by_halox, by_own);
+    for (const auto& [label, t] : by_halox) halox_times[label].push_back(t);
+    for (const auto& [label, t] : by_own) own_times[label].push_back(t);
   }
+  if (d.rank() == 0) print_call_settings(with_halox.exchange(), calls);
   const long differ = cl::differing_points(halox_fields, own_fields);
   if (differ != 0 && o.shared == halox::shared_points::kept)
     throw std::runtime_error("CloverLeaf3D's calls: halox and the code's own exchange leave " +

@@ -215,8 +215,11 @@ class halo_exchange {
   // each once), at `depth` (0: each field's whole halo; see halox/field.hpp
   // for what a depth fills). The first call of a subset and depth builds its
   // schedule, collectively, with the transport, algorithm and tuning the
-  // exchange was built with (nothing is measured again); later calls reuse
-  // it, so a subset call costs what an exchange built for that subset costs.
+  // exchange was built with, but for shm's outbox rule where it was left to be
+  // measured: that is measured for the subset's own boxes (a few exchanges of
+  // the subset; which runs are worth an outbox depends on the runs). Later
+  // calls reuse it, so a subset call costs what an exchange built for that
+  // subset costs.
   void start(const std::vector<int>& fields, int depth = 0);
   void exchange(const std::vector<int>& fields, int depth = 0) {
     start(fields, depth);
@@ -342,6 +345,11 @@ class halo_exchange {
   // What the transports chose when they were built (e.g. which boxes shm
   // stages, and how that was decided); empty when nothing.
   std::string transport_settings() const;
+  // The same for the schedule of a subset and depth built so far (by a call or
+  // prepare()): shm measures which runs go through its outbox for the subset's
+  // own boxes, so a subset's rule may differ from the whole's. A subset not
+  // built yet is a usage_error.
+  std::string transport_settings(const std::vector<int>& fields, int depth) const;
   // What the measured choice found (empty without auto choices): e.g.
   // "chose shm/staged/compact of 12 candidates (measured)" or "(from wisdom)".
   const std::string& choice_report() const;

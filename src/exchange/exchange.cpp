@@ -138,6 +138,9 @@ struct halo_exchange::schedule {
   exchange_plan plan;
   std::unique_ptr<transport> mover;
   bool moved_fields = false;  // a field's address changed since mover was built
+  // Its transport's tuning as built (measured where not given), for a rebuild after moved
+  // fields: nothing is measured again then.
+  transport_tuning tuning;
   // Whether its calls go into the stage breakdown: those of the exchange's
   // algorithm (the whole's stages); a call with another algorithm is not recorded.
   bool recorded = true;
@@ -148,7 +151,10 @@ struct halo_exchange::state {
   std::string choice_report;
   transport_choice choice;
   std::vector<std::string> names;  // by field
-  transport_tuning tuning;          // the tuning as built, for the subsets' schedules
+  // shm's outbox rule as the caller or the environment set it (unset: measured): which runs
+  // go through the outbox depends on the runs, so a subset's schedule measures it for its own
+  // boxes; the rest of a subset's tuning is the whole's as built.
+  shm_tuning given_shm;
   // The whole exchange first; then each subset and depth called, by key.
   // By fields, depth and algorithm (the exchange's, or one a call asked for).
   std::map<std::tuple<std::vector<int>, int, algorithm>, std::unique_ptr<schedule>> schedules;
@@ -298,6 +304,7 @@ halo_exchange::halo_exchange(const decomposition& decomp, std::vector<field_layo
   std::string problem;
   try {
     s.options = with_environment(options);
+    s.given_shm = s.options.tuning.shm;
     fields.device = fields_on_device(options.memory, fields);
     fields.stream = options.cuda_stream;
     if (fields.device &&
@@ -351,13 +358,11 @@ void halo_exchange::finish(const decomposition& decomp, field_set fields, state&
   s.node = make_node_membership(s.comm, options.ranks_per_node);
   s.waits.oversubscribed = s.node.oversubscribed;
   s.waits.comm = s.comm;
-  s.tuning = options.tuning;
   plan_request request;
   request.layouts = std::move(s.whole->plan.layouts);
   request.alg = options.alg;
   request.grouping = options.grouping;
   build_schedule(*s.whole, std::move(request), problem);
-  s.whole->mover->tuning_as_built(s.tuning);
 }
 
 void halo_exchange::build_schedule(schedule& sched, plan_request request, std::string problem) {
@@ -389,7 +394,17 @@ void halo_exchange::build_schedule(schedule& sched, plan_request request, std::s
       describe(sched.plan, s.choice, s.options) + (s.fields.device ? ", device memory" : ""),
       problem);
   const double transports_begun = MPI_Wtime();
-  sched.mover = make_transport(s.choice, {sched.plan, s.comm, s.fields, s.node, s.waits, s.tuning});
+  // The whole takes the options' tuning (a measured choice's included); a subset the whole's
+  // as built, but for shm's outbox rule where the caller left it to be measured (a few
+  // exchanges of the subset; cma's rule, whose trials cost far more, is kept).
+  sched.tuning = whole ? s.options.tuning : s.whole->tuning;
+  if (!whole) {
+    sched.tuning.shm.direct_min_run = s.given_shm.direct_min_run;
+    sched.tuning.shm.push = s.given_shm.push;
+  }
+  sched.mover =
+      make_transport(s.choice, {sched.plan, s.comm, s.fields, s.node, s.waits, sched.tuning});
+  sched.mover->tuning_as_built(sched.tuning);
   if (whole) {
     s.setup.plan_s = transports_begun - plan_begun;
     s.setup.transports_s = MPI_Wtime() - transports_begun;
@@ -423,6 +438,23 @@ std::string halo_exchange::transport_path() const {
 }
 std::string halo_exchange::transport_settings() const {
   return state_->whole->mover->settings();
+}
+std::string halo_exchange::transport_settings(const std::vector<int>& fields, int depth) const {
+  const char* function = "halo_exchange::transport_settings";
+  const state& s = *state_;
+  std::vector<int> moved;
+  try {
+    moved = check_subset(fields, depth);
+  } catch (const usage_error& e) {
+    throw usage_error(fmt::format("{}: {}", function, e.what()));
+  }
+  if (depth == 0 && moved.size() == s.whole->plan.layouts.size()) return transport_settings();
+  const auto at = s.schedules.find({moved, depth, s.options.alg});
+  if (at == s.schedules.end())
+    throw usage_error(fmt::format(
+        "{}: this subset and depth has no schedule yet (call it, or prepare(fields, depth), first)",
+        function));
+  return at->second->mover->settings();
 }
 std::vector<transport_stats> halo_exchange::stats() const {
   // Bytes of every schedule, the subsets' included, per transport.
@@ -480,7 +512,7 @@ void halo_exchange::start_schedule(schedule& sched) {
   if (sched.moved_fields) {
     // Collective, as every rank gave the same fields new addresses before this call.
     sched.mover =
-        make_transport(s.choice, {sched.plan, s.comm, s.fields, s.node, s.waits, s.tuning});
+        make_transport(s.choice, {sched.plan, s.comm, s.fields, s.node, s.waits, sched.tuning});
     sched.moved_fields = false;
   }
   s.running = &sched;

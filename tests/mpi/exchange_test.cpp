@@ -781,6 +781,43 @@ TEST(Exchange, SingleCopyOutboxRulesAreExact) {
   }
 }
 
+// A subset's schedule measures shm's outbox rule for its own boxes where the caller left it to
+// be measured (the whole exchange's rule, measured over other boxes, may not suit them), and
+// keeps the rule the caller gave; a subset without a schedule yet has no settings to report.
+TEST(Exchange, SubsetSchedulesMeasureShmsOutboxRuleForTheirOwnBoxes) {
+  if (auto why = find_transport("shm").unavailable(); !why.empty()) GTEST_SKIP() << why;
+  auto d = make_cart_decomposition(MPI_COMM_WORLD, {0, 0, 0}, {true, false, true}, false);
+  const ivec3 cells{8, 6, 5};
+  local_grid wide(cells, halo_widths{{2, 2, 2}, {2, 2, 2}});
+  subdomain sub = subdomain_per_rank(d, cells);
+  shared_field_memory shared(d, wide.points() * sizeof(double), 2);
+  std::vector<double*> pointers;
+  for (int f = 0; f < 2; ++f) pointers.push_back(static_cast<double*>(shared.field(f)));
+  const char* per_node = std::getenv("HALOX_RANKS_PER_NODE");
+  const bool messages = world_size() > 1 && !(per_node && std::atoi(per_node) == 1);
+  for (const char* given : {"", "9"}) {
+    scoped_environment environment;
+    environment.set("HALOX_SHM_DIRECT_MIN_RUN", given);
+    exchange_options options{.transport = parse_transport_choice("shm")};
+    halo_exchange ex(d, wide, element_type::f64, shared.pointers(), options);
+    EXPECT_THROW((void)ex.transport_settings({1}, 1), usage_error);
+    const verify_context ctx{wide, sub, d.periodic(), options.alg};
+    fill_fields(pointers, ctx, 0);
+    ex.exchange({1}, 1);
+    const std::string settings = ex.transport_settings({1}, 1);
+    if (*given)
+      EXPECT_NE(settings.find("runs under 9 B"), std::string::npos) << settings;
+    else if (messages)
+      EXPECT_NE(settings.find("(measured"), std::string::npos) << settings;
+    // The subset's rule moves the same values as any other.
+    ex.exchange();
+    size_t total = 1;
+    auto bad = check_fields(pointers, ctx, 0, 1, &total);
+    EXPECT_EQ(total, 0u) << (bad.empty() ? std::string() : describe(bad[0]));
+    EXPECT_EQ(ex.transport_settings({0, 1}, 0), ex.transport_settings());
+  }
+}
+
 // shm takes its outbox slots in turn across exchanges (a schedule per phase):
 // every exchange of a run moves that exchange's values, whichever slot its
 // stages packed into, with one block per stage (a slot per stage) and one
