@@ -378,6 +378,7 @@ class halo_exchange {
   // transport. Collective.
   void build_schedule(schedule& sched, plan_request request, std::string problem);
   schedule& schedule_of(const std::vector<int>& fields, int depth, algorithm alg);
+  schedule& checked_schedule_of(const std::vector<int>& fields, int depth, algorithm alg);
   void start_schedule(schedule& sched);
   // The fastest of the candidates the auto flags open, agreed by all ranks.
   static exchange_options measured_choice(const decomposition& decomp,

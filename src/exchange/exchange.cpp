@@ -160,6 +160,18 @@ struct halo_exchange::state {
   std::map<std::tuple<std::vector<int>, int, algorithm>, std::unique_ptr<schedule>> schedules;
   schedule* whole = nullptr;
   schedule* running = nullptr;  // started, not yet waited for
+  // The latest calls' arguments as given and their schedules: a call made before finds its
+  // schedule here without the checks, the sort and the map's walk, whose structures the
+  // kernels between calls leave out of the cache.
+  struct recent_call {
+    std::vector<int> fields;
+    int depth = 0;
+    algorithm alg = algorithm::standard;
+    schedule* sched = nullptr;
+  };
+  static constexpr size_t recent_calls = 16;
+  std::vector<recent_call> recent;
+  size_t recent_next = 0;  // the entry replaced next once recent is full
   field_set fields;
   decomposition decomp;           // the caller's, on the exchange's own communicator
   MPI_Comm comm = MPI_COMM_NULL;  // decomp.comm()
@@ -630,6 +642,22 @@ std::vector<int> halo_exchange::check_subset(const std::vector<int>& fields, int
 
 halo_exchange::schedule& halo_exchange::schedule_of(const std::vector<int>& fields, int depth,
                                                      algorithm alg) {
+  state& s = *state_;
+  for (const auto& r : s.recent)
+    if (r.depth == depth && r.alg == alg && r.fields == fields) return *r.sched;
+  schedule& found = checked_schedule_of(fields, depth, alg);
+  state::recent_call call{fields, depth, alg, &found};
+  if (s.recent.size() < state::recent_calls) {
+    s.recent.push_back(std::move(call));
+  } else {
+    s.recent[s.recent_next] = std::move(call);
+    s.recent_next = (s.recent_next + 1) % state::recent_calls;
+  }
+  return found;
+}
+
+halo_exchange::schedule& halo_exchange::checked_schedule_of(const std::vector<int>& fields,
+                                                             int depth, algorithm alg) {
   state& s = *state_;
   const std::vector<int> moved = checked_subset(fields, depth, s.whole->plan, s.names);
   // Every field at its whole halo is the exchange as built.

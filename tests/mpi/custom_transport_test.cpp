@@ -67,6 +67,31 @@ class blocking_p2p final : public transport {
   std::vector<MPI_Request> requests_;
 };
 
+// blocking_p2p that counts its calls and says when a stage leaves it nothing to do
+// (transport::idle): the router then leaves it alone in that stage.
+class counting_idle final : public transport {
+ public:
+  explicit counting_idle(const transport_context& ctx) : plan_(ctx.plan), inner_(ctx) {}
+  void start(size_t stage) override {
+    ++calls;
+    inner_.start(stage);
+  }
+  void wait(size_t stage) override {
+    ++calls;
+    inner_.wait(stage);
+  }
+  bool idle(size_t stage) const override {
+    const auto& s = plan_.stages[stage];
+    return s.sends.empty() && s.recvs.empty() && s.copies.empty();
+  }
+  std::string name() const override { return "test-counting-idle"; }
+  static inline long calls = 0;
+
+ private:
+  const exchange_plan& plan_;
+  blocking_p2p inner_;
+};
+
 void register_once() {
   static const bool registered = [] {
     register_transport({.name = "test-blocking-p2p",
@@ -74,6 +99,12 @@ void register_once() {
                         .reach = transport_reach::any_peer,
                         .make = [](const transport_context& ctx) -> std::unique_ptr<transport> {
                           return std::make_unique<blocking_p2p>(ctx);
+                        }});
+    register_transport({.name = "test-counting-idle",
+                        .summary = "a transport of the test suite: counts its calls",
+                        .reach = transport_reach::any_peer,
+                        .make = [](const transport_context& ctx) -> std::unique_ptr<transport> {
+                          return std::make_unique<counting_idle>(ctx);
                         }});
     return true;
   }();
@@ -152,6 +183,26 @@ TEST(CustomTransport, PassesTheVerificationMatrix) {
             EXPECT_EQ(matrix_case<float>(choice, alg, grouping, periodic, halo, 1), "")
                 << where("float");
           }
+  }
+}
+
+// A part with nothing to do in a stage on this rank is not called: with every neighbour on the
+// node, the routing's off-node part never is; alone, the transport is called where its stages
+// hold messages or copies, and either way every halo cell is right.
+TEST(CustomTransport, TheRouterLeavesAPartIdleInAStageAlone) {
+  register_once();
+  const char* groups = std::getenv("HALOX_RANKS_PER_NODE");
+  const bool one_node = !groups || !*groups || std::string(groups) == "0";
+  for (const char* text : {"shm+test-counting-idle", "test-counting-idle"}) {
+    const transport_choice choice = parse_transport_choice(text);
+    counting_idle::calls = 0;
+    EXPECT_EQ(matrix_case<double>(choice, algorithm::standard, field_grouping::compact, true, 1, 2),
+              "")
+        << text;
+    const bool routed = std::string(text).starts_with("shm+");
+    if (routed && one_node) EXPECT_EQ(counting_idle::calls, 0) << text;
+    // Periodic: every rank has a neighbour or copies its own halos.
+    if (!routed) EXPECT_GT(counting_idle::calls, 0) << text;
   }
 }
 

@@ -73,6 +73,10 @@ class transport {
   // Bytes sent so far, one entry per transport that carried messages (the
   // router counts for every choice).
   virtual std::vector<transport_stats> stats() const { return {}; }
+  // True when start(stage) and wait(stage) do nothing on this rank (no message, no copy, no
+  // collective call, no signal), so that the router skips them: an empty part's calls would
+  // still bring its structures into the cache, which the kernels between calls evicted.
+  virtual bool idle(size_t /*stage*/) const { return false; }
 };
 
 // Builds a transport for a context (a registry entry's constructor).

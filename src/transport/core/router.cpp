@@ -40,26 +40,37 @@ struct routed_transport::part {
   }
 };
 
+namespace {
+std::vector<char> busy_stages(const transport& t, size_t stages) {
+  std::vector<char> busy(stages);
+  for (size_t s = 0; s < stages; ++s) busy[s] = !t.idle(s);
+  return busy;
+}
+}  // namespace
+
 routed_transport::routed_transport(const transport_context& ctx, const routed_part_maker& only)
-    : local_(std::make_unique<part>(ctx.plan, ctx, only)) {}
+    : local_(std::make_unique<part>(ctx.plan, ctx, only)),
+      local_busy_(busy_stages(*local_->mover, ctx.plan.stages.size())) {}
 
 routed_transport::routed_transport(const transport_context& ctx, const routed_part_maker& local,
                                    const routed_part_maker& remote) {
   // Every rank builds both parts in the same order: their set-ups may be collective.
   remote_ = std::make_unique<part>(split_plan(ctx.plan, ctx.node, false), ctx, remote);
   local_ = std::make_unique<part>(split_plan(ctx.plan, ctx.node, true), ctx, local);
+  local_busy_ = busy_stages(*local_->mover, ctx.plan.stages.size());
+  remote_busy_ = busy_stages(*remote_->mover, ctx.plan.stages.size());
 }
 
 routed_transport::~routed_transport() = default;
 
 void routed_transport::start(size_t stage) {
-  if (remote_) remote_->start(stage);
-  local_->start(stage);
+  if (remote_ && remote_busy_[stage]) remote_->start(stage);
+  if (local_busy_[stage]) local_->start(stage);
 }
 
 void routed_transport::wait(size_t stage) {
-  local_->mover->wait(stage);
-  if (remote_) remote_->mover->wait(stage);
+  if (local_busy_[stage]) local_->mover->wait(stage);
+  if (remote_ && remote_busy_[stage]) remote_->mover->wait(stage);
 }
 
 std::string routed_transport::name() const {

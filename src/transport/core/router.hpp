@@ -7,10 +7,12 @@
 // Reference algorithm per stage s:
 //   start: remote.start(s); local.start(s)     (off-node messages in flight first)
 //   wait:  local.wait(s);   remote.wait(s)
+// (a part idle in stage s on this rank, transport::idle, is not called)
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "halox/extend/transport.hpp"
 
@@ -44,6 +46,9 @@ class routed_transport final : public transport {
  private:
   struct part;
   std::unique_ptr<part> local_, remote_;  // remote_ is null for a single transport
+  // By stage: whether each part has work on this rank (transport::idle), read here so that
+  // a part without any is not touched.
+  std::vector<char> local_busy_, remote_busy_;
 };
 
 }  // namespace halox

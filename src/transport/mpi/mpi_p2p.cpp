@@ -32,6 +32,11 @@ mpi_p2p_transport::~mpi_p2p_transport() {
   }
 }
 
+bool mpi_p2p_transport::idle(size_t stage) const {
+  const buffered_stage& s = buffers_.stages()[stage];
+  return s.sends.empty() && s.recvs.empty() && s.self_copies.empty();
+}
+
 void mpi_p2p_transport::start(size_t stage) {
   const buffered_stage& s = buffers_.stages()[stage];
   auto& r = stages_[stage];

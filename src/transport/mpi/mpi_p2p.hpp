@@ -30,6 +30,7 @@ class mpi_p2p_transport final : public transport {
     return fetch_ahead_ ? std::string(transport_names::mpi_p2p) + ": " + describe_fetch_ahead(*fetch_ahead_)
                         : std::string();
   }
+  bool idle(size_t stage) const override;
   void tuning_as_built(transport_tuning& tuning) const override {
     if (fetch_ahead_) tuning.p2p.fetch_ahead = fetch_ahead_->on;
   }
