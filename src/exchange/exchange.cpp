@@ -132,6 +132,40 @@ void require_memory_support(const transport_choice& choice, bool device) {
 
 }  // namespace
 
+// The latest calls' arguments as given (the fields in the caller's order, the depth, and
+// `Key`: the algorithm or the reverse call's kind) and what they found: a call made before
+// finds it here without the checks, the sort and the map's walk, whose structures the
+// kernels between calls leave out of the cache.
+template <class Key, class Found>
+class recent_calls {
+ public:
+  const Found* find(const std::vector<int>& fields, int depth, Key key) const {
+    for (const auto& e : entries_)
+      if (e.depth == depth && e.key == key && e.fields == fields) return &e.found;
+    return nullptr;
+  }
+  void remember(const std::vector<int>& fields, int depth, Key key, Found found) {
+    entry e{fields, depth, key, std::move(found)};
+    if (entries_.size() < capacity) {
+      entries_.push_back(std::move(e));
+      return;
+    }
+    entries_[next_] = std::move(e);
+    next_ = (next_ + 1) % capacity;
+  }
+
+ private:
+  struct entry {
+    std::vector<int> fields;
+    int depth = 0;
+    Key key{};
+    Found found{};
+  };
+  static constexpr size_t capacity = 16;
+  std::vector<entry> entries_;
+  size_t next_ = 0;  // the entry replaced next once full
+};
+
 // One schedule: the plan of a call (all fields or a subset, at a depth) and
 // the transport built for it.
 struct halo_exchange::schedule {
@@ -160,18 +194,7 @@ struct halo_exchange::state {
   std::map<std::tuple<std::vector<int>, int, algorithm>, std::unique_ptr<schedule>> schedules;
   schedule* whole = nullptr;
   schedule* running = nullptr;  // started, not yet waited for
-  // The latest calls' arguments as given and their schedules: a call made before finds its
-  // schedule here without the checks, the sort and the map's walk, whose structures the
-  // kernels between calls leave out of the cache.
-  struct recent_call {
-    std::vector<int> fields;
-    int depth = 0;
-    algorithm alg = algorithm::standard;
-    schedule* sched = nullptr;
-  };
-  static constexpr size_t recent_calls = 16;
-  std::vector<recent_call> recent;
-  size_t recent_next = 0;  // the entry replaced next once recent is full
+  recent_calls<algorithm, schedule*> recent;
   field_set fields;
   decomposition decomp;           // the caller's, on the exchange's own communicator
   MPI_Comm comm = MPI_COMM_NULL;  // decomp.comm()
@@ -183,6 +206,11 @@ struct halo_exchange::state {
   std::map<std::tuple<std::vector<int>, int, bool>, std::unique_ptr<reverse_schedule>> reverses;
   reverse_schedule* reverse_running = nullptr;
   std::vector<int> reverse_running_fields;
+  struct reverse_found {
+    reverse_schedule* sched = nullptr;
+    std::vector<int> moved;  // as checked_subset returned them
+  };
+  recent_calls<reverse_to, reverse_found> recent_reverses;
   MPI_Comm reverse_comm = MPI_COMM_NULL;  // its messages' own, made with its first schedule
 
   ~state() {
@@ -643,16 +671,9 @@ std::vector<int> halo_exchange::check_subset(const std::vector<int>& fields, int
 halo_exchange::schedule& halo_exchange::schedule_of(const std::vector<int>& fields, int depth,
                                                      algorithm alg) {
   state& s = *state_;
-  for (const auto& r : s.recent)
-    if (r.depth == depth && r.alg == alg && r.fields == fields) return *r.sched;
+  if (schedule* const* found = s.recent.find(fields, depth, alg)) return **found;
   schedule& found = checked_schedule_of(fields, depth, alg);
-  state::recent_call call{fields, depth, alg, &found};
-  if (s.recent.size() < state::recent_calls) {
-    s.recent.push_back(std::move(call));
-  } else {
-    s.recent[s.recent_next] = std::move(call);
-    s.recent_next = (s.recent_next + 1) % state::recent_calls;
-  }
+  s.recent.remember(fields, depth, alg, &found);
   return found;
 }
 
@@ -740,9 +761,10 @@ void halo_exchange::start_reverse(reduction op, const std::vector<int>& fields, 
   state& s = *state_;
   if (s.reverse_running)
     throw std::logic_error("halo_exchange::start_reverse called twice without wait_reverse");
+  const state::reverse_found* recent = s.recent_reverses.find(fields, depth, to);
   std::vector<int> moved;
   try {
-    moved = checked_subset(fields, depth, s.whole->plan, s.names);
+    moved = recent ? recent->moved : checked_subset(fields, depth, s.whole->plan, s.names);
   } catch (const usage_error& e) {
     throw usage_error(fmt::format("halo_exchange::start_reverse: {}", e.what()));
   }
@@ -752,7 +774,8 @@ void halo_exchange::start_reverse(reduction op, const std::vector<int>& fields, 
           "halo_exchange::start_reverse: field '{}' is in a forward exchange still in flight "
           "(wait first)",
           s.names[static_cast<size_t>(f)]));
-  reverse_schedule& sched = reverse_schedule_of(moved, depth, to);
+  reverse_schedule& sched = recent ? *recent->sched : reverse_schedule_of(moved, depth, to);
+  if (!recent) s.recent_reverses.remember(fields, depth, to, {&sched, moved});
   s.reverse_running = &sched;
   s.reverse_running_fields = std::move(moved);
   sched.start(s.fields, op, s.reverse_comm, s.waits);

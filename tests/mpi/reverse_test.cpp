@@ -496,6 +496,19 @@ TEST(Reverse, BadCallsAreRefusedBeforeAnythingMoves) {
   EXPECT_THROW(ex.start_reverse(reduction::sum, {"fx"}), std::logic_error);
   ex.wait_reverse();
   EXPECT_THROW(ex.wait_reverse(), std::logic_error);
+  // The same checks hold for calls made before (found among the latest calls, not checked anew).
+  ex.reverse(reduction::sum, {"xvel"});
+  ex.exchange({"rho", "xvel"}, 1);
+  ex.start({"rho", "xvel"}, 1);
+  EXPECT_NE(message_of([&] { ex.start_reverse(reduction::sum, {"xvel"}); })
+                .find("field 'xvel' is in a forward exchange still in flight"),
+            std::string::npos);
+  ex.wait();
+  ex.start_reverse(reduction::sum, {"xvel"});
+  EXPECT_NE(message_of([&] { ex.start({"rho", "xvel"}, 1); })
+                .find("field 'xvel' is in a reverse call"),
+            std::string::npos);
+  ex.wait_reverse();
   // Nothing was left in flight: a whole call still verifies.
   c.fill(5, false);
   ex.reverse(reduction::sum);
