@@ -379,6 +379,8 @@ class halo_exchange {
   void build_schedule(schedule& sched, plan_request request, std::string problem);
   schedule& schedule_of(const std::vector<int>& fields, int depth, algorithm alg);
   schedule& checked_schedule_of(const std::vector<int>& fields, int depth, algorithm alg);
+  // The schedule built for checked fields (as check_subset returns them), or null.
+  schedule* built_schedule(const std::vector<int>& moved, int depth, algorithm alg) const;
   void start_schedule(schedule& sched);
   // The fastest of the candidates the auto flags open, agreed by all ranks.
   static exchange_options measured_choice(const decomposition& decomp,

@@ -488,13 +488,12 @@ std::string halo_exchange::transport_settings(const std::vector<int>& fields, in
   } catch (const usage_error& e) {
     throw usage_error(fmt::format("{}: {}", function, e.what()));
   }
-  if (depth == 0 && moved.size() == s.whole->plan.layouts.size()) return transport_settings();
-  const auto at = s.schedules.find({moved, depth, s.options.alg});
-  if (at == s.schedules.end())
+  const schedule* sched = built_schedule(moved, depth, s.options.alg);
+  if (!sched)
     throw usage_error(fmt::format(
         "{}: this subset and depth has no schedule yet (call it, or prepare(fields, depth), first)",
         function));
-  return at->second->mover->settings();
+  return sched->mover->settings();
 }
 std::vector<transport_stats> halo_exchange::stats() const {
   // Bytes of every schedule, the subsets' included, per transport.
@@ -677,17 +676,25 @@ halo_exchange::schedule& halo_exchange::schedule_of(const std::vector<int>& fiel
   return found;
 }
 
+halo_exchange::schedule* halo_exchange::built_schedule(const std::vector<int>& moved, int depth,
+                                                       algorithm alg) const {
+  const state& s = *state_;
+  // Every field at its whole halo is the exchange as built.
+  if (depth == 0 && moved.size() == s.whole->plan.layouts.size() && alg == s.options.alg)
+    return s.whole;
+  const auto at = s.schedules.find({moved, depth, alg});
+  return at == s.schedules.end() ? nullptr : at->second.get();
+}
+
 halo_exchange::schedule& halo_exchange::checked_schedule_of(const std::vector<int>& fields,
                                                              int depth, algorithm alg) {
   state& s = *state_;
   const std::vector<int> moved = checked_subset(fields, depth, s.whole->plan, s.names);
-  // Every field at its whole halo is the exchange as built.
-  if (depth == 0 && moved.size() == s.whole->plan.layouts.size() && alg == s.options.alg)
-    return *s.whole;
-  auto [at, fresh] = s.schedules.try_emplace({moved, depth, alg});
-  if (!fresh) return *at->second;
-  // Built once, collectively, as the whole exchange was: its transport, algorithm and tuning;
-  // blocks sized for the subset's own fields, as an exchange of them alone would size them.
+  if (schedule* built = built_schedule(moved, depth, alg)) return *built;
+  const auto at = s.schedules.try_emplace({moved, depth, alg}).first;
+  // Built once, collectively, as the whole exchange was: its transport, algorithm and tuning
+  // (shm's outbox rule measured anew where it was not given, build_schedule); blocks sized for
+  // the subset's own fields, as an exchange of them alone would size them.
   plan_request request;
   request.layouts = s.whole->plan.layouts;
   request.moved = moved;
